@@ -1,0 +1,194 @@
+"""The suite catalog: ``[tool.ci-runner]`` in the repository's ``pyproject.toml``.
+
+The catalog is data, so another repository adopts the runner by writing its own table; nothing
+about a particular project's suites lives in code.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CATALOG_FILE = "pyproject.toml"
+DEFAULT_TIMEOUT_PER_FILE = 1200.0
+
+
+class CatalogError(Exception):
+    """The catalog is missing or malformed; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One suite from the catalog."""
+
+    name: str
+    hw: str
+    nightly: bool = False
+    renamed_from: tuple[str, ...] = ()
+    gpus_per_file: int = 1
+    timeout_per_file: float | None = None
+    runner: str | None = None
+    job_timeout_minutes: float | None = None
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """All suites of a repository, plus where its registered tests live."""
+
+    root: Path
+    registered_dir: str
+    suites: tuple[Suite, ...] = field(default_factory=tuple)
+
+    def get(self, name: str) -> Suite | None:
+        """The suite called ``name``, or None."""
+        for suite in self.suites:
+            if suite.name == name:
+                return suite
+        return None
+
+    def for_hw(self, hw: str) -> list[Suite]:
+        """Suites of one backend, in catalog order."""
+        return [s for s in self.suites if s.hw == hw]
+
+    def renamed(self, old_name: str) -> Suite | None:
+        """The suite that ``old_name`` was renamed to, or None."""
+        for suite in self.suites:
+            if old_name in suite.renamed_from:
+                return suite
+        return None
+
+    @property
+    def registered_path(self) -> Path:
+        return self.root / self.registered_dir
+
+
+def find_root(start: Path) -> Path:
+    """Walk up from ``start`` to the first directory whose pyproject.toml has [tool.ci-runner]."""
+    current = start.resolve()
+    for candidate in (current, *current.parents):
+        path = candidate / CATALOG_FILE
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+                continue
+            if "ci-runner" in data.get("tool", {}):
+                return candidate
+    raise CatalogError(
+        f"no {CATALOG_FILE} with a [tool.ci-runner] table found in {current} or any parent; "
+        "run from inside the repository or pass --root DIR"
+    )
+
+
+def _expect(value: object, kind: type | tuple[type, ...], where: str, what: str) -> object:
+    if (
+        isinstance(value, bool)
+        and kind is not bool
+        and bool not in (kind if isinstance(kind, tuple) else (kind,))
+    ):
+        raise CatalogError(f"{where}: {what} must be {_kind_name(kind)}, got {value!r}")
+    if not isinstance(value, kind):
+        raise CatalogError(f"{where}: {what} must be {_kind_name(kind)}, got {value!r}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "a list",
+    }
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+_SUITE_KEYS = {
+    "name",
+    "hw",
+    "nightly",
+    "renamed-from",
+    "gpus-per-file",
+    "timeout-per-file",
+    "runner",
+    "job-timeout-minutes",
+}
+
+
+def _parse_suite(raw: object, where: str) -> Suite:
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: each [[tool.ci-runner.suites]] entry must be a table")
+    unknown = sorted(set(raw) - _SUITE_KEYS)
+    if unknown:
+        raise CatalogError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(_SUITE_KEYS))}"
+        )
+    for key in ("name", "hw"):
+        if key not in raw:
+            raise CatalogError(f"{where}: missing required key '{key}'")
+    name = str(_expect(raw["name"], str, where, "name"))
+    where = f"{where} (suite {name!r})"
+    renamed = _expect(raw.get("renamed-from", []), list, where, "renamed-from")
+    for old in renamed:  # type: ignore[union-attr]
+        _expect(old, str, where, "each renamed-from entry")
+    timeout = raw.get("timeout-per-file")
+    if timeout is not None:
+        _expect(timeout, (int, float), where, "timeout-per-file")
+        if timeout <= 0:
+            raise CatalogError(f"{where}: timeout-per-file must be positive, got {timeout}")
+    gpus = _expect(raw.get("gpus-per-file", 1), int, where, "gpus-per-file")
+    if gpus < 0:  # type: ignore[operator]
+        raise CatalogError(f"{where}: gpus-per-file must be >= 0, got {gpus}")
+    job_minutes = raw.get("job-timeout-minutes")
+    if job_minutes is not None:
+        _expect(job_minutes, (int, float), where, "job-timeout-minutes")
+        if job_minutes <= 0:
+            raise CatalogError(f"{where}: job-timeout-minutes must be positive, got {job_minutes}")
+    runner = raw.get("runner")
+    if runner is not None:
+        _expect(runner, str, where, "runner")
+    return Suite(
+        name=name,
+        hw=str(_expect(raw["hw"], str, where, "hw")),
+        nightly=bool(_expect(raw.get("nightly", False), bool, where, "nightly")),
+        renamed_from=tuple(renamed),  # type: ignore[arg-type]
+        gpus_per_file=int(gpus),  # type: ignore[arg-type]
+        timeout_per_file=float(timeout) if timeout is not None else None,
+        runner=runner,
+        job_timeout_minutes=float(job_minutes) if job_minutes is not None else None,
+    )
+
+
+def load_catalog(root: Path) -> Catalog:
+    """Read and validate the catalog of the repository at ``root``."""
+    path = root / CATALOG_FILE
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogError(
+            f"{path}: not found; the suite catalog lives in [tool.ci-runner]"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("ci-runner")
+    if not isinstance(table, dict):
+        raise CatalogError(f"{path}: no [tool.ci-runner] table")
+    where = f"{path.name} [tool.ci-runner]"
+    registered_dir = str(
+        _expect(table.get("registered-dir", "registered"), str, where, "registered-dir")
+    )
+    raw_suites = table.get("suites", [])
+    if not isinstance(raw_suites, list) or not raw_suites:
+        raise CatalogError(f"{where}: define at least one [[tool.ci-runner.suites]] entry")
+    suites = tuple(_parse_suite(raw, f"{where} suites[{i}]") for i, raw in enumerate(raw_suites))
+    seen: dict[str, str] = {}
+    for suite in suites:
+        for name in (suite.name, *suite.renamed_from):
+            if name in seen:
+                raise CatalogError(
+                    f"{where}: suite name {name!r} is used twice ({seen[name]} and {suite.name})"
+                )
+            seen[name] = suite.name
+    return Catalog(root=root, registered_dir=registered_dir, suites=suites)
