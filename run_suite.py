@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ci_runner.cli import main  # noqa: E402
+from ci_runner.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())
