@@ -10,8 +10,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ci_runner.markers import MARKER_BACKENDS
+
 CATALOG_FILE = "pyproject.toml"
 DEFAULT_TIMEOUT_PER_FILE = 1200.0
+BACKENDS: tuple[str, ...] = tuple(sorted(set(MARKER_BACKENDS.values())))
 
 
 class CatalogError(Exception):
@@ -129,7 +132,12 @@ def _parse_suite(raw: object, where: str) -> Suite:
         if key not in raw:
             raise CatalogError(f"{where}: missing required key '{key}'")
     name = str(_expect(raw["name"], str, where, "name"))
+    if not name.strip():
+        raise CatalogError(f"{where}: name must be a non-empty string")
     where = f"{where} (suite {name!r})"
+    hw = str(_expect(raw["hw"], str, where, "hw"))
+    if hw not in BACKENDS:
+        raise CatalogError(f"{where}: hw must be one of {', '.join(BACKENDS)}, got {hw!r}")
     renamed = _expect(raw.get("renamed-from", []), list, where, "renamed-from")
     for old in renamed:  # type: ignore[union-attr]
         _expect(old, str, where, "each renamed-from entry")
@@ -151,7 +159,7 @@ def _parse_suite(raw: object, where: str) -> Suite:
         _expect(runner, str, where, "runner")
     return Suite(
         name=name,
-        hw=str(_expect(raw["hw"], str, where, "hw")),
+        hw=hw,
         nightly=bool(_expect(raw.get("nightly", False), bool, where, "nightly")),
         renamed_from=tuple(renamed),  # type: ignore[arg-type]
         gpus_per_file=int(gpus),  # type: ignore[arg-type]
@@ -172,6 +180,10 @@ def load_catalog(root: Path) -> Catalog:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{path}: not UTF-8 text: {exc.reason}") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read: {exc.strerror or exc}") from None
     table = data.get("tool", {}).get("ci-runner")
     if not isinstance(table, dict):
         raise CatalogError(f"{path}: no [tool.ci-runner] table")

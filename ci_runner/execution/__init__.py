@@ -9,6 +9,7 @@ The CLI calls exactly three things from here:
 """
 
 from ci_runner.execution.api import (
+    DisabledFile,
     FileToRun,
     ShardContext,
     add_execution_arguments,
@@ -17,6 +18,7 @@ from ci_runner.execution.api import (
 )
 
 __all__ = [
+    "DisabledFile",
     "FileToRun",
     "ShardContext",
     "add_execution_arguments",

@@ -1,5 +1,43 @@
 """Public helpers for JIT kernels: building (load_jit), caching, C++ arguments and CI switches."""
 
+from jit_kernel.utils.arch import (
+    ArchError,
+    ArchInfo,
+    get_jit_cuda_arch,
+    is_arch_support_pdl,
+    override_arch,
+)
+from jit_kernel.utils.cache import cache_once
 from jit_kernel.utils.ci import get_ci_test_range, is_in_ci, should_run_full_tests
+from jit_kernel.utils.compile import (
+    KERNEL_ROOT,
+    BuildResult,
+    JitCompileError,
+    build_only,
+    load_jit,
+)
+from jit_kernel.utils.cpp_args import CPP_DTYPE_MAP, CPPArgList, make_cpp_args
+from jit_kernel.utils.registry import register_precompile
+from jit_kernel.utils.toolchain import JitToolchainError
 
-__all__ = ["get_ci_test_range", "is_in_ci", "should_run_full_tests"]
+__all__ = [
+    "CPP_DTYPE_MAP",
+    "KERNEL_ROOT",
+    "ArchError",
+    "ArchInfo",
+    "BuildResult",
+    "CPPArgList",
+    "JitCompileError",
+    "JitToolchainError",
+    "build_only",
+    "cache_once",
+    "get_ci_test_range",
+    "get_jit_cuda_arch",
+    "is_arch_support_pdl",
+    "is_in_ci",
+    "load_jit",
+    "make_cpp_args",
+    "override_arch",
+    "register_precompile",
+    "should_run_full_tests",
+]

@@ -1,0 +1,58 @@
+"""Validate registrations against the suite catalog: known, current, right backend and cadence."""
+
+from __future__ import annotations
+
+import difflib
+
+from ci_runner.catalog import Catalog
+from ci_runner.markers import MARKER_BACKENDS
+from ci_runner.model import Problem, Registration
+
+MARKER_FOR_BACKEND: dict[str, str] = {hw: name for name, hw in MARKER_BACKENDS.items()}
+
+
+def marker_for(backend: str) -> str:
+    """The marker function of a backend, e.g. "cuda" -> "register_cuda_ci"."""
+    return MARKER_FOR_BACKEND.get(backend, f"register_{backend}_ci")
+
+
+def check_registration(reg: Registration, catalog: Catalog) -> Problem | None:
+    """The catalog problem of one registration, or None when it is valid."""
+    message = _message(reg, catalog)
+    return Problem(reg.path, reg.line, reg.col, message) if message else None
+
+
+def _message(reg: Registration, catalog: Catalog) -> str | None:
+    marker = marker_for(reg.backend)
+    suite = catalog.get(reg.suite)
+    if suite is None:
+        renamed = catalog.renamed(reg.suite)
+        if renamed is not None:
+            return f"suite {reg.suite!r} was renamed to {renamed.name!r}; update the registration"
+        return unknown_suite_message(reg.suite, reg.backend, catalog)
+    if suite.hw != reg.backend:
+        return (
+            f"suite {reg.suite!r} is a {suite.hw} suite, but {marker}() registers for "
+            f"{reg.backend}; use {marker_for(suite.hw)}()"
+        )
+    if suite.nightly and not reg.nightly:
+        return f"suite {reg.suite!r} is a nightly suite: add nightly=True to {marker}()"
+    if reg.nightly and not suite.nightly:
+        return (
+            f"suite {reg.suite!r} is a per-commit suite: remove nightly=True "
+            "(or register for a nightly suite)"
+        )
+    return None
+
+
+def unknown_suite_message(name: str, backend: str, catalog: Catalog) -> str:
+    """ "unknown cuda suite 'x'; did you mean 'y'?" (or the list of known suites)."""
+    known = [s.name for s in catalog.for_hw(backend)]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if close:
+        hint = f"did you mean {close[0]!r}?"
+    elif known:
+        hint = f"known {backend} suites: {', '.join(known)}"
+    else:
+        hint = f"the catalog defines no {backend} suite"
+    return f"unknown {backend} suite {name!r}; {hint}"

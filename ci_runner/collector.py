@@ -1,0 +1,103 @@
+"""Discover registered test files and validate every registration, without importing anything.
+
+:func:`collect` walks the catalog's registered directory for ``test_*.py`` and ``bench_*.py``
+(other files are helpers), parses each once with :mod:`ast`, and returns every registration plus
+**every** problem in the tree, so one run reports them all.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_runner.catalog import Catalog, CatalogError
+from ci_runner.collect.entry_point import check_entry_point
+from ci_runner.collect.scan import parse_source, scan_markers, scan_tree
+from ci_runner.collect.suites import check_registration
+from ci_runner.model import Problem, Registration
+
+__all__ = ["Collection", "collect", "discover_files", "is_registered_file", "scan_markers"]
+
+FILE_PREFIXES = ("test_", "bench_")
+_MARKER_TEXT = b"register_"
+
+
+@dataclass
+class Collection:
+    """Everything discovery found: files, valid registrations, and all problems."""
+
+    files: list[str] = field(default_factory=list)  # POSIX paths relative to the root, sorted
+    registrations: list[Registration] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # sorted by (path, line, col)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def is_registered_file(name: str) -> bool:
+    """True for the file names the runner collects: ``test_*.py`` and ``bench_*.py``."""
+    return name.endswith(".py") and name.startswith(FILE_PREFIXES)
+
+
+def discover_files(catalog: Catalog) -> list[str]:
+    """All test/bench files under the registered directory, as sorted POSIX root-relative paths."""
+    base = catalog.registered_path
+    if not base.is_dir():
+        raise CatalogError(
+            f"registered-dir {catalog.registered_dir!r} from [tool.ci-runner] is not a directory "
+            f"under {catalog.root}"
+        )
+    root = str(catalog.root)
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        rel_dir = Path(os.path.relpath(dirpath, root)).as_posix()
+        found.extend(f"{rel_dir}/{name}" for name in filenames if is_registered_file(name))
+    return sorted(found)
+
+
+def collect(catalog: Catalog) -> Collection:
+    """Discover, parse and validate every registered file of the repository."""
+    collection = Collection(files=discover_files(catalog))
+    for rel_path in collection.files:
+        registrations, problems = _collect_file(catalog, rel_path)
+        collection.registrations.extend(registrations)
+        collection.problems.extend(problems)
+    collection.problems.sort(key=lambda p: (p.path, p.line, p.col, p.message))
+    return collection
+
+
+def _collect_file(catalog: Catalog, rel_path: str) -> tuple[list[Registration], list[Problem]]:
+    try:
+        data = (catalog.root / rel_path).read_bytes()
+    except OSError as exc:
+        return [], [Problem(rel_path, 1, 1, f"cannot read: {exc.strerror or exc}")]
+    if _MARKER_TEXT not in data:
+        return [], [_no_registration(rel_path)]
+    tree, problem = parse_source(data, rel_path)
+    if tree is None:
+        return [], [problem] if problem else []
+    registrations, problems = scan_tree(tree, rel_path)
+    if not registrations and not problems:
+        problems.append(_no_registration(rel_path))
+    for reg in registrations:
+        catalog_problem = check_registration(reg, catalog)
+        if catalog_problem:
+            problems.append(catalog_problem)
+    enabled = [r for r in registrations if r.disabled is None]
+    if enabled:
+        problems.extend(check_entry_point(tree, rel_path, (enabled[0].line, enabled[0].col)))
+    return registrations, problems
+
+
+def _no_registration(rel_path: str) -> Problem:
+    return Problem(
+        rel_path,
+        1,
+        1,
+        "no register_<backend>_ci(...) call: every test_*.py/bench_*.py file under the "
+        "registered directory must register (rename helper modules so they do not start "
+        "with test_ or bench_)",
+    )

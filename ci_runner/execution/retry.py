@@ -1,0 +1,68 @@
+"""Which failures may be retried, and whether the next attempt happens.
+
+A failure is *not retriable* when it cannot be flaky; the evidence is structured, never a regex
+over the whole log:
+
+* pytest exit codes 2 (interrupted / collection errors), 3 (internal error), 4 (usage error)
+  and 5 (no tests collected);
+* collection errors in the child's own JUnit XML;
+* for a file that wrote no JUnit XML (it died before or without pytest): a Python traceback
+  whose final line, in the captured tail, is a ``SyntaxError``, ``IndentationError``,
+  ``ImportError`` or ``ModuleNotFoundError``.
+
+Timeouts are retried only with ``--retry-timeouts``. Everything else (assertion failures,
+crashes such as SIGSEGV) is retriable when ``--enable-retry`` is on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ci_runner.execution.outcomes import PYTEST_EXIT_REASONS, TIMEOUT, AttemptResult
+
+_BROKEN_FILE_LINE = re.compile(
+    r"^(SyntaxError|IndentationError|TabError|ImportError|ModuleNotFoundError)\b.*$",
+    re.MULTILINE,
+)
+
+
+def broken_file_error(output_tail: str) -> str | None:
+    """The last ``SyntaxError``/``ImportError``-like line of a traceback in the tail, if any."""
+    lines = [match.group(0).strip() for match in _BROKEN_FILE_LINE.finditer(output_tail)]
+    return lines[-1] if lines else None
+
+
+def pytest_exit_blocks_retry(exit_code: int | None) -> str | None:
+    """The reason a pytest exit code means the file is broken, else None."""
+    if exit_code is None:
+        return None
+    return PYTEST_EXIT_REASONS.get(exit_code)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``--enable-retry``, ``--max-attempts``, ``--retry-wait-seconds``, ``--retry-timeouts``,
+    ``--retry-budget-seconds`` (the shard's total seconds for retry attempts; None = no cap)."""
+
+    enabled: bool = False
+    max_attempts: int = 1
+    wait_seconds: float = 0.0
+    retry_timeouts: bool = False
+    budget_seconds: float | None = None
+
+    def next_attempt(self, last: AttemptResult, budget_used: float) -> tuple[bool, str]:
+        """Whether to run another attempt after ``last`` failed, and a one-line why (not)."""
+        if not self.enabled:
+            return False, "retry disabled"
+        if last.number >= self.max_attempts:
+            return False, f"no attempts left ({last.number}/{self.max_attempts})"
+        if last.status == TIMEOUT and not self.retry_timeouts:
+            return False, "timeouts are retried only with --retry-timeouts"
+        if not last.retriable:
+            return False, "it cannot be flaky (broken file)"
+        if self.budget_seconds is not None and budget_used >= self.budget_seconds:
+            return False, (
+                f"retry budget exhausted ({budget_used:.1f}s of {self.budget_seconds:g}s used)"
+            )
+        return True, f"attempt {last.number + 1}/{self.max_attempts}"

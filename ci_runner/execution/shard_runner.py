@@ -1,0 +1,190 @@
+"""The shard loop: hand files to free slots longest first, collect results, stop when told.
+
+Scheduling: files are taken in plan order (longest est first); whenever slots are free, the
+first waiting file that fits starts (a file needs ``max(gpus, 1)`` slots), so smaller files
+fill slots a bigger one cannot use yet. With fail-fast (the default) no file starts after the
+first failure; files already running finish and are reported; the rest are not_run. On SIGTERM
+or SIGINT the running files' process trees are killed and every unfinished file is not_run.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_runner.execution.file_runner import CancelToken, RetryBudget, RunSettings, run_file
+from ci_runner.execution.gpu_slots import SlotPool, SlotSet, slots_needed
+from ci_runner.execution.outcomes import (
+    EXIT_OK,
+    EXIT_TEST_FAILURES,
+    FAILED,
+    FAILING_STATUSES,
+    FLAKY,
+    NOT_RUN,
+    FileResult,
+    signal_name,
+)
+from ci_runner.execution.signals import StopRequest
+from ci_runner.reports import ShardOutcome, ShardReports, placeholder
+
+POLL_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Job:
+    """One file to run: its plan position, what it needs, and its time limit."""
+
+    index: int  # position in the report order
+    path: str
+    suite: str
+    est_time: float
+    gpus: int
+    timeout: float
+
+
+@dataclass
+class _Running:
+    job: Job
+    thread: threading.Thread
+    cancel: CancelToken
+    slot_ids: tuple[str, ...]
+
+
+def _cleanup(result: FileResult) -> None:
+    for attempt in result.attempts:
+        for path in (Path(attempt.output_path), Path(attempt.output_path).with_suffix(".xml")):
+            path.unlink(missing_ok=True)
+
+
+class ShardRunner:
+    """Runs ``jobs`` on ``slots`` and reports every file to ``reports``."""
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        slots: SlotSet,
+        settings: RunSettings,
+        reports: ShardReports,
+        stop: StopRequest,
+        continue_on_error: bool,
+        fail_on_flaky: bool,
+    ) -> None:
+        self.jobs = sorted(jobs, key=lambda j: (-j.est_time, j.path))
+        self.slots = slots
+        self.pool = SlotPool(slots.ids)
+        self.settings = settings
+        self.reports = reports
+        self.stop = stop
+        self.continue_on_error = continue_on_error
+        self.fail_on_flaky = fail_on_flaky
+        self.budget = RetryBudget()
+        self._done: queue.Queue[tuple[int, FileResult]] = queue.Queue()
+        self._first_failure: FileResult | None = None
+
+    def _is_failure(self, result: FileResult) -> bool:
+        return result.status in FAILING_STATUSES or (self.fail_on_flaky and result.status == FLAKY)
+
+    def _worker(self, job: Job, gpu_ids: tuple[str, ...], cancel: CancelToken) -> None:
+        try:
+            result = run_file(
+                job.path, job.suite, job.est_time, self.settings,
+                gpu_ids if self.slots.pinned and job.gpus > 0 else (),
+                self.slots.pinned and job.gpus > 0, job.timeout, cancel, self.budget,
+                self.reports.attempt_ended,
+            )  # fmt: skip
+        except Exception as exc:  # an executor bug must not hang the shard
+            result = FileResult(
+                path=job.path, suite=job.suite, est_time=job.est_time, status=FAILED,
+                elapsed=0.0, reason=f"runner error: {type(exc).__name__}: {exc}",
+            )  # fmt: skip
+        self._done.put((job.index, result))
+
+    def _launch(self, waiting: list[Job], running: dict[int, _Running]) -> None:
+        for job in list(waiting):
+            ids = self.pool.try_take(slots_needed(job.gpus))
+            if ids is None:
+                continue
+            waiting.remove(job)
+            cancel = CancelToken()
+            thread = threading.Thread(
+                target=self._worker, args=(job, ids, cancel), name=f"file-{job.index}", daemon=True
+            )
+            running[job.index] = _Running(job, thread, cancel, ids)
+            thread.start()
+
+    def _collect(self, running: dict[int, _Running], timeout: float | None) -> bool:
+        try:
+            index, result = self._done.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        entry = running.pop(index)
+        entry.thread.join()
+        self.pool.give_back(entry.slot_ids)
+        self.reports.file_finished(index, result, len(self.jobs))
+        _cleanup(result)
+        if self._is_failure(result) and self._first_failure is None:
+            self._first_failure = result
+        return True
+
+    def run(self) -> tuple[list[Job], int | None]:
+        """Run until done, fail-fast or a stop; return (jobs never started, stop signal)."""
+        waiting = list(self.jobs)
+        running: dict[int, _Running] = {}
+        while True:
+            if self.stop.requested:
+                break
+            if self._first_failure is None or self.continue_on_error:
+                self._launch(waiting, running)
+            if not running:
+                break
+            self._collect(running, POLL_SECONDS)
+        signum = self.stop.signum if self.stop.requested else None
+        if running:
+            stoppers = [
+                threading.Thread(target=entry.cancel.cancel, args=(signum or 15,), daemon=True)
+                for entry in running.values()
+            ]
+            for thread in stoppers:
+                thread.start()
+            while running:
+                self._collect(running, None)
+            for thread in stoppers:
+                thread.join()
+        return waiting, signum
+
+    def not_run_reason(self, signum: int | None) -> str:
+        if signum is not None:
+            return f"not started: the run was interrupted by {signal_name(signum)}"
+        failure = self._first_failure
+        if failure is not None:
+            return (
+                f"not started: fail-fast after {failure.path} {failure.status} "
+                "(pass --continue-on-error to run every file)"
+            )
+        return "not started"
+
+    def exit_code(self, results: Sequence[FileResult]) -> int:
+        if any(self._is_failure(r) for r in results):
+            return EXIT_TEST_FAILURES
+        return EXIT_OK
+
+
+def run_jobs(runner: ShardRunner, outcome: ShardOutcome) -> None:
+    """Drive ``runner`` and fill ``outcome`` (results, wall, exit code, interruption)."""
+    start = time.monotonic()
+    never_started, signum = runner.run()
+    reason = runner.not_run_reason(signum)
+    results = list(runner.reports.results)
+    for job in never_started:
+        results[job.index] = placeholder(job.path, job.suite, job.est_time, NOT_RUN, reason)
+    outcome.results = results
+    outcome.wall = time.monotonic() - start
+    if signum is not None:
+        outcome.interrupted_by = signal_name(signum)
+        outcome.exit_code = 128 + signum
+    else:
+        outcome.exit_code = runner.exit_code(results)

@@ -1,0 +1,50 @@
+"""SIGTERM/SIGINT while a shard runs: remember the signal, let the executor stop cleanly.
+
+The handlers only set a flag (a cancelled CI job sends SIGTERM, Ctrl-C sends SIGINT); the
+executor polls it, kills the running files' process trees, marks the rest not_run, writes every
+report and exits ``128 + signal``. They are installed only for the duration of
+:func:`ci_runner.execution.execute_shard` and restored afterwards.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType, TracebackType
+from typing import Any
+
+HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class StopRequest:
+    """Context manager that turns SIGTERM/SIGINT into :attr:`signum` + :attr:`event`."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+        self.event.set()
+
+    @property
+    def requested(self) -> bool:
+        return self.event.is_set()
+
+    def __enter__(self) -> StopRequest:
+        if threading.current_thread() is threading.main_thread():
+            for signum in HANDLED_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()

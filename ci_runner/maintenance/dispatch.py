@@ -1,0 +1,385 @@
+"""Dispatch check: every catalog suite is run by some workflow, and every suite run is in the
+catalog. A suite that no workflow runs is a silent drop: its files pass every lint and never run.
+
+The check reads ``.github/workflows/*.yml`` with PyYAML and tokenizes each ``run:`` script with
+:mod:`shlex`. A run_suite invocation (``run_suite.py``, ``run-suite``, ``python -m ci_runner.cli``)
+*runs* its ``--suite`` (a name or a comma list) unless it only plans (``--dry-run``,
+``--print-matrix``). ``$VAR`` and ``${{ env.X }}`` resolve through the step, job and workflow
+``env:``; ``${{ matrix.X }}`` through a literal matrix (values or ``include``). A shell script
+that a step runs (``bash .ci/run``, ``./scripts/x.sh``) is read too. A suite that cannot be
+resolved is an error: write it literally so this check can see it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
+
+WORKFLOW_DIR = ".github/workflows"
+SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "{", "}"})
+PLANNING_FLAGS = frozenset({"--dry-run", "--print-matrix", "--help", "-h"})
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+SHELLS = frozenset({"bash", "sh", "zsh"})
+UNRESOLVED = "@@unresolved-expression@@"
+
+
+class DispatchInputError(Exception):
+    """A workflow cannot be read; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One run_suite invocation found in a workflow step (or a script it runs)."""
+
+    where: str  # "<workflow> job '<id>' step <n>[ via <script>]"
+    suites: tuple[str, ...]
+    hw: str | None
+    nightly: bool
+    planning: bool
+
+
+@dataclass(frozen=True)
+class Context:
+    """What ``$VAR`` and ``${{ ... }}`` can resolve to at one step."""
+
+    env: Mapping[str, str]
+    matrix: Mapping[str, tuple[str, ...]]
+
+
+class Unresolved(Exception):
+    """A value depends on something not literal in the YAML."""
+
+
+def _expand_expressions(text: str, ctx: Context) -> list[str]:
+    """``text`` with every ``${{ ... }}`` replaced; several results for multi-valued matrix keys."""
+    match = EXPRESSION.search(text)
+    if match is None:
+        return [text]
+    expression = match.group(1)
+    if m := re.fullmatch(r"matrix\.([\w-]+)", expression):
+        values = ctx.matrix.get(m.group(1))
+        if not values:
+            raise Unresolved(f"${{{{ {expression} }}}} is not a literal matrix value")
+    elif m := re.fullmatch(r"env\.([\w-]+)", expression):
+        if m.group(1) not in ctx.env:
+            raise Unresolved(f"${{{{ {expression} }}}} is not set in env:")
+        values = tuple(_expand_expressions(ctx.env[m.group(1)], ctx))
+    else:
+        raise Unresolved(f"${{{{ {expression} }}}} is computed at run time")
+    head, tail = text[: match.start()], text[match.end() :]
+    return [out for value in values for out in _expand_expressions(head + value + tail, ctx)]
+
+
+def _expand_variables(token: str, ctx: Context) -> list[str]:
+    if UNRESOLVED in token:
+        raise Unresolved("it comes from a ${{ ... }} expression computed at run time")
+    match = VARIABLE.search(token)
+    if match is None:
+        return [token]
+    name = match.group(1) or match.group(2)
+    if name not in ctx.env:
+        raise Unresolved(f"${name} is not set in env:")
+    head, tail = token[: match.start()], token[match.end() :]
+    return [
+        out
+        for value in _expand_expressions(ctx.env[name], ctx)
+        for out in _expand_variables(head + value + tail, ctx)
+    ]
+
+
+def _logical_lines(script: str) -> Iterator[str]:
+    """Lines with backslash continuations joined; blank lines dropped."""
+    pending = ""
+    for line in script.splitlines():
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        joined = pending + line
+        pending = ""
+        if joined.strip():
+            yield joined
+    if pending.strip():
+        yield pending
+
+
+def _expanded_lines(script: str, ctx: Context) -> Iterator[str]:
+    """Logical lines with ``${{ ... }}`` expanded (one line per matrix value); an expression that
+    cannot be resolved becomes a marker that makes any suite containing it unresolvable."""
+    for line in _logical_lines(script):
+        try:
+            yield from _expand_expressions(line, ctx)
+        except Unresolved:
+            yield EXPRESSION.sub(UNRESOLVED, line)
+
+
+def _commands(line: str) -> Iterator[list[str]]:
+    """Simple commands of one shell line (split at ; && || | & and parentheses)."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    command: list[str] = []
+    for token in lexer:
+        if token in SEPARATORS or set(token) <= set(";&|(){}"):
+            if command:
+                yield command
+            command = []
+        else:
+            command.append(token)
+    if command:
+        yield command
+
+
+def _strip_assignments(command: list[str]) -> list[str]:
+    index = 0
+    while index < len(command) and re.fullmatch(r"\w+=.*", command[index]):
+        index += 1
+    return command[index:]
+
+
+def _is_run_suite(command: list[str]) -> int | None:
+    """Index of the first argument if ``command`` invokes run_suite, else None."""
+    for index, token in enumerate(command[:4]):
+        if token.endswith("run_suite.py") or token.endswith("run-suite"):
+            return index + 1
+        if (
+            token == "-m"
+            and index + 1 < len(command)
+            and command[index + 1]
+            in (
+                "ci_runner.cli",
+                "ci_runner",
+            )
+        ):
+            return index + 2
+    return None
+
+
+def _option(args: list[str], name: str) -> list[str]:
+    values: list[str] = []
+    for index, arg in enumerate(args):
+        if arg == name and index + 1 < len(args):
+            values.append(args[index + 1])
+        elif arg.startswith(name + "="):
+            values.append(arg.split("=", 1)[1])
+    return values
+
+
+def scan_script(
+    script: str, ctx: Context, where: str, root: Path, seen: frozenset[str] = frozenset()
+) -> tuple[list[Invocation], list[str]]:
+    """run_suite invocations of one shell script, and problems (unresolvable suites)."""
+    invocations: list[Invocation] = []
+    problems: list[str] = []
+    for line in _expanded_lines(script, ctx):
+        if "run_suite" not in line and "run-suite" not in line and "ci_runner" not in line:
+            invocations_in, problems_in = _follow_scripts(line, ctx, where, root, seen)
+            invocations += invocations_in
+            problems += problems_in
+            continue
+        try:
+            commands = list(_commands(line))
+        except ValueError as exc:
+            problems.append(f"{where}: cannot tokenize `{line.strip()}` ({exc})")
+            continue
+        for raw in commands:
+            command = _strip_assignments(raw)
+            start = _is_run_suite(command)
+            if start is None:
+                continue
+            args = command[start:]
+            planning = any(arg in PLANNING_FLAGS for arg in args)
+            suites: list[str] = []
+            try:
+                for value in _option(args, "--suite"):
+                    for expanded in _expand_variables(value, ctx):
+                        for text in _expand_expressions(expanded, ctx):
+                            suites += [s.strip() for s in text.split(",") if s.strip()]
+                hws = [h for v in _option(args, "--hw") for h in _expand_variables(v, ctx)]
+            except Unresolved as exc:
+                if not planning:
+                    problems.append(
+                        f"{where}: cannot tell which suite `{' '.join(command)}` runs: {exc}; "
+                        "write --suite literally, or set it in env:/a literal matrix"
+                    )
+                continue
+            if not suites and not planning:
+                problems.append(f"{where}: `{' '.join(command)}` has no --suite")
+            invocations.append(
+                Invocation(
+                    where=where,
+                    suites=tuple(suites),
+                    hw=hws[0] if hws else None,
+                    nightly="--nightly" in args,
+                    planning=planning,
+                )
+            )
+    return invocations, problems
+
+
+def _follow_scripts(
+    line: str, ctx: Context, where: str, root: Path, seen: frozenset[str]
+) -> tuple[list[Invocation], list[str]]:
+    """Scan a repository shell script that ``line`` runs (``bash X``, ``sh X``, ``./X``)."""
+    invocations: list[Invocation] = []
+    problems: list[str] = []
+    try:
+        commands = list(_commands(line))
+    except ValueError:
+        return [], []
+    for raw in commands:
+        command = _strip_assignments(raw)
+        if not command:
+            continue
+        target = command[1] if command[0] in SHELLS and len(command) > 1 else command[0]
+        if target.startswith("-") or target in seen:
+            continue
+        path = (root / target).resolve()
+        if not path.is_file() or path.suffix == ".py" or root.resolve() not in path.parents:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found, issues = scan_script(text, ctx, f"{where} via {target}", root, seen | {target})
+        invocations += found
+        problems += issues
+    return invocations, problems
+
+
+def _string_map(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+
+
+def _literal_matrix(strategy: object) -> dict[str, tuple[str, ...]]:
+    """Literal values of a job's matrix; a ``${{ fromJSON(...) }}`` matrix contributes none."""
+    if not isinstance(strategy, dict) or not isinstance(strategy.get("matrix"), dict):
+        return {}
+    values: dict[str, list[str]] = {}
+    for key, value in strategy["matrix"].items():
+        if key == "include" and isinstance(value, list):
+            for entry in value:
+                if isinstance(entry, dict):
+                    for k, v in entry.items():
+                        values.setdefault(str(k), []).append(str(v))
+        elif key != "exclude" and isinstance(value, list):
+            values.setdefault(str(key), []).extend(str(v) for v in value)
+    return {k: tuple(dict.fromkeys(v)) for k, v in values.items()}
+
+
+def scan_workflow(path: Path, root: Path) -> tuple[list[Invocation], list[str]]:
+    """All run_suite invocations of one workflow file."""
+    import yaml  # PyYAML: only this check needs it
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DispatchInputError(f"{path}: cannot read ({exc})") from None
+    except yaml.YAMLError as exc:
+        raise DispatchInputError(f"{path}: invalid YAML ({exc})") from None
+    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
+        return [], []
+    workflow_env = _string_map(data.get("env"))
+    invocations: list[Invocation] = []
+    problems: list[str] = []
+    for job_id, job in data["jobs"].items():
+        if not isinstance(job, dict):
+            continue
+        job_env = {**workflow_env, **_string_map(job.get("env"))}
+        matrix = _literal_matrix(job.get("strategy"))
+        for number, step in enumerate(job.get("steps") or [], start=1):
+            if not isinstance(step, dict) or not isinstance(step.get("run"), str):
+                continue
+            ctx = Context(env={**job_env, **_string_map(step.get("env"))}, matrix=matrix)
+            where = f"{rel} job {job_id!r} step {number}"
+            if step.get("name"):
+                where += f" ({step['name']})"
+            found, issues = scan_script(step["run"], ctx, where, root)
+            invocations += found
+            problems += issues
+    return invocations, problems
+
+
+def check(catalog: Catalog, invocations: Sequence[Invocation]) -> list[str]:
+    """Problems: unknown suites, wrong --hw, nightly without --nightly, suites nobody runs."""
+    problems: list[str] = []
+    run: set[str] = set()
+    for inv in invocations:
+        for name in inv.suites:
+            suite = catalog.get(name)
+            if suite is None:
+                renamed = catalog.renamed(name)
+                hint = f" (renamed to {renamed.name!r})" if renamed else ""
+                problems.append(f"{inv.where}: suite {name!r} is not in the catalog{hint}")
+                continue
+            if inv.planning:
+                continue
+            run.add(name)
+            if inv.hw is not None and inv.hw != suite.hw:
+                problems.append(
+                    f"{inv.where}: suite {name!r} is hw={suite.hw!r} in the catalog but runs "
+                    f"with --hw {inv.hw}"
+                )
+            if suite.nightly and not inv.nightly:
+                problems.append(
+                    f"{inv.where}: nightly suite {name!r} runs without --nightly, which "
+                    "selects none of its files"
+                )
+    for suite in catalog.suites:
+        if suite.name not in run:
+            problems.append(
+                f"suite {suite.name!r} (hw={suite.hw}) is in the catalog but no workflow runs "
+                f"it, so its files never run: add a job running `python run_suite.py --hw "
+                f"{suite.hw} --suite {suite.name}{' --nightly' if suite.nightly else ''}`, or "
+                "remove the suite from [tool.ci-runner]"
+            )
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="check_workflow_dispatch.py",
+        description="Every catalog suite is run by a workflow, and every suite run is in the "
+        "catalog.",
+    )
+    parser.add_argument("--root", help="repository root (default: found from the cwd)")
+    parser.add_argument("--workflows", help=f"workflow directory (default: <root>/{WORKFLOW_DIR})")
+    parser.add_argument("--verbose", action="store_true", help="list every invocation found")
+    args = parser.parse_args(argv)
+    try:
+        root = Path(args.root).resolve() if args.root else find_root(Path.cwd())
+        catalog = load_catalog(root)
+        directory = Path(args.workflows) if args.workflows else root / WORKFLOW_DIR
+        if not directory.is_dir():
+            raise DispatchInputError(f"{directory}: workflow directory not found")
+        invocations: list[Invocation] = []
+        problems: list[str] = []
+        for path in sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")]):
+            found, issues = scan_workflow(path.resolve(), root)
+            invocations += found
+            problems += issues
+    except (CatalogError, DispatchInputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.verbose:
+        for inv in invocations:
+            kind = "plans" if inv.planning else "runs"
+            print(f"{inv.where}: {kind} {', '.join(inv.suites) or '-'} (--hw {inv.hw})")
+    problems += check(catalog, invocations)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    ran = {s for inv in invocations if not inv.planning for s in inv.suites}
+    print(f"all {len(catalog.suites)} catalog suite(s) are run by a workflow ({len(ran)} found)")
+    return 0

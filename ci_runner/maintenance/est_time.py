@@ -1,0 +1,318 @@
+"""Keep declared ``est_time`` values honest, from the timings of real runs.
+
+Samples come from ``--timings-out`` JSON lines and/or ``--junit-xml`` reports of several runs.
+Per registration (path, suite) the measured value is the nearest-rank p90 of the elapsed seconds
+of passing attempts (status ``passed`` or ``flaky``; timeouts and failures are excluded because
+their elapsed time is not the file's run time), needing at least ``--min-samples`` samples. It
+is rounded up to a whole second, at least 1.
+
+A drift is significant when |measured - declared| >= ``--min-rel`` x declared **and** >=
+``--min-abs`` seconds. ``--check`` exits 1 when any registration drifted; ``--write`` rewrites
+the drifted ``est_time`` literals in place: the file is parsed with :mod:`ast`, and only the
+characters of the literal itself are replaced, so formatting and comments stay as they were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from xml.etree.ElementTree import ParseError
+
+from ci_runner.catalog import CatalogError, find_root
+from ci_runner.markers import MARKER_BACKENDS, MARKER_PARAMETERS
+
+PASSING = frozenset({"passed", "flaky"})
+Key = tuple[str, str]  # (path, suite)
+
+
+class EstTimeInputError(Exception):
+    """A timings file cannot be read; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Literal:
+    """Where one registration's ``est_time`` literal sits in its file."""
+
+    path: str
+    suite: str
+    value: float | None  # None: est_time is not a plain number literal
+    line: int  # 1-based
+    col: int  # 0-based, in characters
+    end_col: int
+    text: str  # the literal as written
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A registration whose measured p90 is far from its declared est_time."""
+
+    path: str
+    suite: str
+    declared: float
+    measured: int
+    samples: int
+
+    def describe(self) -> str:
+        ratio = self.measured / self.declared if self.declared else math.inf
+        return (
+            f"{self.path} [{self.suite}]: declared est_time={self.declared:g}s, measured "
+            f"p90={self.measured}s ({ratio:.1f}x, {self.samples} samples)"
+        )
+
+
+# ---------------------------------------------------------------------------- samples
+
+
+def _timing_files(paths: Iterable[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(
+                sorted(p for p in path.rglob("*") if p.suffix in {".jsonl", ".json", ".xml"})
+            )
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise EstTimeInputError(f"{path}: timings file or directory not found")
+    return found
+
+
+def _jsonl_samples(path: Path) -> Iterable[tuple[Key, str, float]]:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            key = (str(row["path"]), str(row["suite"]))
+            yield key, str(row.get("status", "passed")), float(row["elapsed"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise EstTimeInputError(
+                f"{path}:{number}: expected a JSON object with path, suite, elapsed, status "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+
+
+def _junit_samples(path: Path) -> Iterable[tuple[Key, str, float]]:
+    from junitparser import JUnitXml, TestSuite
+
+    try:
+        xml = JUnitXml.fromfile(str(path))
+    except (ParseError, OSError) as exc:
+        raise EstTimeInputError(f"{path}: not a readable JUnit XML file ({exc})") from None
+    for suite in [xml] if isinstance(xml, TestSuite) else xml:
+        props = {p.name: p.value for p in suite.properties()}
+        if "suite" not in props:
+            continue  # not written by run_suite.py
+        try:
+            elapsed = float(props.get("elapsed") or suite.time or 0.0)
+        except ValueError:
+            raise EstTimeInputError(
+                f"{path}: testsuite {suite.name!r} has a non-numeric elapsed"
+            ) from None
+        yield (props.get("path") or suite.name, props["suite"]), props.get("status", ""), elapsed
+
+
+def load_samples(paths: Iterable[Path]) -> dict[Key, list[float]]:
+    """Elapsed seconds of passing runs per (path, suite), from JSONL and/or JUnit files."""
+    samples: dict[Key, list[float]] = defaultdict(list)
+    files = _timing_files(paths)
+    if not files:
+        raise EstTimeInputError("no timings files found (pass --timings FILE_OR_DIR)")
+    for path in files:
+        rows = _junit_samples(path) if path.suffix == ".xml" else _jsonl_samples(path)
+        for key, status, elapsed in rows:
+            if status in PASSING:
+                samples[key].append(elapsed)
+    return dict(samples)
+
+
+def p90(values: Sequence[float]) -> float:
+    """Nearest-rank 90th percentile: the ceil(0.9 n)-th smallest value."""
+    if not values:
+        raise ValueError("p90 of no samples")
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+
+
+def measured_est(values: Sequence[float]) -> int:
+    """The est_time to declare for these samples: p90 rounded up to a second, at least 1."""
+    return max(1, math.ceil(p90(values)))
+
+
+# ---------------------------------------------------------------------------- source
+
+
+def _marker_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        name = func.id
+    elif isinstance(func, ast.Attribute):
+        name = func.attr
+    else:
+        return None
+    return name if name in MARKER_BACKENDS else None
+
+
+def _argument(call: ast.Call, name: str) -> ast.expr | None:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    index = MARKER_PARAMETERS.index(name)
+    return call.args[index] if index < len(call.args) else None
+
+
+def _char_col(line_text: str, byte_col: int) -> int:
+    return len(line_text.encode("utf-8")[:byte_col].decode("utf-8"))
+
+
+def find_literals(source: str, rel_path: str) -> list[Literal]:
+    """Every module-level marker call's est_time literal (raises SyntaxError on bad Python)."""
+    tree = ast.parse(source, filename=rel_path)
+    lines = source.splitlines(keepends=True)
+    found: list[Literal] = []
+    for statement in tree.body:
+        if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+            continue
+        call = statement.value
+        if _marker_name(call) is None:
+            continue
+        suite = _argument(call, "suite")
+        est = _argument(call, "est_time")
+        if not (isinstance(suite, ast.Constant) and isinstance(suite.value, str)) or est is None:
+            continue  # malformed: the collector reports it
+        is_number = (
+            isinstance(est, ast.Constant)
+            and isinstance(est.value, int | float)
+            and not isinstance(est.value, bool)
+            and est.lineno == est.end_lineno
+        )
+        line_text = lines[est.lineno - 1]
+        col = _char_col(line_text, est.col_offset)
+        end_col = _char_col(line_text, est.end_col_offset) if est.lineno == est.end_lineno else col
+        found.append(
+            Literal(
+                path=rel_path,
+                suite=suite.value,
+                value=float(est.value) if is_number else None,  # type: ignore[union-attr]
+                line=est.lineno,
+                col=col,
+                end_col=end_col,
+                text=line_text[col:end_col],
+            )
+        )
+    return found
+
+
+def rewrite(source: str, edits: Sequence[tuple[Literal, int]]) -> str:
+    """``source`` with each literal replaced by its new value; nothing else changes."""
+    lines = source.splitlines(keepends=True)
+    for literal, value in sorted(edits, key=lambda e: (e[0].line, e[0].col), reverse=True):
+        text = lines[literal.line - 1]
+        if text[literal.col : literal.end_col] != literal.text:
+            raise ValueError(f"{literal.path}:{literal.line}: source changed while rewriting")
+        lines[literal.line - 1] = text[: literal.col] + str(value) + text[literal.end_col :]
+    return "".join(lines)
+
+
+# ---------------------------------------------------------------------------- the command
+
+
+def is_significant(declared: float, measured: float, min_rel: float, min_abs: float) -> bool:
+    """|measured - declared| >= min_rel x declared and >= min_abs seconds."""
+    delta = abs(measured - declared)
+    return delta >= min_abs and delta >= min_rel * declared
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="update_est_time.py",
+        description="Compare declared est_time with measured p90 run times; report or rewrite.",
+    )
+    parser.add_argument(
+        "--timings",
+        action="append",
+        required=True,
+        type=Path,
+        metavar="FILE_OR_DIR",
+        help="timings JSONL (--timings-out) or JUnit XML (--junit-xml) of past runs; repeatable, "
+        "a directory means every *.jsonl/*.json/*.xml under it",
+    )
+    parser.add_argument("--root", type=Path, help="repository root (default: found from cwd)")
+    parser.add_argument("--min-samples", type=int, default=3, help="samples needed (default 3)")
+    parser.add_argument(
+        "--min-rel", type=float, default=0.3, help="relative drift threshold (default 0.3)"
+    )
+    parser.add_argument(
+        "--min-abs", type=float, default=10.0, help="absolute drift threshold, s (default 10)"
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 when any est_time drifted")
+    mode.add_argument("--write", action="store_true", help="rewrite drifted est_time literals")
+    args = parser.parse_args(argv)
+    if args.min_samples < 1:
+        parser.error(f"--min-samples must be at least 1, got {args.min_samples}")
+    if args.min_rel < 0 or args.min_abs < 0:
+        parser.error("--min-rel and --min-abs must not be negative")
+
+    try:
+        root = args.root.resolve() if args.root else find_root(Path.cwd())
+        samples = load_samples(args.timings)
+    except (CatalogError, EstTimeInputError) as exc:
+        print(f"update_est_time: error: {exc}", file=sys.stderr)
+        return 2
+
+    drifts: list[Drift] = []
+    edits: dict[str, list[tuple[Literal, int]]] = defaultdict(list)
+    notes: list[str] = []
+    for (path, suite), values in sorted(samples.items()):
+        if len(values) < args.min_samples:
+            notes.append(f"{path} [{suite}]: {len(values)} sample(s) < {args.min_samples}, kept")
+            continue
+        file = root / path
+        try:
+            literals = find_literals(file.read_text(encoding="utf-8"), path)
+        except (OSError, UnicodeDecodeError):
+            notes.append(f"{path} [{suite}]: file not found under {root}, skipped")
+            continue
+        except SyntaxError as exc:
+            notes.append(f"{path}:{exc.lineno}: syntax error, skipped")
+            continue
+        matching = [lit for lit in literals if lit.suite == suite]
+        if not matching:
+            notes.append(f"{path} [{suite}]: no registration for this suite any more, skipped")
+            continue
+        measured = measured_est(values)
+        for literal in matching:
+            if literal.value is None:
+                notes.append(
+                    f"{path}:{literal.line}: est_time {literal.text!r} is not a number "
+                    "literal, cannot check or rewrite it"
+                )
+                continue
+            if is_significant(literal.value, measured, args.min_rel, args.min_abs):
+                drifts.append(Drift(path, suite, literal.value, measured, len(values)))
+                edits[path].append((literal, measured))
+
+    for note in notes:
+        print(f"note: {note}")
+    for drift in drifts:
+        print(f"drift: {drift.describe()}")
+    rule = f">= {args.min_rel:.0%} and >= {args.min_abs:g}s"
+    if args.write:
+        for path, file_edits in sorted(edits.items()):
+            file = root / path
+            file.write_text(rewrite(file.read_text(encoding="utf-8"), file_edits), encoding="utf-8")
+        print(f"rewrote {len(drifts)} est_time literal(s) in {len(edits)} file(s)")
+        return 0
+    print(f"{len(drifts)} registration(s) drifted ({rule}) over {len(samples)} measured")
+    if args.check and drifts:
+        print("update the est_time values: python scripts/update_est_time.py --write --timings ...")
+        return 1
+    return 0

@@ -1,0 +1,281 @@
+"""The aggregate check of a sharded run: merge every shard's JUnit and compare it with the plan.
+
+The planning job saves ``run_suite.py --dry-run --format json`` per suite; every shard uploads
+its ``--junit-xml`` (one ``<testsuite>`` per file, with ``path``/``suite``/``status``
+properties). This module merges those reports with junitparser and checks that each planned
+(path, suite) appears exactly once: nothing lost (a shard that crashed or was never scheduled),
+nothing doubled (a step that forgot ``--auto-partition-*`` and ran the whole suite), nothing
+unplanned. Exit codes: 0 complete and green, 1 incomplete or a file did not pass, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree.ElementTree import ParseError
+
+from junitparser import JUnitXml, TestSuite
+
+PASSING = frozenset({"passed", "flaky"})
+NOT_PASSING = frozenset({"failed", "timeout", "crashed", "not_run"})
+DISABLED = "disabled"
+
+Key = tuple[str, str | None]  # (path, suite); suite None = any suite
+
+
+class MergeInputError(Exception):
+    """A plan or report cannot be read; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file's ``<testsuite>`` from one report."""
+
+    path: str
+    suite: str | None
+    status: str
+    elapsed: float
+    shard: str
+    report: str
+    element: TestSuite
+
+
+@dataclass
+class Plan:
+    """Everything the planning job expected to run (and the disabled files it listed)."""
+
+    files: set[Key] = field(default_factory=set)
+    disabled: set[Key] = field(default_factory=set)
+
+
+@dataclass
+class MergeResult:
+    """What the check found."""
+
+    entries: list[Entry]
+    missing: list[Key]
+    duplicated: dict[Key, list[Entry]]
+    unplanned: list[Entry]
+    not_passing: list[Entry]
+    status_counts: Counter
+
+    @property
+    def complete(self) -> bool:
+        return not (self.missing or self.duplicated or self.unplanned)
+
+    @property
+    def ok(self) -> bool:
+        return self.complete and not self.not_passing
+
+
+def _key_of(raw: object, where: str) -> Key:
+    if isinstance(raw, str):
+        return (raw, None)
+    if isinstance(raw, dict) and isinstance(raw.get("path"), str):
+        suite = raw.get("suite")
+        return (raw["path"], suite if isinstance(suite, str) else None)
+    raise MergeInputError(f"{where}: expected a path or an object with 'path', got {raw!r}")
+
+
+def load_plan(paths: Iterable[Path]) -> Plan:
+    """Read dry-run JSON files (or every ``*.json`` in a directory) into one :class:`Plan`."""
+    plan = Plan()
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.json")))
+        else:
+            files.append(path)
+    if not files:
+        raise MergeInputError("no plan files given (--plan FILE_OR_DIR)")
+    for path in files:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise MergeInputError(f"{path}: plan file not found") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise MergeInputError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+            raise MergeInputError(
+                f"{path}: not a dry-run plan; expected the JSON object of "
+                "`run_suite.py --dry-run --format json` with a 'files' list"
+            )
+        for i, raw in enumerate(data["files"]):
+            plan.files.add(_key_of(raw, f"{path}: files[{i}]"))
+        for i, raw in enumerate(data.get("disabled") or []):
+            plan.disabled.add(_key_of(raw, f"{path}: disabled[{i}]"))
+    return plan
+
+
+def _status_of(suite: TestSuite) -> str:
+    props = {p.name: p.value for p in suite.properties()}
+    status = props.get("status")
+    if status:
+        return status
+    if (suite.errors or 0) + (suite.failures or 0):
+        return "failed"
+    if suite.tests and suite.skipped == suite.tests:
+        return DISABLED
+    return "passed"
+
+
+def _testsuites(path: Path) -> list[TestSuite]:
+    try:
+        xml = JUnitXml.fromfile(str(path))
+    except (ParseError, OSError) as exc:
+        raise MergeInputError(f"{path}: not a readable JUnit XML file ({exc})") from None
+    return [xml] if isinstance(xml, TestSuite) else list(xml)
+
+
+def load_reports(directory: Path) -> list[Entry]:
+    """Every ``<testsuite>`` of every ``*.xml`` under ``directory`` (recursively)."""
+    if not directory.is_dir():
+        raise MergeInputError(f"{directory}: JUnit directory not found (--junit-dir)")
+    entries: list[Entry] = []
+    for report in sorted(directory.rglob("*.xml")):
+        for suite in _testsuites(report):
+            props = {p.name: p.value for p in suite.properties()}
+            path = props.get("path") or suite.name
+            if not path:
+                raise MergeInputError(f"{report}: a <testsuite> has neither a name nor a path")
+            try:
+                elapsed = float(props.get("elapsed") or suite.time or 0.0)
+            except ValueError:
+                elapsed = 0.0
+            entries.append(
+                Entry(
+                    path=path,
+                    suite=props.get("suite"),
+                    status=_status_of(suite),
+                    elapsed=elapsed,
+                    shard=props.get("shard", "?"),
+                    report=str(report.relative_to(directory)),
+                    element=suite,
+                )
+            )
+    return entries
+
+
+def _match(entry: Entry, planned: set[Key]) -> Key | None:
+    if (entry.path, entry.suite) in planned:
+        return (entry.path, entry.suite)
+    if (entry.path, None) in planned:
+        return (entry.path, None)
+    if entry.suite is None:  # a report without a suite property matches the path in any suite
+        for key in sorted(planned, key=lambda k: k[1] or ""):
+            if key[0] == entry.path:
+                return key
+    return None
+
+
+def check(plan: Plan, entries: Sequence[Entry]) -> MergeResult:
+    """Compare reports with the plan: exactly once per planned file, nothing else."""
+    seen: dict[Key, list[Entry]] = defaultdict(list)
+    unplanned: list[Entry] = []
+    for entry in entries:
+        if entry.status == DISABLED:
+            continue  # listed by every shard that selected it; never run, never counted
+        key = _match(entry, plan.files)
+        if key is None:
+            unplanned.append(entry)
+        else:
+            seen[key].append(entry)
+    missing = sorted(
+        (key for key in plan.files if key not in seen), key=lambda k: (k[0], k[1] or "")
+    )
+    duplicated = {
+        key: found
+        for key, found in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
+        if len(found) > 1
+    }
+    not_passing = [e for e in entries if e.status not in PASSING and e.status != DISABLED]
+    counts = Counter(e.status for e in entries if e.status != DISABLED)
+    counts[DISABLED] = len({(e.path, e.suite) for e in entries if e.status == DISABLED})
+    return MergeResult(list(entries), missing, duplicated, unplanned, not_passing, counts)
+
+
+def merged_xml(entries: Sequence[Entry]) -> JUnitXml:
+    """All reports in one document; a disabled file listed by several shards appears once."""
+    merged = JUnitXml()
+    seen_disabled: set[Key] = set()
+    for entry in entries:
+        if entry.status == DISABLED:
+            if (entry.path, entry.suite) in seen_disabled:
+                continue
+            seen_disabled.add((entry.path, entry.suite))
+        merged.add_testsuite(entry.element)
+    return merged
+
+
+def _name(key: Key) -> str:
+    return f"{key[0]} [{key[1]}]" if key[1] else key[0]
+
+
+def summary_lines(result: MergeResult, markdown: bool = False) -> list[str]:
+    """A human summary; ``markdown`` for ``$GITHUB_STEP_SUMMARY``."""
+    bullet = "- " if markdown else "  "
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(result.status_counts.items()) if n)
+    head = "### Aggregate check" if markdown else "aggregate check:"
+    lines = [head, f"{len(result.entries)} report entries: {counts or 'none'}"]
+    if result.missing:
+        lines.append(f"MISSING: {len(result.missing)} planned file(s) have no report (lost):")
+        lines += [f"{bullet}{_name(k)}" for k in result.missing]
+    if result.duplicated:
+        lines.append(f"DUPLICATED: {len(result.duplicated)} file(s) ran more than once:")
+        for key, found in result.duplicated.items():
+            where = ", ".join(f"shard {e.shard} ({e.report})" for e in found)
+            lines.append(f"{bullet}{_name(key)}: {len(found)}x in {where}")
+    if result.unplanned:
+        lines.append(f"UNPLANNED: {len(result.unplanned)} report(s) for files not in the plan:")
+        lines += [f"{bullet}{_name((e.path, e.suite))} in {e.report}" for e in result.unplanned]
+    if result.not_passing:
+        lines.append(f"NOT PASSING: {len(result.not_passing)} file(s):")
+        lines += [
+            f"{bullet}{_name((e.path, e.suite))}: {e.status} (shard {e.shard}, {e.elapsed:.1f}s)"
+            for e in result.not_passing
+        ]
+    verdict = "OK: every planned file ran exactly once and passed" if result.ok else "FAILED"
+    lines.append(f"**{verdict}**" if markdown else verdict)
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="merge_junit.py",
+        description="Merge every shard's JUnit XML and check it against the planned files.",
+    )
+    parser.add_argument(
+        "--plan",
+        action="append",
+        required=True,
+        type=Path,
+        metavar="FILE_OR_DIR",
+        help="dry-run JSON of a planned suite (repeatable; a directory means every *.json in it)",
+    )
+    parser.add_argument(
+        "--junit-dir", required=True, type=Path, help="directory searched for *.xml reports"
+    )
+    parser.add_argument("--out", type=Path, help="write the merged JUnit XML here")
+    args = parser.parse_args(argv)
+    try:
+        plan = load_plan(args.plan)
+        entries = load_reports(args.junit_dir)
+    except MergeInputError as exc:
+        print(f"merge_junit: error: {exc}", file=sys.stderr)
+        return 2
+    result = check(plan, entries)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        merged_xml(entries).write(str(args.out))
+    print("\n".join(summary_lines(result)))
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write("\n".join(summary_lines(result, markdown=True)) + "\n")
+    return 0 if result.ok else 1

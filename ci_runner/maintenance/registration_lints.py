@@ -1,0 +1,145 @@
+"""Registration lints for pre-commit and CI, built on the runner's own collector.
+
+* :func:`package_offenders`: a ``register_*_ci(...)`` call (or a malformed one) inside an
+  importable package ships the test in the wheel, and the runner never collects it there.
+* :func:`registered_tree_problems`: the registered tree validates exactly as ``run_suite.py``
+  would (same :func:`ci_runner.collector.collect`), so a bad registration fails at commit time
+  instead of failing every CI job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ci_runner.catalog import CatalogError, find_root, load_catalog
+from ci_runner.collector import collect, scan_markers
+from ci_runner.markers import MARKER_BACKENDS
+from ci_runner.model import Problem
+
+DEFAULT_PACKAGES = ("ci_runner", "jit_kernel")
+
+
+def _python_files(root: Path, package: str) -> Iterable[Path]:
+    base = root / package
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                yield Path(dirpath) / name
+
+
+def package_offenders(root: Path, packages: Sequence[str]) -> list[Problem]:
+    """Every registration or malformed marker call in the package directories."""
+    offenders: list[Problem] = []
+    for package in packages:
+        for path in _python_files(root, package):
+            rel = path.relative_to(root).as_posix()
+            try:
+                source = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                offenders.append(Problem(rel, 1, 1, f"cannot read: {exc}"))
+                continue
+            if not any(marker in source for marker in MARKER_BACKENDS):
+                continue  # cheap prefilter: no marker name, nothing to parse
+            registrations, problems = scan_markers(source, rel)
+            offenders.extend(
+                Problem(
+                    r.path, r.line, r.col, f"registers a CI test ({r.backend}, suite {r.suite!r})"
+                )
+                for r in registrations
+            )
+            offenders.extend(problems)  # a malformed marker call is still a misplaced test
+    return sorted(offenders, key=lambda p: (p.path, p.line, p.col))
+
+
+def registered_tree_problems(root: Path) -> tuple[int, list[Problem]]:
+    """(files collected, every problem) for the registered tree, as the runner sees it."""
+    collection = collect(load_catalog(root))
+    return len(collection.files), collection.problems
+
+
+def _root(value: str | None) -> Path:
+    return Path(value).resolve() if value else find_root(Path.cwd())
+
+
+def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
+    """``scripts/check_no_registered_tests_in_package.py``: exit 1 listing every offender."""
+    parser = argparse.ArgumentParser(
+        prog="check_no_registered_tests_in_package.py",
+        description="Fail when a register_*_ci(...) call sits inside an importable package.",
+    )
+    parser.add_argument("--root", help="repository root (default: found from the cwd)")
+    parser.add_argument(
+        "--package",
+        action="append",
+        metavar="DIR",
+        help=f"package directory to scan, repeatable (default: {', '.join(DEFAULT_PACKAGES)})",
+    )
+    args = parser.parse_args(argv)
+    try:
+        root = _root(args.root)
+    except CatalogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not root.is_dir():
+        print(f"error: --root {args.root}: not a directory", file=sys.stderr)
+        return 2
+    try:
+        registered_dir = load_catalog(root).registered_dir + "/"
+    except CatalogError:  # a broken catalog is check_registered_tests' business
+        registered_dir = "the registered directory"
+    if args.package:
+        missing = [p for p in args.package if not (root / p).is_dir()]
+        if missing:
+            print(
+                f"error: --package {', '.join(missing)}: not a directory under {root}",
+                file=sys.stderr,
+            )
+            return 2
+        packages = args.package
+    else:
+        packages = [p for p in DEFAULT_PACKAGES if (root / p).is_dir()]
+    offenders = package_offenders(root, packages)
+    if not offenders:
+        return 0
+    print("error: CI-registered test(s) found inside a package:", file=sys.stderr)
+    for problem in offenders:
+        print(f"  {problem}", file=sys.stderr)
+    print(
+        f"Registered tests belong under {registered_dir} (the [tool.ci-runner] registered-dir): "
+        "there run_suite.py collects them, and they are not shipped in the wheel. Inside a "
+        "package they are shipped to users and never run. Move the file, or drop the call.",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def main_registered_tests(argv: Sequence[str] | None = None) -> int:
+    """``scripts/check_registered_tests.py``: exit 1 listing every registration problem."""
+    parser = argparse.ArgumentParser(
+        prog="check_registered_tests.py",
+        description="Validate every registered test file exactly as run_suite.py does.",
+    )
+    parser.add_argument("--root", help="repository root (default: found from the cwd)")
+    args = parser.parse_args(argv)
+    try:
+        files, problems = registered_tree_problems(_root(args.root))
+    except CatalogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        count = len({p.path for p in problems})
+        print(
+            f"{len(problems)} registration problem(s) in {count} of {files} file(s); "
+            "run_suite.py would refuse to run any suite",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"{files} registered file(s) OK")
+    return 0

@@ -1,0 +1,68 @@
+"""Render a selection and its plan: the human printout and the ``--dry-run --format json`` object."""
+
+from __future__ import annotations
+
+from ci_runner.planner import Plan
+from ci_runner.selection import Selection
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}s" if value < 100 else f"{value:.0f}s"
+
+
+def selection_lines(selection: Selection) -> list[str]:
+    """Header, totals and the disabled files with their reasons."""
+    lines = [
+        f"ci_runner: hw={selection.hw} suite={','.join(s.name for s in selection.suites)} "
+        f"nightly={'yes' if selection.nightly else 'no'}",
+        f"selected {len(selection.files)} file(s), est total {_seconds(selection.est_total)}; "
+        f"{len(selection.disabled)} disabled",
+    ]
+    lines.extend(f"  disabled: {d.path} [{d.suite}] reason: {d.reason}" for d in selection.disabled)
+    return lines
+
+
+def plan_lines(plan: Plan, selection: Selection, shard_ids: list[int]) -> list[str]:
+    """Plan figures, then each listed shard with its files (longest first)."""
+    est = {f.path: f.est_time for f in selection.files}
+    lines = [
+        f"plan: {plan.shard_count} shard(s), predicted makespan {_seconds(plan.makespan)}, "
+        f"lower bound {_seconds(plan.lower_bound)} (max(longest file, total/{plan.shard_count})), "
+        f"ratio {plan.ratio:.3f}, plan hash {plan.plan_hash}"
+    ]
+    for shard_id in shard_ids:
+        files = plan.shards[shard_id]
+        lines.append(
+            f"shard {shard_id + 1}/{plan.shard_count} (--auto-partition-id {shard_id}): "
+            f"{len(files)} file(s), est total {_seconds(plan.shard_totals[shard_id])}"
+        )
+        lines.extend(f"  - {path} (est {_seconds(est[path])})" for path in files)
+    return lines
+
+
+def dry_run_document(selection: Selection, plan: Plan, shard_id: int | None) -> dict[str, object]:
+    """The ``--dry-run --format json`` object (paths POSIX, relative to the root)."""
+    return {
+        "hw": selection.hw,
+        "suites": [s.name for s in selection.suites],
+        "nightly": selection.nightly,
+        "shard_count": plan.shard_count,
+        "auto_partition_id": shard_id,
+        "files": [
+            {"path": f.path, "est_time": f.est_time, "suite": f.suite, "gpus": f.gpus}
+            for f in selection.files
+        ],
+        "disabled": [
+            {"path": d.path, "suite": d.suite, "reason": d.reason} for d in selection.disabled
+        ],
+        "shards": [
+            {"id": index, "est_total": total, "files": list(files)}
+            for index, (files, total) in enumerate(zip(plan.shards, plan.shard_totals, strict=True))
+        ],
+        "lower_bound": plan.lower_bound,
+        "makespan": plan.makespan,
+        "ratio": plan.ratio,
+        "lpt_makespan": plan.lpt_makespan,
+        "algorithm": plan.algorithm,
+        "plan_hash": plan.plan_hash,
+    }

@@ -1,0 +1,137 @@
+"""Select the files one invocation runs: by backend (``--hw``), suites (``--suite a,b``) and
+cadence (``--nightly``). Disabled registrations are listed with their reasons, never run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ci_runner.catalog import Catalog, Suite
+from ci_runner.collect.suites import unknown_suite_message
+from ci_runner.execution.api import DisabledFile, FileToRun
+from ci_runner.model import Registration
+
+
+class SelectionError(Exception):
+    """The requested selection is invalid or empty; one message per line."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__("\n".join(messages))
+        self.messages = messages
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The enabled files to plan (one entry per file) and the disabled ones to list."""
+
+    hw: str
+    suites: tuple[Suite, ...]
+    nightly: bool
+    files: tuple[FileToRun, ...]  # sorted by path
+    disabled: tuple[DisabledFile, ...]  # sorted by path, then suite
+
+    @property
+    def est_total(self) -> float:
+        return sum(f.est_time for f in self.files)
+
+
+def parse_suite_list(text: str) -> list[str]:
+    """``"a, b,a"`` -> ``["a", "b"]``: comma separated, stripped, de-duplicated in order."""
+    names: list[str] = []
+    for part in text.split(","):
+        name = part.strip()
+        if name and name not in names:
+            names.append(name)
+    if not names:
+        raise SelectionError([f"--suite {text!r} names no suite; pass one or more names, a,b"])
+    return names
+
+
+def resolve_suites(catalog: Catalog, names: list[str], hw: str, nightly: bool) -> list[Suite]:
+    """The catalog suites for ``names``; every unknown, renamed or mismatched one is an error."""
+    errors: list[str] = []
+    suites: list[Suite] = []
+    for name in names:
+        suite = catalog.get(name)
+        if suite is None:
+            renamed = catalog.renamed(name)
+            if renamed is not None:
+                errors.append(f"--suite: suite {name!r} was renamed to {renamed.name!r}")
+            else:
+                errors.append(f"--suite: {unknown_suite_message(name, hw, catalog)}")
+        elif suite.hw != hw:
+            errors.append(
+                f"--suite: suite {name!r} is a {suite.hw} suite; run it with --hw {suite.hw}"
+            )
+        elif suite.nightly and not nightly:
+            errors.append(f"--suite: suite {name!r} is a nightly suite; add --nightly")
+        elif nightly and not suite.nightly:
+            errors.append(f"--suite: suite {name!r} is a per-commit suite; drop --nightly")
+        else:
+            suites.append(suite)
+    if errors:
+        raise SelectionError(errors)
+    return suites
+
+
+def select(
+    registrations: list[Registration],
+    catalog: Catalog,
+    hw: str,
+    suite_names: list[str],
+    nightly: bool,
+    allow_empty: bool = False,
+) -> Selection:
+    """Pick the registrations of the requested suites and merge them to one entry per file.
+
+    A file registered for several of the suites runs once, with the largest est_time among its
+    enabled registrations (and that registration's suite; GPUs = the largest gpus-per-file).
+    A file is listed as disabled only when all its selected registrations are disabled.
+    """
+    suites = resolve_suites(catalog, suite_names, hw, nightly)
+    rank = {suite.name: index for index, suite in enumerate(suites)}
+    chosen = [
+        r for r in registrations if r.backend == hw and r.suite in rank and r.nightly == nightly
+    ]
+    enabled: dict[str, list[Registration]] = {}
+    disabled: dict[str, list[Registration]] = {}
+    for reg in chosen:
+        (enabled if reg.disabled is None else disabled).setdefault(reg.path, []).append(reg)
+    if not allow_empty:
+        _check_not_empty(suites, chosen)
+    files = tuple(_merge(path, regs, catalog, rank) for path, regs in sorted(enabled.items()))
+    skipped = tuple(
+        DisabledFile(path=r.path, suite=r.suite, reason=str(r.disabled))
+        for path, regs in sorted(disabled.items())
+        if path not in enabled
+        for r in sorted(regs, key=lambda r: rank[r.suite])
+    )
+    return Selection(hw=hw, suites=tuple(suites), nightly=nightly, files=files, disabled=skipped)
+
+
+def _merge(
+    path: str, regs: list[Registration], catalog: Catalog, rank: dict[str, int]
+) -> FileToRun:
+    main = min(regs, key=lambda r: (-r.est_time, rank[r.suite]))
+    gpus = max(_suite(catalog, r.suite).gpus_per_file for r in regs)
+    return FileToRun(path=path, suite=main.suite, est_time=main.est_time, gpus=gpus)
+
+
+def _suite(catalog: Catalog, name: str) -> Suite:
+    suite = catalog.get(name)
+    assert suite is not None  # resolve_suites checked every selected name
+    return suite
+
+
+def _check_not_empty(suites: list[Suite], chosen: list[Registration]) -> None:
+    errors = []
+    for suite in suites:
+        mine = [r for r in chosen if r.suite == suite.name]
+        if not any(r.disabled is None for r in mine):
+            detail = f" ({len(mine)} disabled)" if mine else ""
+            errors.append(
+                f"suite {suite.name!r} selects no enabled file{detail}; register files for it, "
+                "or pass --allow-empty if that is intended"
+            )
+    if errors:
+        raise SelectionError(errors)

@@ -1,0 +1,133 @@
+"""``Benchmark.run()``: measure every cell, print the table, export, and set the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from ci_runner.env import DISABLE_LOG_BANDWIDTH, get_bool_env
+from jit_kernel.benchmark.export import (
+    PlotUnavailableError,
+    resolve_output_path,
+    write_json,
+    write_plot,
+)
+from jit_kernel.benchmark.report import CellOutcome, SweepReport
+from jit_kernel.benchmark.results import BenchResult, BenchSkip
+from jit_kernel.benchmark.sweep import Benchmark, BenchmarkDefinitionError
+from jit_kernel.benchmark.table import render_table
+
+JSON_ENV = "JIT_KERNEL_BENCH_JSON"
+PLOT_ENV = "JIT_KERNEL_BENCH_PLOT"
+
+
+def measure_cell(bench: Benchmark, kwargs: dict[str, object]) -> CellOutcome:
+    """Call the benchmark function once; a BenchSkip is N/A, any other exception an error."""
+    try:
+        result = bench.fn(**kwargs)
+    except BenchSkip as skipped:
+        return CellOutcome(skip_reason=str(skipped) or "skipped")
+    except Exception as error:
+        traceback.print_exc(file=sys.stderr)
+        return CellOutcome(error=f"{type(error).__name__}: {error}")
+    if not isinstance(result, BenchResult):
+        return CellOutcome(
+            error=f"the benchmark function returned {type(result).__name__}, expected the "
+            "BenchResult of marker.do_bench(...)"
+        )
+    return CellOutcome(result=result)
+
+
+def measure(bench: Benchmark) -> SweepReport:
+    """Run every (row, line value) cell, rows outer, line values inner."""
+    rows = bench.rows()
+    report = SweepReport(
+        name=f"{_file_stem(bench)}.py::{getattr(bench.fn, '__qualname__', 'benchmark')}",
+        where=bench.where,
+        line_arg=bench.line_arg,
+        line_vals=bench.line_vals,
+        axis_names=bench.axis_names,
+        unit=bench.unit,
+        ci_sweep=bench.uses_ci_values(),
+        rows=rows,
+        show_bandwidth=not get_bool_env(DISABLE_LOG_BANDWIDTH),
+    )
+    progress = sys.stderr.isatty()
+    for index, row in enumerate(rows, start=1):
+        if progress:
+            print(
+                f"\r[{index}/{len(rows)}] {report.row_label(index - 1)}\033[K",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+        report.cells.append(
+            [measure_cell(bench, {**row, bench.line_arg: value}) for value in bench.line_vals]
+        )
+    if progress:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    return report
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The options a benchmark file accepts when run as a script."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Run this kernel benchmark and print its table.",
+        epilog=f"Environment: {JSON_ENV}=PATH and {PLOT_ENV}=PATH are the defaults of "
+        f"--json/--plot; SGLANG_IS_IN_CI=1 selects the small CI sweep; "
+        f"{DISABLE_LOG_BANDWIDTH}=1 drops the GB/s columns.",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        default=os.environ.get(JSON_ENV) or None,
+        help="write the results as JSON (a directory: DIR/<file stem>.json)",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="PATH",
+        default=os.environ.get(PLOT_ENV) or None,
+        help="write a PNG of latency and GB/s per implementation (needs matplotlib; "
+        "a directory: DIR/<file stem>.png)",
+    )
+    return parser
+
+
+def _file_stem(bench: Benchmark) -> str:
+    code = getattr(bench.fn, "__code__", None)
+    return Path(code.co_filename).stem if code is not None else "benchmark"
+
+
+def run_benchmark(bench: Benchmark, argv: Sequence[str] | None = None) -> SweepReport:
+    """Parse ``argv``, measure, print, export.
+
+    Exit status: ``SystemExit(1)`` if any cell failed, ``SystemExit(2)`` for an incomplete
+    declaration (a parameter neither swept nor defaulted) or bad command-line options.
+    """
+    parser = build_parser(prog=Path(sys.argv[0]).name if argv is None else None)
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    try:
+        report = measure(bench)
+    except BenchmarkDefinitionError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(render_table(report), flush=True)
+    stem = _file_stem(bench)
+    if args.json:
+        written = write_json(report, resolve_output_path(args.json, stem, ".json"))
+        print(f"results written to {written}")
+    if args.plot:
+        try:
+            written = write_plot(report, resolve_output_path(args.plot, stem, ".png"))
+            print(f"plot written to {written}")
+        except PlotUnavailableError as error:
+            print(f"note: {error}", file=sys.stderr)
+    if report.failed:
+        print(f"{report.failed} benchmark cell(s) failed (see ERROR above)", file=sys.stderr)
+        raise SystemExit(1)
+    return report

@@ -1,0 +1,42 @@
+// add_constant: dst = src + kConstant for int32 (wrapping like torch), constant baked in.
+#include <sgl_kernel/impl/elementwise.cuh>  // For elementwise::launch_unary_map
+#include <sgl_kernel/tensor.h>              // For TensorMatcher, SymbolicSize, SymbolicDevice
+#include <sgl_kernel/utils.cuh>             // For SGL_DEVICE
+
+#include <dlpack/dlpack.h>
+#include <tvm/ffi/container/tensor.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace {
+
+template <int32_t kConstant>
+struct AddConstantOp {
+  // Unsigned arithmetic wraps on overflow (signed overflow would be undefined), as torch does.
+  SGL_DEVICE int32_t operator()(int32_t x) const {
+    return static_cast<int32_t>(static_cast<uint32_t>(x) + static_cast<uint32_t>(kConstant));
+  }
+};
+
+/// dst = src + kConstant. dst and src: 1-D, contiguous, same length, int32, same CUDA device.
+/// Empty tensors launch nothing.
+template <int32_t kConstant>
+void add_constant(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
+  using namespace host;
+
+  auto N = SymbolicSize{"num_elements"};
+  auto device = SymbolicDevice{};
+  TensorMatcher({N})  //
+      .with_device<kDLCUDA>(device)
+      .with_dtype<int32_t>()
+      .verify(dst, "dst")
+      .verify(src, "src");
+
+  const auto n = static_cast<std::size_t>(N.unwrap());
+  elementwise::launch_unary_map</*kUsePDL=*/false>(static_cast<int32_t*>(dst.data_ptr()),
+                                                   static_cast<const int32_t*>(src.data_ptr()), n,
+                                                   AddConstantOp<kConstant>{}, device.unwrap());
+}
+
+}  // namespace

@@ -1,0 +1,415 @@
+"""``load_jit``: build a header-only kernel into a tvm-ffi module, cached by content.
+
+Cold path: generate a translation unit (``#include`` lines plus one
+``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` per wrapper), compile it with nvcc / ``$CXX`` in a private
+staging directory, then publish the ``.so`` atomically into
+``<cache>/<module>_<key16>/<module>.so``. Warm path: that file exists, so it is loaded directly
+(no ninja, no compiler). See :mod:`jit_kernel.utils.sources` for what the key covers.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import hashlib
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tvm_ffi
+import tvm_ffi.libinfo
+
+from ci_runner.env import get_bool_env
+from jit_kernel.utils.arch import get_jit_cuda_arch
+from jit_kernel.utils.cache_dir import cache_root
+from jit_kernel.utils.sources import Root, source_closure
+from jit_kernel.utils.toolchain import (
+    ccbin_flags,
+    compiler_version,
+    find_cuda_toolkit,
+    host_compiler,
+)
+
+if TYPE_CHECKING:
+    from tvm_ffi import Module
+
+logger = logging.getLogger("jit_kernel")
+
+KERNEL_ROOT = Path(__file__).resolve().parent.parent
+INCLUDE_DIR = KERNEL_ROOT / "include"
+CSRC_DIR = KERNEL_ROOT / "csrc"
+
+DEFAULT_CFLAGS = ["-std=c++20", "-O3"]
+DEFAULT_CUDA_CFLAGS = ["-std=c++20", "-O3", "--expt-relaxed-constexpr"]
+MODULE_PREFIX = "jit_"
+MAX_MODULE_NAME = 96
+KEY_FORMAT = 1
+
+FORCE_REBUILD_ENV = "JIT_KERNEL_FORCE_REBUILD"
+VERBOSE_ENV = "JIT_KERNEL_VERBOSE"
+
+_MARKER_RE = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
+_EXPORT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TVM_FFI_HEADERS = ("tvm/ffi/container/tensor.h", "tvm/ffi/function.h")
+
+_build_only: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "jit_kernel_build_only", default=False
+)
+
+
+class JitCompileError(RuntimeError):
+    """The compiler rejected a JIT module; the message has the command, output and source."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What ``load_jit`` returns inside :func:`build_only`: the library, built or found cached."""
+
+    name: str
+    path: Path
+    built: bool
+
+
+@contextmanager
+def build_only() -> Iterator[None]:
+    """Inside this block ``load_jit`` builds (or finds) the library but never loads it."""
+    token = _build_only.set(True)
+    try:
+        yield
+    finally:
+        _build_only.reset(token)
+
+
+def module_name(markers: Sequence[str]) -> str:
+    """``jit_`` + markers joined by ``_``, made filesystem-safe and at most 96 characters."""
+    for position, marker in enumerate(markers):
+        if not isinstance(marker, str) or not _MARKER_RE.match(marker):
+            raise ValueError(
+                f"load_jit: marker {position} is {marker!r}; markers must be non-empty strings of "
+                "letters, digits and _ . : + - (pass the kernel name and *make_cpp_args(...))"
+            )
+    if not markers:
+        raise ValueError("load_jit: give at least one marker, the kernel name")
+    joined = "_".join(markers)
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", joined).replace("__", "_")
+    name = MODULE_PREFIX + safe
+    if safe != joined or len(name) > MAX_MODULE_NAME:
+        digest = hashlib.sha256("\0".join(markers).encode()).hexdigest()[:10]
+        name = f"{name[: MAX_MODULE_NAME - 11]}_{digest}"
+    return name
+
+
+def _resolve_sources(files: Sequence[str | os.PathLike[str]] | None, arg: str) -> list[Path]:
+    resolved: list[Path] = []
+    for entry in files or []:
+        path = Path(entry)
+        full = path if path.is_absolute() else CSRC_DIR / path
+        if not full.is_file():
+            where = "" if path.is_absolute() else f" (relative paths are under {CSRC_DIR})"
+            raise FileNotFoundError(f"load_jit: {arg} entry {str(entry)!r}: no such file{where}")
+        resolved.append(full.resolve())
+    return resolved
+
+
+def _check_wrappers(wrappers: Sequence[tuple[str, str]] | None, arg: str) -> list[tuple[str, str]]:
+    checked: list[tuple[str, str]] = []
+    for position, item in enumerate(wrappers or []):
+        if (
+            not isinstance(item, tuple | list)
+            or len(item) != 2
+            or not all(isinstance(part, str) for part in item)
+        ):
+            raise TypeError(
+                f"load_jit: {arg}[{position}] is {item!r}; expected (export_name, cpp_expression)"
+            )
+        export, expr = item
+        if not _EXPORT_RE.match(export):
+            raise ValueError(
+                f"load_jit: {arg}[{position}] export name {export!r} is not a C identifier"
+            )
+        checked.append((export, expr))
+    return checked
+
+
+def _translation_unit(
+    files: Sequence[Path], wrappers: Sequence[tuple[str, str]], spell: Any
+) -> str:
+    lines = [f"#include <{header}>" for header in _TVM_FFI_HEADERS]
+    lines += [f'#include "{spell(path)}"' for path in files]
+    lines += [f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({export}, ({expr}));" for export, expr in wrappers]
+    return "\n".join(lines) + "\n"
+
+
+@functools.cache
+def _versions() -> dict[str, str]:
+
+    try:
+        from importlib.metadata import version
+
+        ours = version("gpu-kernel-ci")
+    except Exception:
+        ours = "unknown"
+    return {"tvm_ffi": tvm_ffi.__version__, "jit_kernel": ours}
+
+
+@dataclass
+class _Plan:
+    """Everything needed to build one module, plus its cache key."""
+
+    name: str
+    key: str
+    key_material: dict[str, Any]
+    cpp_source: str | None
+    cuda_source: str | None
+    cpp_flags: list[str]
+    cuda_flags: list[str]
+    ldflags: list[str]
+    needs_cuda: bool
+
+
+def _plan(
+    markers: Sequence[str],
+    cpp_files: list[Path],
+    cuda_files: list[Path],
+    cpp_wrappers: list[tuple[str, str]],
+    cuda_wrappers: list[tuple[str, str]],
+    extra_cflags: Sequence[str],
+    extra_cuda_cflags: Sequence[str],
+    extra_ldflags: Sequence[str],
+    extra_include_paths: Sequence[Path],
+) -> _Plan:
+
+    name = module_name(markers)
+    if not (cpp_files or cuda_files or cpp_wrappers or cuda_wrappers):
+        raise ValueError(f"load_jit({name}): give cpp_files/cuda_files and wrappers to export")
+    roots = [Root("include", INCLUDE_DIR), Root("csrc", CSRC_DIR)]
+    roots += [Root(f"extra{i}", path) for i, path in enumerate(extra_include_paths)]
+    source_dirs = sorted({path.parent for path in (*cpp_files, *cuda_files)})
+    roots += [Root(f"src{i}", path) for i, path in enumerate(source_dirs)]
+
+    def label(path: Path) -> str:
+        for root in roots:
+            found = root.label_of(path)
+            if found is not None:
+                return found
+        return path.name
+
+    search_dirs = [INCLUDE_DIR, *extra_include_paths]
+    includes = [tvm_ffi.libinfo.find_include_path(), tvm_ffi.libinfo.find_dlpack_include_path()]
+    include_flags = [f"-I{path}" for path in dict.fromkeys([*includes, *map(str, search_dirs)])]
+
+    has_cpp = bool(cpp_files or cpp_wrappers)
+    needs_cuda = bool(cuda_files or cuda_wrappers)
+    cpp_flags = [*DEFAULT_CFLAGS, "-fPIC", *extra_cflags]
+    cuda_flags: list[str] = []
+    material: dict[str, Any] = {"format": KEY_FORMAT, "name": name, **_versions()}
+    cxx = host_compiler()
+    material["cxx"] = [cxx, compiler_version(cxx)]
+    if needs_cuda:
+        toolkit = find_cuda_toolkit()
+        arch = get_jit_cuda_arch()
+        cuda_flags = [
+            *ccbin_flags(),
+            "-Xcompiler",
+            "-fPIC",
+            *DEFAULT_CUDA_CFLAGS,
+            arch.define_flag,
+            arch.gencode_flag,
+            *extra_cuda_cflags,
+        ]
+        material["arch"] = arch.target_name
+        material["nvcc"] = compiler_version(str(toolkit.nvcc))
+    ldflags = list(extra_ldflags)
+    material["flags"] = {"cpp": cpp_flags, "cuda": cuda_flags, "ld": ldflags}
+    material["include_dirs"] = [label(path) + "/" for path in extra_include_paths]
+    material["tu"] = {
+        "cpp": _translation_unit(cpp_files, cpp_wrappers, label) if has_cpp else None,
+        "cuda": _translation_unit(cuda_files, cuda_wrappers, label) if needs_cuda else None,
+    }
+    material["files"] = source_closure([*cpp_files, *cuda_files], search_dirs, roots)
+    encoded = json.dumps(material, sort_keys=True).encode()
+    key = hashlib.sha256(encoded).hexdigest()[:16]
+
+    def spell(path: Path) -> str:
+        return str(path)
+
+    return _Plan(
+        name=name,
+        key=key,
+        key_material=material,
+        cpp_source=_translation_unit(cpp_files, cpp_wrappers, spell) if has_cpp else None,
+        cuda_source=_translation_unit(cuda_files, cuda_wrappers, spell) if needs_cuda else None,
+        cpp_flags=[*cpp_flags, *include_flags],
+        cuda_flags=[*cuda_flags, *include_flags],
+        ldflags=ldflags,
+        needs_cuda=needs_cuda,
+    )
+
+
+def _run_compilers(commands: list[tuple[list[str], Path]], plan: _Plan, staging: Path) -> None:
+    """Run the commands (in parallel), raising JitCompileError for the first that fails."""
+    verbose = get_bool_env(VERBOSE_ENV)
+    running = []
+    for command, source in commands:
+        if verbose:
+            print(f"[jit_kernel] {shlex.join(command)}", file=sys.stderr)
+        proc = subprocess.Popen(
+            command, cwd=staging, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        running.append((proc, command, source))
+    failure = None
+    for proc, command, source in running:
+        output, _ = proc.communicate()
+        if proc.returncode != 0 and failure is None:
+            failure = (proc.returncode, command, source, output)
+    if failure is not None:
+        code, command, source, output = failure
+        raise JitCompileError(
+            f"failed to build JIT module {plan.name!r} (cache key {plan.key})\n"
+            f"command (exit code {code}):\n  {shlex.join(command)}\n"
+            f"compiler output:\n{output.rstrip()}\n"
+            f"generated source: {source}\n"
+            f"build directory (kept for inspection): {staging}"
+        )
+
+
+def _build(plan: _Plan, staging: Path) -> Path:
+
+    staging.mkdir(parents=True, exist_ok=False)
+    cxx = host_compiler()
+    compiles: list[tuple[list[str], Path]] = []
+    objects: list[str] = []
+    if plan.cpp_source is not None:
+        source = staging / "main.cpp"
+        source.write_text(plan.cpp_source)
+        compiles.append(([cxx, *plan.cpp_flags, "-c", str(source), "-o", "main.o"], source))
+        objects.append("main.o")
+    ldflags: list[str] = []
+    if plan.cuda_source is not None:
+        toolkit = find_cuda_toolkit()
+        source = staging / "cuda.cu"
+        source.write_text(plan.cuda_source)
+        command = [str(toolkit.nvcc), *plan.cuda_flags, "-c", str(source), "-o", "cuda.o"]
+        compiles.append((command, source))
+        objects.append("cuda.o")
+        cudart = str(toolkit.cudart_dir)
+        ldflags = [f"-L{cudart}", "-lcudart", f"-Wl,-rpath,{cudart}"]
+    (staging / "key.json").write_text(json.dumps(plan.key_material, indent=1, sort_keys=True))
+    _run_compilers(compiles, plan, staging)
+    library = staging / f"{plan.name}.so"
+    tvm_lib = Path(tvm_ffi.libinfo.find_libtvm_ffi())
+    link = [
+        cxx,
+        "-shared",
+        *objects,
+        f"-L{tvm_lib.parent}",
+        "-ltvm_ffi",
+        *ldflags,
+        *plan.ldflags,
+        "-o",
+        str(library),
+    ]
+    _run_compilers([(link, compiles[-1][1])], plan, staging)
+    return library
+
+
+def _publish(staged: Path, target: Path, replace: bool) -> None:
+    """Move ``staged`` to ``target`` atomically; the first publisher wins unless ``replace``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not replace:
+        try:
+            os.link(staged, target)
+            return
+        except FileExistsError:
+            return  # another process published the same key first; keep theirs
+        except OSError:
+            pass  # no hard links on this filesystem
+    os.replace(staged, target)
+
+
+def _check_not_capturing(name: str) -> None:
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            f"JIT module {name!r} is not built yet and the current CUDA stream is capturing a "
+            "graph; compiling now would break the capture. Build it before capture: run "
+            "`python -m jit_kernel precompile` (or call the kernel once before capturing)."
+        )
+
+
+def _load(path: Path) -> Module:
+
+    return tvm_ffi.load_module(str(path))
+
+
+def load_jit(
+    *markers: str,
+    cpp_files: Sequence[str | os.PathLike[str]] | None = None,
+    cuda_files: Sequence[str | os.PathLike[str]] | None = None,
+    cpp_wrappers: Sequence[tuple[str, str]] | None = None,
+    cuda_wrappers: Sequence[tuple[str, str]] | None = None,
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str | os.PathLike[str]] | None = None,
+    build_directory: str | os.PathLike[str] | None = None,
+) -> Module:
+    """Build (or load from the cache) a module exporting the wrappers; see the module docstring.
+
+    ``markers`` name the module (kernel name, then ``*make_cpp_args(...)``). Files are relative
+    to ``jit_kernel/csrc`` or absolute. Wrappers are ``(export_name, cpp_expression)``; the export
+    is called as ``module.export_name(...)``. Extra flags come after the defaults, so they win.
+    ``build_directory`` replaces the cache root (``JIT_KERNEL_CACHE_DIR``) for this module.
+    Inside :func:`build_only` the result is a :class:`BuildResult` instead of a module.
+    """
+    plan = _plan(
+        markers,
+        _resolve_sources(cpp_files, "cpp_files"),
+        _resolve_sources(cuda_files, "cuda_files"),
+        _check_wrappers(cpp_wrappers, "cpp_wrappers"),
+        _check_wrappers(cuda_wrappers, "cuda_wrappers"),
+        list(extra_cflags or []),
+        list(extra_cuda_cflags or []),
+        list(extra_ldflags or []),
+        [Path(path).resolve() for path in extra_include_paths or []],
+    )
+    root = Path(build_directory) if build_directory is not None else cache_root()
+    target = root / f"{plan.name}_{plan.key}" / f"{plan.name}.so"
+    only_build = _build_only.get()
+    force = get_bool_env(FORCE_REBUILD_ENV)
+    corrupt = False
+    if target.is_file() and not force:
+        if only_build:
+            return BuildResult(plan.name, target, built=False)
+        try:
+            return _load(target)
+        except Exception as error:
+            logger.warning("cached JIT module %s failed to load (%s); rebuilding", target, error)
+            corrupt = True
+    if not only_build:
+        _check_not_capturing(plan.name)
+    host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())
+    staging = (
+        root / ".staging" / f"{plan.name}_{plan.key}.{host}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    )
+    library = _build(plan, staging)
+    _publish(library, target, replace=corrupt or force)
+    shutil.copyfile(staging / "key.json", staging / "key.json.pub")
+    os.replace(staging / "key.json.pub", target.parent / "key.json")
+    shutil.rmtree(staging, ignore_errors=True)
+    if only_build:
+        return BuildResult(plan.name, target, built=True)
+    return _load(target)

@@ -1,0 +1,221 @@
+"""The suite catalog ([tool.ci-runner] in pyproject.toml): parsing, defaults and every error."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci_runner import register_cpu_ci
+from ci_runner.catalog import CatalogError, Suite, find_root, load_catalog
+
+sys.path.insert(0, str(Path(__file__).parent))
+from helpers_tree import REPO_ROOT
+
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
+
+HEAD = '[tool.ci-runner]\nregistered-dir = "registered"\n'
+GOOD = '[[tool.ci-runner.suites]]\nname = "unit-cpu"\nhw = "cpu"\n'
+
+
+def write(tmp_path, text):
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def suite_toml(**keys):
+    lines = ["[[tool.ci-runner.suites]]"]
+    lines += [f"{key.replace('_', '-')} = {value}" for key, value in keys.items()]
+    return "\n".join(lines) + "\n"
+
+
+def error_of(tmp_path, text):
+    with pytest.raises(CatalogError) as info:
+        load_catalog(write(tmp_path, text))
+    return str(info.value)
+
+
+def test_the_projects_own_catalog_loads():
+    catalog = load_catalog(REPO_ROOT)
+    assert catalog.get("base-a-test-cpu").hw == "cpu"
+    assert catalog.registered_dir == "registered"
+    assert catalog.renamed("stage-a-test-cpu").name == "base-a-test-cpu"
+    assert {s.name for s in catalog.for_hw("cuda")} >= {"base-b-kernel-unit-1-gpu-large"}
+
+
+def test_defaults_and_all_keys(tmp_path):
+    text = (
+        HEAD
+        + GOOD
+        + suite_toml(
+            name='"n8"',
+            hw='"cuda"',
+            nightly="true",
+            renamed_from='["old-n8"]',
+            gpus_per_file="8",
+            timeout_per_file="90.5",
+            runner='"8-gpu-h200"',
+            job_timeout_minutes="240",
+        )
+    )
+    catalog = load_catalog(write(tmp_path, text))
+    assert catalog.root == tmp_path
+    assert catalog.registered_path == tmp_path / "registered"
+    assert catalog.get("unit-cpu") == Suite(name="unit-cpu", hw="cpu")
+    assert catalog.get("n8") == Suite(
+        name="n8",
+        hw="cuda",
+        nightly=True,
+        renamed_from=("old-n8",),
+        gpus_per_file=8,
+        timeout_per_file=90.5,
+        runner="8-gpu-h200",
+        job_timeout_minutes=240.0,
+    )
+    assert catalog.get("missing") is None and catalog.renamed("missing") is None
+    assert [s.name for s in catalog.for_hw("cpu")] == ["unit-cpu"]
+
+
+def test_registered_dir_defaults_to_registered(tmp_path):
+    assert load_catalog(write(tmp_path, "[tool.ci-runner]\n" + GOOD)).registered_dir == "registered"
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(CatalogError) as info:
+        load_catalog(tmp_path)
+    assert str(info.value) == (
+        f"{tmp_path / 'pyproject.toml'}: not found; the suite catalog lives in [tool.ci-runner]"
+    )
+
+
+def test_unreadable_file_is_a_catalog_error(tmp_path):
+    (tmp_path / "pyproject.toml").mkdir()
+    with pytest.raises(CatalogError) as info:
+        load_catalog(tmp_path)
+    assert str(info.value).startswith(f"{tmp_path / 'pyproject.toml'}: cannot read: ")
+
+
+def test_non_utf8_file_is_a_catalog_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(b"[tool.ci-runner]\nx = '\xff'\n")
+    with pytest.raises(CatalogError) as info:
+        load_catalog(tmp_path)
+    assert str(info.value).startswith(f"{tmp_path / 'pyproject.toml'}: not UTF-8 text: ")
+
+
+def test_invalid_toml(tmp_path):
+    assert error_of(tmp_path, "[tool.ci-runner\n").startswith(
+        f"{tmp_path / 'pyproject.toml'}: invalid TOML: "
+    )
+
+
+def test_no_table(tmp_path):
+    assert error_of(tmp_path, "[project]\nname = 'x'\n") == (
+        f"{tmp_path / 'pyproject.toml'}: no [tool.ci-runner] table"
+    )
+
+
+W = "pyproject.toml [tool.ci-runner]"
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (HEAD, f"{W}: define at least one [[tool.ci-runner.suites]] entry"),
+        (
+            "[tool.ci-runner]\nregistered-dir = 3\n" + GOOD,
+            f"{W}: registered-dir must be a string, got 3",
+        ),
+        (
+            "[tool.ci-runner]\nsuites = [1]\n",
+            f"{W} suites[0]: each [[tool.ci-runner.suites]] entry must be a table",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', colour='"red"'),
+            f"{W} suites[0]: unknown key(s) colour; known keys: gpus-per-file, hw, job-timeout-minutes, name, nightly, renamed-from, runner, timeout-per-file",
+        ),
+        (HEAD + suite_toml(hw='"cpu"'), f"{W} suites[0]: missing required key 'name'"),
+        (HEAD + suite_toml(name='"a"'), f"{W} suites[0]: missing required key 'hw'"),
+        (HEAD + suite_toml(name="1", hw='"cpu"'), f"{W} suites[0]: name must be a string, got 1"),
+        (
+            HEAD + suite_toml(name='" "', hw='"cpu"'),
+            f"{W} suites[0]: name must be a non-empty string",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"gpu"'),
+            f"{W} suites[0] (suite 'a'): hw must be one of amd, cpu, cuda, musa, npu, xpu, got 'gpu'",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw="true"),
+            f"{W} suites[0] (suite 'a'): hw must be a string, got True",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', nightly='"yes"'),
+            f"{W} suites[0] (suite 'a'): nightly must be a boolean, got 'yes'",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', renamed_from='"old"'),
+            f"{W} suites[0] (suite 'a'): renamed-from must be a list, got 'old'",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', renamed_from="[1]"),
+            f"{W} suites[0] (suite 'a'): each renamed-from entry must be a string, got 1",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', timeout_per_file="0"),
+            f"{W} suites[0] (suite 'a'): timeout-per-file must be positive, got 0",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', timeout_per_file="true"),
+            f"{W} suites[0] (suite 'a'): timeout-per-file must be an integer or a number, got True",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', gpus_per_file="-1"),
+            f"{W} suites[0] (suite 'a'): gpus-per-file must be >= 0, got -1",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', gpus_per_file="1.5"),
+            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer, got 1.5",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', job_timeout_minutes="-5"),
+            f"{W} suites[0] (suite 'a'): job-timeout-minutes must be positive, got -5",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', runner="3"),
+            f"{W} suites[0] (suite 'a'): runner must be a string, got 3",
+        ),
+        (HEAD + GOOD + GOOD, f"{W}: suite name 'unit-cpu' is used twice (unit-cpu and unit-cpu)"),
+        (
+            HEAD + GOOD + suite_toml(name='"b"', hw='"cpu"', renamed_from='["unit-cpu"]'),
+            f"{W}: suite name 'unit-cpu' is used twice (unit-cpu and b)",
+        ),
+    ],
+)
+def test_malformed_catalog_names_file_key_and_value(tmp_path, text, message):
+    assert error_of(tmp_path, text) == message
+
+
+def test_find_root_walks_up_to_the_catalog(tmp_path):
+    write(tmp_path, HEAD + GOOD)
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    (tmp_path / "a" / "pyproject.toml").write_text("[project]\nname = 'inner'\n")
+    assert find_root(deep) == tmp_path.resolve()
+
+
+def test_find_root_skips_broken_toml_on_the_way(tmp_path):
+    write(tmp_path, HEAD + GOOD)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "pyproject.toml").write_text("[broken\n")
+    assert find_root(tmp_path / "a") == tmp_path.resolve()
+
+
+def test_find_root_error_says_what_to_do(tmp_path):
+    with pytest.raises(CatalogError) as info:
+        find_root(tmp_path)
+    message = str(info.value)
+    assert message.startswith("no pyproject.toml with a [tool.ci-runner] table found in ")
+    assert message.endswith("or any parent; run from inside the repository or pass --root DIR")
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))

@@ -1,0 +1,228 @@
+"""Executor pieces without running a suite: limits, retry rules, judging, environment, flags."""
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci_runner import register_cpu_ci
+from ci_runner.execution import (
+    DisabledFile,
+    FileToRun,
+    ShardContext,
+    add_execution_arguments,
+    execute_shard,
+    validate_execution_arguments,
+)
+from ci_runner.execution.file_runner import RunSettings, child_environment, judge_exit
+from ci_runner.execution.outcomes import AttemptResult, CaseResult
+from ci_runner.execution.pytest_results import PytestReport, pytest_addopts
+from ci_runner.execution.retry import RetryPolicy, broken_file_error
+from ci_runner.execution.timeouts import timeout_for, timeout_from_est
+
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
+
+
+@pytest.mark.parametrize(
+    ("est", "cap", "limit"),
+    [(0, None, 60), (10, None, 90), (100, None, 360), (5000, None, 3600), (100, 200, 200)],
+)
+def test_timeout_from_est_formula(est, cap, limit):
+    assert timeout_from_est(est, cap) == limit
+
+
+def test_flat_timeout_precedence():
+    suites = {"a": 600.0, "b": None}
+    assert timeout_for("a", 5, flag_timeout=None, from_est=False, suite_timeouts=suites) == 600
+    assert timeout_for("b", 5, flag_timeout=None, from_est=False, suite_timeouts=suites) == 1200
+    assert timeout_for("a", 5, flag_timeout=30, from_est=False, suite_timeouts=suites) == 30
+    assert timeout_for("a", 5, flag_timeout=30, from_est=True, suite_timeouts=suites) == 30
+    assert timeout_for("a", 5, flag_timeout=None, from_est=True, suite_timeouts=suites) == 75
+
+
+def attempt(status="failed", number=1, retriable=True, reason="exit code 1"):
+    return AttemptResult(
+        number=number, status=status, elapsed=1.0, exit_code=1, reason=reason,
+        retriable=retriable, cases=(), is_pytest=False, output_path="", output_bytes=0,
+        output_tail="", tail_truncated=False, timeout_limit=10,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("policy", "last", "used", "expected"),
+    [
+        (RetryPolicy(), attempt(), 0, (False, "retry disabled")),
+        (RetryPolicy(True, 2), attempt(number=2), 0, (False, "no attempts left (2/2)")),
+        (
+            RetryPolicy(True, 3),
+            attempt(status="timeout"),
+            0,
+            (False, "timeouts are retried only with --retry-timeouts"),
+        ),
+        (
+            RetryPolicy(True, 3, retry_timeouts=True),
+            attempt(status="timeout"),
+            0,
+            (True, "attempt 2/3"),
+        ),
+        (
+            RetryPolicy(True, 3),
+            attempt(retriable=False),
+            0,
+            (False, "it cannot be flaky (broken file)"),
+        ),
+        (
+            RetryPolicy(True, 3, budget_seconds=10),
+            attempt(),
+            12.5,
+            (False, "retry budget exhausted (12.5s of 10s used)"),
+        ),
+        (RetryPolicy(True, 3), attempt(), 0, (True, "attempt 2/3")),
+    ],
+)
+def test_retry_decisions(policy, last, used, expected):
+    assert policy.next_attempt(last, used) == expected
+
+
+def test_broken_file_error_reads_the_last_traceback_line():
+    tail = "Traceback...\n  File 'x.py'\nImportError: cannot import name 'y'\nother\n"
+    assert broken_file_error(tail) == "ImportError: cannot import name 'y'"
+    assert broken_file_error("AssertionError: mentions ImportError: inside") is None
+
+
+def test_pytest_addopts_appends_and_quotes():
+    assert pytest_addopts(None, Path("/t/a b.xml")) == "--junitxml='/t/a b.xml' -p no:cacheprovider"
+    assert pytest_addopts("-x", Path("/t/r.xml")).startswith("-x --junitxml=/t/r.xml")
+
+
+def case(outcome):
+    return CaseResult(name="t", classname="c", time=0.1, outcome=outcome)
+
+
+def test_judging_exit_codes():
+    ok = PytestReport((case("passed"),), 0)
+    bad = PytestReport((case("failed"),), 0)
+    collect = PytestReport((case("error"),), 1)
+    assert judge_exit(0, ok, "") == ("passed", "", False)
+    status, reason, retriable = judge_exit(0, bad, "")
+    assert status == "failed" and "must sys.exit(pytest.main(...))" in reason and retriable
+    assert judge_exit(1, bad, "") == ("failed", "1 failing test case(s) (exit 1)", True)
+    assert judge_exit(2, collect, "") == ("failed", "1 collection error(s) (exit 2)", False)
+    assert judge_exit(5, PytestReport((), 0), "") == (
+        "failed",
+        "no tests collected (pytest exit 5)",
+        False,
+    )
+    assert judge_exit(-6, None, "") == ("crashed", "killed by SIGABRT", True)
+    assert judge_exit(1, None, "SyntaxError: invalid syntax\n") == (
+        "failed",
+        "SyntaxError: invalid syntax (exit 1)",
+        False,
+    )
+
+
+def settings(tmp_path, env, nightly):
+    return RunSettings(
+        root=tmp_path, workdir=tmp_path, base_env=env, nightly=nightly, kill_grace_seconds=1,
+        retry=RetryPolicy(),
+    )  # fmt: skip
+
+
+def test_child_environment(tmp_path):
+    env = child_environment(
+        settings(tmp_path, {"PYTHONPATH": "/x", "PYTEST_ADDOPTS": "-x"}, True),
+        ("2", "3"), True, tmp_path / "j.xml", 2, "tok",
+    )  # fmt: skip
+    assert env["SGLANG_JIT_KERNEL_RUN_FULL_TESTS"] == "1"
+    assert env["PYTHONPATH"] == f"{tmp_path}:/x"
+    assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
+    assert env["PYTEST_ADDOPTS"].startswith("-x --junitxml=")
+    assert env["CI_RUNNER_ATTEMPT"] == "2"
+
+
+def test_nightly_keeps_the_callers_choice(tmp_path):
+    base = {"SGLANG_JIT_KERNEL_RUN_FULL_TESTS": "off"}
+    env = child_environment(settings(tmp_path, base, True), (), False, tmp_path / "j", 1, "t")
+    assert env["SGLANG_JIT_KERNEL_RUN_FULL_TESTS"] == "off"
+    assert "CUDA_VISIBLE_DEVICES" not in child_environment(
+        settings(tmp_path, {}, False), ("0",), False, tmp_path / "j", 1, "t"
+    )
+    plain = child_environment(settings(tmp_path, {}, False), (), False, tmp_path / "j", 1, "t")
+    assert "SGLANG_JIT_KERNEL_RUN_FULL_TESTS" not in plain
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="run_suite.py")
+    add_execution_arguments(p)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-attempts", "3"], "--max-attempts need(s) --enable-retry"),
+        (["--retry-timeouts"], "--retry-timeouts need(s) --enable-retry"),
+        (
+            ["--gpus", "2", "--gpu-ids", "0,1"],
+            "argument --gpu-ids: not allowed with argument --gpus",
+        ),
+        (["--timeout-per-file", "0"], "expected a positive number of seconds, got '0'"),
+        (["--timeout-per-file", "soon"], "expected a number of seconds, got 'soon'"),
+        (["--enable-retry", "--max-attempts", "0"], "expected a number >= 1, got '0'"),
+        (["--gpu-ids", "0,0"], "--gpu-ids='0,0': duplicate device id(s) 0"),
+        (["--junit-xml", "."], "--junit-xml .: is a directory; expected a file path"),
+    ],
+)
+def test_flag_errors_exit_2_with_a_message(argv, message, capsys):
+    p = parser()
+    with pytest.raises(SystemExit) as info:
+        validate_execution_arguments(p, p.parse_args(argv))
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_invalid_boolean_variable_is_a_usage_error(monkeypatch, capsys):
+    monkeypatch.setenv("SGLANG_IS_IN_CI", "maybe")
+    p = parser()
+    with pytest.raises(SystemExit):
+        validate_execution_arguments(p, p.parse_args([]))
+    assert "SGLANG_IS_IN_CI='maybe' is not a boolean" in capsys.readouterr().err
+    monkeypatch.delenv("SGLANG_IS_IN_CI")
+    monkeypatch.setenv("SGLANG_KERNEL_DISABLE_LOG_BANDWIDTH", "2")
+    code = execute_shard([], context(Path.cwd()), p.parse_args([]))
+    assert code == 2
+    assert "SGLANG_KERNEL_DISABLE_LOG_BANDWIDTH='2' is not a boolean" in capsys.readouterr().err
+
+
+def context(root, disabled=()):
+    return ShardContext(
+        root=root, hw="cpu", suites=("s",), nightly=False, shard_id=0, shard_count=1,
+        predicted_makespan=0, shard_est_total=0, lower_bound=0, plan_hash="h", disabled=disabled,
+    )  # fmt: skip
+
+
+def test_empty_shard_exits_0_and_lists_disabled_files(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    disabled = (DisabledFile("registered/test_d.py", "s", "flaky on H100"),)
+    code = execute_shard([], context(tmp_path, disabled), parser().parse_args([]))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "registered/test_d.py [disabled]: flaky on H100" in out
+    assert out.rstrip().splitlines()[-1] == "summary: 0 passed, 0 failed, 1 skipped"
+
+
+def test_nightly_reaches_the_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SGLANG_JIT_KERNEL_RUN_FULL_TESTS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    (tmp_path / "test_n.py").write_text(
+        "import os, sys\nsys.exit(0 if os.environ['SGLANG_JIT_KERNEL_RUN_FULL_TESTS'] == '1' else 1)\n"
+    )
+    args = parser().parse_args([])
+    args.nightly = True
+    code = execute_shard([FileToRun("test_n.py", "s", 1, gpus=0)], context(tmp_path), args)
+    assert code == 0, capsys.readouterr().out
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))

@@ -1,0 +1,125 @@
+"""GPU slots: where the ids come from, the pool, and concurrent pinned files with fake ids."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci_runner import register_cpu_ci
+from ci_runner.execution.gpu_slots import SlotError, SlotPool, resolve_slots
+
+register_cpu_ci(est_time=7, suite="base-a-test-cpu")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from execution_tree import make_tree, run_suite, script_file  # noqa: E402
+
+
+def test_gpu_ids_flag_wins():
+    slots = resolve_slots("cuda", None, "3, 1", environ={"CUDA_VISIBLE_DEVICES": "0"})
+    assert (slots.ids, slots.pinned) == (("3", "1"), True)
+
+
+def test_gpus_takes_the_first_visible_devices():
+    slots = resolve_slots("cuda", 2, None, environ={"CUDA_VISIBLE_DEVICES": "4,5,6"})
+    assert slots.ids == ("4", "5")
+
+
+def test_gpus_without_visible_devices_counts_from_zero():
+    assert resolve_slots("cpu", 3, None, environ={}).ids == ("0", "1", "2")
+
+
+def test_cuda_default_is_every_visible_device():
+    slots = resolve_slots("cuda", None, None, environ={"CUDA_VISIBLE_DEVICES": "GPU-a,GPU-b"})
+    assert slots.ids == ("GPU-a", "GPU-b") and slots.source == "CUDA_VISIBLE_DEVICES"
+
+
+def test_cuda_default_counts_nvidia_smi():
+    slots = resolve_slots("cuda", None, None, environ={}, nvidia_smi_count=8)
+    assert len(slots.ids) == 8 and slots.source == "nvidia-smi -L"
+
+
+def test_cuda_without_any_gpu_runs_one_file_at_a_time_unpinned():
+    slots = resolve_slots("cuda", None, None, environ={}, nvidia_smi_count=0)
+    assert (slots.ids, slots.pinned) == (("0",), False)
+
+
+def test_cpu_default_is_one_unpinned_slot():
+    assert resolve_slots("cpu", None, None, environ={}).pinned is False
+
+
+@pytest.mark.parametrize(
+    ("gpus", "ids", "env", "message"),
+    [
+        (None, "0,,1", {}, "--gpu-ids='0,,1': expected a comma-separated list of device ids"),
+        (None, "1,1", {}, "--gpu-ids='1,1': duplicate device id(s) 1"),
+        (3, None, {"CUDA_VISIBLE_DEVICES": "0,1"}, "--gpus=3: only 2 device(s) in"),
+        (0, None, {}, "--gpus=0: expected a positive number of GPUs"),
+    ],
+)
+def test_bad_slot_requests_are_explained(gpus, ids, env, message):
+    with pytest.raises(SlotError, match=None) as info:
+        resolve_slots("cuda", gpus, ids, environ=env)
+    assert message in str(info.value)
+
+
+def test_pool_hands_out_lowest_free_ids():
+    pool = SlotPool(["0", "1", "2", "3"])
+    assert pool.try_take(2) == ("0", "1")
+    assert pool.try_take(3) is None
+    assert pool.try_take(1) == ("2",)
+    pool.give_back(["1", "0"])
+    assert pool.try_take(2) == ("0", "1")
+
+
+def sleeper(est: float, seconds: float, suite: str = "gpu-suite") -> str:
+    body = (
+        "import json\nimport os\nimport time\n\n\ndef main():\n"
+        "    start = time.time()\n"
+        f"    time.sleep({seconds})\n"
+        "    record = {'file': __file__, 'gpus': os.environ.get('CUDA_VISIBLE_DEVICES'),"
+        " 'start': start, 'end': time.time()}\n"
+        "    with open(os.environ['SLOT_LOG'], 'a') as log:\n"
+        "        log.write(json.dumps(record) + '\\n')\n"
+        "    return 0\n"
+    )
+    return script_file(body, est=est, suite=suite, marker="cuda")
+
+
+def test_files_run_concurrently_each_pinned_to_free_gpus(tmp_path):
+    files = {f"test_g{i}.py": sleeper(est=10 - i, seconds=1.0) for i in range(4)}
+    files["test_pair.py"] = sleeper(est=20, seconds=1.0, suite="gpu2-suite")
+    root = make_tree(tmp_path / "tree", files)
+    log = tmp_path / "slots.jsonl"
+    proc = run_suite(
+        root, "--gpu-ids", "0,1,2,3", hw="cuda", suite="gpu-suite,gpu2-suite",
+        env={"SLOT_LOG": str(log)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    by_file = {Path(r["file"]).name: r for r in records}
+    assert by_file["test_pair.py"]["gpus"] == "0,1"  # longest first, and it needs two
+    assert all(len(r["gpus"].split(",")) == 1 for n, r in by_file.items() if n != "test_pair.py")
+    # never two files on one GPU at the same time
+    for a in records:
+        for b in records:
+            if a is not b and a["start"] < b["end"] and b["start"] < a["end"]:
+                assert not set(a["gpus"].split(",")) & set(b["gpus"].split(","))
+    # 5 one-second files on 4 GPUs (one needing 2): two waves, not five
+    span = max(r["end"] for r in records) - min(r["start"] for r in records)
+    assert span < 3.5, span
+    assert "[gpu 0,1]" in proc.stdout
+
+
+def test_a_file_needing_more_gpus_than_the_shard_has_is_a_usage_error(tmp_path):
+    root = make_tree(tmp_path, {"test_pair.py": sleeper(est=1, seconds=0, suite="gpu2-suite")})
+    proc = run_suite(root, "--gpus", "1", hw="cuda", suite="gpu2-suite")
+    assert proc.returncode == 2
+    assert (
+        "registered/test_pair.py (suite gpu2-suite) needs 2 GPUs but this shard has 1 slot(s)"
+        in (proc.stderr)
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))

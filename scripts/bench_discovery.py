@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Benchmark static discovery + validation against ``pytest --collect-only`` on a generated tree.
+
+Usage::
+
+    python scripts/bench_discovery.py [--files 5000] [--repeat 3] [--skip-pytest]
+
+Generates ``--files`` registered test files (in 50 folders, realistic size: imports, one or two
+registrations, a few tests, the ``__main__`` block) in a temporary repository, then times:
+
+* ``collect()``: discovery, parsing and validation of every registration (in process, best of
+  ``--repeat``), which must stay under 2 s for 5,000 files;
+* ``run_suite.py --dry-run`` end to end in a fresh process (start-up, catalog, discovery,
+  selection, planning, printing);
+* ``python -m pytest --collect-only -q`` on the same tree (one run; it imports every file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from ci_runner.catalog import load_catalog  # noqa: E402
+from ci_runner.collector import collect  # noqa: E402
+
+CATALOG = """\
+[tool.ci-runner]
+registered-dir = "registered"
+
+[[tool.ci-runner.suites]]
+name = "unit-cpu"
+hw = "cpu"
+gpus-per-file = 0
+
+[[tool.ci-runner.suites]]
+name = "extra-cpu"
+hw = "cpu"
+gpus-per-file = 0
+"""
+
+FILE_TEMPLATE = '''\
+"""Generated test file {index}."""
+
+import sys
+
+import pytest
+
+from ci_runner import register_cpu_ci
+
+{registrations}
+
+CASES = [(i, i * {index}) for i in range(8)]
+
+
+def helper(value: int) -> int:
+    """A helper the tests share."""
+    return value * 2 + {index}
+
+
+@pytest.mark.parametrize("a,b", CASES)
+def test_product(a, b):
+    assert b == a * {index}
+
+
+def test_helper():
+    assert helper(1) == 2 + {index}
+
+
+class TestGroup:
+    def test_one(self):
+        assert sum(range(4)) == 6
+
+    def test_two(self):
+        assert "x" * 3 == "xxx"
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
+'''
+
+
+def generate(root: Path, count: int, seed: int = 0) -> None:
+    """Write the catalog and ``count`` registered files under ``root``."""
+    rng = random.Random(seed)
+    (root / "pyproject.toml").write_text(CATALOG, encoding="utf-8")
+    for index in range(count):
+        folder = root / "registered" / f"area_{index % 50:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        est = round(rng.lognormvariate(3.0, 1.0), 1) + 1
+        lines = [f'register_cpu_ci(est_time={est}, suite="unit-cpu")']
+        if index % 7 == 0:
+            lines.append(f'register_cpu_ci(est_time={est}, suite="extra-cpu", disabled="slow")')
+        source = FILE_TEMPLATE.format(index=index, registrations="\n".join(lines))
+        prefix = "bench" if index % 10 == 0 else "test"
+        (folder / f"{prefix}_{index:05d}.py").write_text(source, encoding="utf-8")
+
+
+def time_collect(root: Path, repeat: int) -> tuple[float, float, int, int]:
+    """(best, mean) seconds of catalog + collect(); and the file and registration counts."""
+    times = []
+    collection = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        collection = collect(load_catalog(root))
+        times.append(time.perf_counter() - start)
+    assert collection is not None and not collection.problems, collection and collection.problems
+    return min(times), sum(times) / len(times), len(collection.files), len(collection.registrations)
+
+
+def time_command(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    return time.perf_counter() - start, done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=5000, help="files to generate (5000)")
+    parser.add_argument("--repeat", type=int, default=3, help="in-process collect() runs (3)")
+    parser.add_argument("--skip-pytest", action="store_true", help="skip pytest --collect-only")
+    args = parser.parse_args(argv)
+    if args.files < 1 or args.repeat < 1:
+        parser.error("--files and --repeat must be positive")
+
+    with tempfile.TemporaryDirectory(prefix="bench-discovery-") as tmp:
+        root = Path(tmp)
+        generate(root, args.files)
+        best, mean, files, registrations = time_collect(root, args.repeat)
+        print(
+            f"tree: {files} files, {registrations} registrations, python {sys.version.split()[0]}"
+        )
+        print(f"collect() in process: best {best:.3f} s, mean {mean:.3f} s over {args.repeat} runs")
+        dry, done = time_command(
+            [
+                sys.executable,
+                str(REPO_ROOT / "run_suite.py"),
+                "--root",
+                str(root),
+                "--hw",
+                "cpu",
+                "--suite",
+                "unit-cpu",
+                "--dry-run",
+                "--auto-partition-id",
+                "0",
+                "--auto-partition-size",
+                "8",
+            ],
+            root,
+        )
+        if done.returncode != 0:
+            print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
+            return 1
+        print(f"run_suite.py --dry-run (fresh process, 8 shards): {dry:.3f} s")
+        if args.skip_pytest:
+            return 0
+        collect_only, done = time_command(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "registered",
+            ],
+            root,
+        )
+        if done.returncode != 0:
+            print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
+            return 1
+        print(f"pytest --collect-only -q (fresh process): {collect_only:.3f} s")
+        print(
+            f"ratio pytest --collect-only / collect(): {collect_only / best:.1f}x; "
+            f"/ run_suite.py --dry-run: {collect_only / dry:.1f}x"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
