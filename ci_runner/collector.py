@@ -7,7 +7,11 @@
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +25,8 @@ __all__ = ["Collection", "collect", "discover_files", "is_registered_file", "sca
 
 FILE_PREFIXES = ("test_", "bench_")
 _MARKER_TEXT = b"register_"
+MAX_WORKERS = 8
+FILES_PER_WORKER = 250  # below this many files per worker, one process is faster
 
 
 @dataclass
@@ -58,15 +64,49 @@ def discover_files(catalog: Catalog) -> list[str]:
     return sorted(found)
 
 
-def collect(catalog: Catalog) -> Collection:
-    """Discover, parse and validate every registered file of the repository."""
+def collect(catalog: Catalog, workers: int | None = None) -> Collection:
+    """Discover, parse and validate every registered file of the repository.
+
+    Large trees are parsed by a pool of forked worker processes (``workers``: default one per
+    available CPU, at most ``MAX_WORKERS``; 1 = in this process). The result does not depend on
+    the worker count.
+    """
     collection = Collection(files=discover_files(catalog))
-    for rel_path in collection.files:
-        registrations, problems = _collect_file(catalog, rel_path)
+    for registrations, problems in _collect_files(catalog, collection.files, workers):
         collection.registrations.extend(registrations)
         collection.problems.extend(problems)
     collection.problems.sort(key=lambda p: (p.path, p.line, p.col, p.message))
     return collection
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _collect_files(
+    catalog: Catalog, paths: list[str], workers: int | None
+) -> list[tuple[list[Registration], list[Problem]]]:
+    if workers is None:
+        workers = min(_available_cpus(), MAX_WORKERS, len(paths) // FILES_PER_WORKER)
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        chunk = -(-len(paths) // (workers * 4))
+        chunks = [paths[i : i + chunk] for i in range(0, len(paths), chunk)]
+        try:
+            with ProcessPoolExecutor(workers, multiprocessing.get_context("fork")) as pool:
+                results = pool.map(functools.partial(_collect_chunk, catalog), chunks)
+                return [item for chunk_result in results for item in chunk_result]
+        except (OSError, BrokenProcessPool):  # no processes here: fall back to one
+            pass
+    return _collect_chunk(catalog, paths)
+
+
+def _collect_chunk(
+    catalog: Catalog, paths: list[str]
+) -> list[tuple[list[Registration], list[Problem]]]:
+    return [_collect_file(catalog, path) for path in paths]
 
 
 def _collect_file(catalog: Catalog, rel_path: str) -> tuple[list[Registration], list[Problem]]:
@@ -79,7 +119,7 @@ def _collect_file(catalog: Catalog, rel_path: str) -> tuple[list[Registration], 
     tree, problem = parse_source(data, rel_path)
     if tree is None:
         return [], [problem] if problem else []
-    registrations, problems = scan_tree(tree, rel_path)
+    registrations, problems = scan_tree(tree, rel_path, data)
     if not registrations and not problems:
         problems.append(_no_registration(rel_path))
     for reg in registrations:

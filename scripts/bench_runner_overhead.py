@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ci_runner.execution import (  # noqa: E402
+from ci_runner.execution import (
     FileToRun,
     ShardContext,
     add_execution_arguments,
@@ -78,7 +78,7 @@ def slots() -> tuple[float, float, float]:
         wall, records = _run(root, files, ["--gpu-ids", "0,1,2,3"])
         own = [r["elapsed"] for r in records]
         ideal = max(max(own), sum(own) / 4)
-        return wall, ideal, max(SLEEPS + [sum(SLEEPS) / 4])
+        return wall, ideal, max([*SLEEPS, sum(SLEEPS) / 4])
 
 
 def main() -> int:

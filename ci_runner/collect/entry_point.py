@@ -8,7 +8,10 @@ the result of ``pytest.main(...)`` (a bare ``pytest.main()`` exits 0 even when t
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Callable
 
+from ci_runner.collect.scan import iter_nodes
 from ci_runner.model import Problem
 
 FIX_HINT = 'end the file with: if __name__ == "__main__": sys.exit(pytest.main([__file__, "-v"]))'
@@ -88,11 +91,17 @@ def check_entry_point(tree: ast.Module, rel_path: str, anchor: tuple[int, int]) 
 def _check_block(block: ast.If, rel_path: str) -> list[Problem]:
     parents: dict[int, ast.AST] = {}
     nodes: list[ast.AST] = []
-    for stmt in block.body:
-        for node in ast.walk(stmt):
-            nodes.append(node)
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
+    stack: list[ast.AST] = list(block.body)
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            children = value if isinstance(value, list) else [value]
+            for child in children:
+                if isinstance(child, ast.AST):
+                    parents[id(child)] = node
+                    stack.append(child)
     if not any(isinstance(node, ast.Call) for node in nodes):
         return [
             Problem(
@@ -102,32 +111,41 @@ def _check_block(block: ast.If, rel_path: str) -> list[Problem]:
                 f"the __main__ block calls nothing, so no test runs; {FIX_HINT}",
             )
         ]
-    exit_names = {
-        name.id
+    runner_calls = [
+        (node, runner)
         for node in nodes
-        if _is_exit_call(node) or isinstance(node, ast.Raise)
-        for name in ast.walk(node)
-        if isinstance(name, ast.Name)
-    }
-    problems: list[Problem] = []
-    for node in nodes:
-        if not isinstance(node, ast.Call) or (runner := _runner_call_name(node)) is None:
-            continue
-        if _reaches_exit(node, parents, exit_names):
-            continue
-        problems.append(
-            Problem(
-                rel_path,
-                node.lineno,
-                node.col_offset + 1,
-                f"the exit code of {runner} is dropped, so the file exits 0 even when tests "
-                f"fail; wrap it: sys.exit({runner.split('(')[0]}(...))",
-            )
+        if isinstance(node, ast.Call) and (runner := _runner_call_name(node)) is not None
+    ]
+    if not runner_calls:
+        return []
+
+    @functools.cache
+    def exit_names() -> frozenset[str]:
+        """Names used inside exit calls and raises of the block (computed only when needed)."""
+        return frozenset(
+            name.id
+            for node in nodes
+            if _is_exit_call(node) or isinstance(node, ast.Raise)
+            for name in iter_nodes(node)
+            if isinstance(name, ast.Name)
         )
-    return problems
+
+    return [
+        Problem(
+            rel_path,
+            node.lineno,
+            node.col_offset + 1,
+            f"the exit code of {runner} is dropped, so the file exits 0 even when tests "
+            f"fail; wrap it: sys.exit({runner.split('(')[0]}(...))",
+        )
+        for node, runner in runner_calls
+        if not _reaches_exit(node, parents, exit_names)
+    ]
 
 
-def _reaches_exit(call: ast.Call, parents: dict[int, ast.AST], exit_names: set[str]) -> bool:
+def _reaches_exit(
+    call: ast.Call, parents: dict[int, ast.AST], exit_names: Callable[[], frozenset[str]]
+) -> bool:
     """True when ``call``'s result flows into an exit call, a raise, or a name later exited."""
     node: ast.AST = call
     while id(node) in parents:
@@ -137,9 +155,9 @@ def _reaches_exit(call: ast.Call, parents: dict[int, ast.AST], exit_names: set[s
         if isinstance(parent, ast.Assign | ast.AnnAssign | ast.NamedExpr):
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
             return any(
-                isinstance(t, ast.Name) and t.id in exit_names
+                isinstance(t, ast.Name) and t.id in exit_names()
                 for target in targets
-                for t in ast.walk(target)
+                for t in iter_nodes(target)
             )
         if isinstance(parent, ast.stmt):
             return False

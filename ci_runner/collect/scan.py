@@ -10,8 +10,10 @@ is reported, so no registration is silently ignored.
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import math
+import re
 
 from ci_runner.markers import MARKER_BACKENDS, MARKER_PARAMETERS
 from ci_runner.model import Problem, Registration
@@ -39,22 +41,32 @@ def scan_markers(source: str, rel_path: str) -> tuple[list[Registration], list[P
     tree, problem = parse_source(source, rel_path)
     if tree is None:
         return [], [problem] if problem else []
-    return scan_tree(tree, rel_path)
+    return scan_tree(tree, rel_path, source)
 
 
-def scan_tree(tree: ast.Module, rel_path: str) -> tuple[list[Registration], list[Problem]]:
-    """:func:`scan_markers` on an already parsed module."""
-    aliases = _marker_aliases(tree)
+def scan_tree(
+    tree: ast.Module, rel_path: str, source: str | bytes | None = None
+) -> tuple[list[Registration], list[Problem]]:
+    """:func:`scan_markers` on an already parsed module.
+
+    With ``source``, only the top-level statements whose lines mention a marker (or an alias of
+    one) are walked; the result is the same, just faster on large trees.
+    """
+    statements = tree.body if source is None else _statements_mentioning_markers(tree, source)
+    aliases = _marker_aliases(statements)
+    if source is not None and set(aliases) - set(MARKER_BACKENDS):
+        statements = _statements_mentioning_markers(tree, source, aliases)
     registrations: list[Registration] = []
     problems: list[Problem] = []
-    for stmt in tree.body:
+    for stmt in statements:
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         if isinstance(call, ast.Call) and (marker := _marker_of(call.func, aliases)):
             registration, call_problems = _parse_call(call, marker, rel_path)
             problems.extend(call_problems)
             if registration is not None:
                 registrations.append(registration)
-            hidden_roots = [*call.args, *(kw.value for kw in call.keywords)]
+            arguments = [*call.args, *(kw.value for kw in call.keywords)]
+            hidden_roots = [a for a in arguments if not isinstance(a, ast.Constant)]
         else:
             hidden_roots = [stmt]
         for root in hidden_roots:
@@ -65,15 +77,68 @@ def scan_tree(tree: ast.Module, rel_path: str) -> tuple[list[Registration], list
     return unique, problems
 
 
-def _marker_aliases(tree: ast.Module) -> dict[str, str]:
+_MARKER_PATTERN = r"register_\w+_ci"
+
+
+def _statements_mentioning_markers(
+    tree: ast.Module, source: str | bytes, aliases: dict[str, str] | None = None
+) -> list[ast.stmt]:
+    """Top-level statements whose line span contains a marker name or alias, in order."""
+    words = [_MARKER_PATTERN, *(rf"\b{re.escape(a)}\b" for a in aliases or ())]
+    pattern = "|".join(words)
+    if isinstance(source, bytes):
+        matches = re.finditer(pattern.encode(), source)
+        newline: str | bytes = b"\n"
+    else:
+        matches = re.finditer(pattern, source)
+        newline = "\n"
+    lines: list[int] = []
+    line, position = 1, 0
+    for match in matches:
+        line += source.count(newline, position, match.start())  # type: ignore[arg-type]
+        position = match.start()
+        lines.append(line)
+    if not lines:
+        return []
+    selected = []
+    for stmt in tree.body:
+        end = stmt.end_lineno or stmt.lineno
+        index = bisect.bisect_left(lines, stmt.lineno)
+        if index < len(lines) and lines[index] <= end:
+            selected.append(stmt)
+    return selected
+
+
+def _marker_aliases(statements: list[ast.stmt]) -> dict[str, str]:
     """Local names bound to a marker by ``from <module> import register_x_ci [as name]``."""
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name in MARKER_BACKENDS:
-                    aliases[alias.asname or alias.name] = alias.name
+    for stmt in statements:
+        for node in iter_nodes(stmt) if _may_contain_imports(stmt) else ():
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name in MARKER_BACKENDS:
+                        aliases[alias.asname or alias.name] = alias.name
     return aliases
+
+
+def _may_contain_imports(stmt: ast.stmt) -> bool:
+    return not isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Import)
+
+
+def iter_nodes(root: ast.AST) -> list[ast.AST]:
+    """Every node under ``root`` (included), like :func:`ast.walk` but faster."""
+    out: list[ast.AST] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(item for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return out
 
 
 def _is_dotted_name(node: ast.expr) -> bool:
@@ -128,7 +193,8 @@ def _hidden_markers(
     where = _describe(stmt)
     problems: list[Problem] = []
     called: set[int] = set()
-    for node in ast.walk(root):
+    nodes = iter_nodes(root)
+    for node in nodes:
         if isinstance(node, ast.Call) and (marker := _marker_of(node.func, aliases)):
             called.add(id(node.func))
             problems.append(
@@ -140,7 +206,7 @@ def _hidden_markers(
                     "module-level statement of its own",
                 )
             )
-    for node in ast.walk(root):
+    for node in nodes:
         if id(node) in called:
             continue
         marker = _marker_of(node, aliases)

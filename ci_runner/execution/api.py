@@ -338,8 +338,11 @@ def execute_shard(files: Sequence[FileToRun], ctx: ShardContext, args: argparse.
                 root=Path(ctx.root).resolve(), workdir=Path(workdir), base_env=dict(os.environ),
                 nightly=nightly, kill_grace_seconds=args.kill_grace_seconds, retry=policy,
             )  # fmt: skip
+            try:
+                reports.start(start_results)
+            except OSError as exc:
+                return _usage_error(f"cannot write a report file: {exc}")
             reports.console.header(info, len(jobs))
-            reports.start(start_results)
             runner = ShardRunner(
                 jobs, slots, settings, reports, stop,
                 continue_on_error=args.continue_on_error, fail_on_flaky=args.fail_on_flaky,

@@ -302,7 +302,7 @@ def run_attempt(
         is_pytest=report is not None,
         output_path=str(out_path),
         output_bytes=size_of(out_path),
-        output_tail=tail,
+        output_tail="" if status == PASSED else tail,  # keep memory flat over many files
         tail_truncated=truncated,
         timeout_limit=timeout,
         term_signal=term_signal,

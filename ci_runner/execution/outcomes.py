@@ -76,7 +76,7 @@ class AttemptResult:
     is_pytest: bool
     output_path: str  # combined stdout+stderr on disk
     output_bytes: int
-    output_tail: str  # last bytes of the output, decoded with errors="replace"
+    output_tail: str  # last 64 KiB of the output, errors="replace"; "" for a passed attempt
     tail_truncated: bool
     timeout_limit: float
     term_signal: int | None = None

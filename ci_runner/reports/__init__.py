@@ -6,6 +6,7 @@ file reports (JUnit, timings) are rewritten after every file so a cancelled job 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ci_runner.execution.outcomes import AttemptResult, FileResult
@@ -36,7 +37,10 @@ class ShardReports:
         self._finished = 0
 
     def start(self, results: list[FileResult]) -> None:
-        """``results``: placeholders for every planned and disabled file, in plan order."""
+        """``results``: placeholders for every planned and disabled file, in plan order.
+
+        Raises ``OSError`` when a report file cannot be written, before any file runs.
+        """
         self.results = list(results)
         self._write_files()
 
@@ -48,20 +52,33 @@ class ShardReports:
         self.results[index] = result
         self._finished += 1
         self.console.file_finished(result, self._finished, total)
-        self._write_files()
+        self._write_files_or_warn()
 
     def finish(self, outcome: ShardOutcome) -> None:
         self.results = outcome.results
-        self._write_files()
+        self._write_files_or_warn()
         if self.step_summary_path is not None:
-            append_step_summary(self.step_summary_path, outcome)
+            try:
+                append_step_summary(self.step_summary_path, outcome)
+            except OSError as exc:
+                _warn(f"could not append to the step summary {self.step_summary_path}: {exc}")
         self.console.finish(outcome)
+
+    def _write_files_or_warn(self) -> None:
+        try:
+            self._write_files()
+        except OSError as exc:  # a full disk must not stop the tests; say so and go on
+            _warn(f"could not write a report: {exc}")
 
     def _write_files(self) -> None:
         if self.junit_path is not None:
             write_junit(self.junit_path, self.results, self.info)
         if self.timings_path is not None:
             write_timings(self.timings_path, self.results, self.info)
+
+
+def _warn(message: str) -> None:
+    print(f"run_suite: warning: {message}", file=sys.stderr, flush=True)
 
 
 __all__ = ["ConsoleReport", "RunInfo", "ShardOutcome", "ShardReports", "placeholder"]

@@ -1,6 +1,6 @@
 // add_constant: dst = src + kConstant for int32 (wrapping like torch), constant baked in.
-#include <sgl_kernel/impl/elementwise.cuh>  // For elementwise::launch_unary_map
 #include <sgl_kernel/tensor.h>              // For TensorMatcher, SymbolicSize, SymbolicDevice
+#include <sgl_kernel/impl/elementwise.cuh>  // For elementwise::launch_unary_map
 #include <sgl_kernel/utils.cuh>             // For SGL_DEVICE
 
 #include <dlpack/dlpack.h>
@@ -35,8 +35,10 @@ void add_constant(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
 
   const auto n = static_cast<std::size_t>(N.unwrap());
   elementwise::launch_unary_map</*kUsePDL=*/false>(static_cast<int32_t*>(dst.data_ptr()),
-                                                   static_cast<const int32_t*>(src.data_ptr()), n,
-                                                   AddConstantOp<kConstant>{}, device.unwrap());
+                                                   static_cast<const int32_t*>(src.data_ptr()),
+                                                   n,
+                                                   AddConstantOp<kConstant>{},
+                                                   device.unwrap());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ from jit_kernel.utils.compile import (
     BuildResult,
     JitCompileError,
     build_only,
+    jit_module_path,
     load_jit,
 )
 from jit_kernel.utils.cpp_args import CPP_DTYPE_MAP, CPPArgList, make_cpp_args
@@ -35,6 +36,7 @@ __all__ = [
     "get_jit_cuda_arch",
     "is_arch_support_pdl",
     "is_in_ci",
+    "jit_module_path",
     "load_jit",
     "make_cpp_args",
     "override_arch",

@@ -215,10 +215,10 @@ def _plan(
     cpp_flags = [*DEFAULT_CFLAGS, "-fPIC", *extra_cflags]
     cuda_flags: list[str] = []
     material: dict[str, Any] = {"format": KEY_FORMAT, "name": name, **_versions()}
+    toolkit = find_cuda_toolkit() if needs_cuda else None  # the likelier missing tool first
     cxx = host_compiler()
     material["cxx"] = [cxx, compiler_version(cxx)]
-    if needs_cuda:
-        toolkit = find_cuda_toolkit()
+    if toolkit is not None:
         arch = get_jit_cuda_arch()
         cuda_flags = [
             *ccbin_flags(),
@@ -355,6 +355,61 @@ def _load(path: Path) -> Module:
     return tvm_ffi.load_module(str(path))
 
 
+def _prepare(
+    markers: Sequence[str],
+    cpp_files: Sequence[str | os.PathLike[str]] | None,
+    cuda_files: Sequence[str | os.PathLike[str]] | None,
+    cpp_wrappers: Sequence[tuple[str, str]] | None,
+    cuda_wrappers: Sequence[tuple[str, str]] | None,
+    extra_cflags: Sequence[str] | None,
+    extra_cuda_cflags: Sequence[str] | None,
+    extra_ldflags: Sequence[str] | None,
+    extra_include_paths: Sequence[str | os.PathLike[str]] | None,
+    build_directory: str | os.PathLike[str] | None,
+) -> tuple[_Plan, Path, Path]:
+    """Validate the arguments; returns the plan, the cache root and the library path."""
+    plan = _plan(
+        markers,
+        _resolve_sources(cpp_files, "cpp_files"),
+        _resolve_sources(cuda_files, "cuda_files"),
+        _check_wrappers(cpp_wrappers, "cpp_wrappers"),
+        _check_wrappers(cuda_wrappers, "cuda_wrappers"),
+        list(extra_cflags or []),
+        list(extra_cuda_cflags or []),
+        list(extra_ldflags or []),
+        [Path(path).resolve() for path in extra_include_paths or []],
+    )
+    root = Path(build_directory) if build_directory is not None else cache_root()
+    return plan, root, root / f"{plan.name}_{plan.key}" / f"{plan.name}.so"
+
+
+def jit_module_path(
+    *markers: str,
+    cpp_files: Sequence[str | os.PathLike[str]] | None = None,
+    cuda_files: Sequence[str | os.PathLike[str]] | None = None,
+    cpp_wrappers: Sequence[tuple[str, str]] | None = None,
+    cuda_wrappers: Sequence[tuple[str, str]] | None = None,
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str | os.PathLike[str]] | None = None,
+    build_directory: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Where ``load_jit`` with the same arguments keeps its library (it may not exist yet)."""
+    return _prepare(
+        markers,
+        cpp_files,
+        cuda_files,
+        cpp_wrappers,
+        cuda_wrappers,
+        extra_cflags,
+        extra_cuda_cflags,
+        extra_ldflags,
+        extra_include_paths,
+        build_directory,
+    )[2]
+
+
 def load_jit(
     *markers: str,
     cpp_files: Sequence[str | os.PathLike[str]] | None = None,
@@ -375,19 +430,18 @@ def load_jit(
     ``build_directory`` replaces the cache root (``JIT_KERNEL_CACHE_DIR``) for this module.
     Inside :func:`build_only` the result is a :class:`BuildResult` instead of a module.
     """
-    plan = _plan(
+    plan, root, target = _prepare(
         markers,
-        _resolve_sources(cpp_files, "cpp_files"),
-        _resolve_sources(cuda_files, "cuda_files"),
-        _check_wrappers(cpp_wrappers, "cpp_wrappers"),
-        _check_wrappers(cuda_wrappers, "cuda_wrappers"),
-        list(extra_cflags or []),
-        list(extra_cuda_cflags or []),
-        list(extra_ldflags or []),
-        [Path(path).resolve() for path in extra_include_paths or []],
+        cpp_files,
+        cuda_files,
+        cpp_wrappers,
+        cuda_wrappers,
+        extra_cflags,
+        extra_cuda_cflags,
+        extra_ldflags,
+        extra_include_paths,
+        build_directory,
     )
-    root = Path(build_directory) if build_directory is not None else cache_root()
-    target = root / f"{plan.name}_{plan.key}" / f"{plan.name}.so"
     only_build = _build_only.get()
     force = get_bool_env(FORCE_REBUILD_ENV)
     corrupt = False
@@ -402,13 +456,11 @@ def load_jit(
     if not only_build:
         _check_not_capturing(plan.name)
     host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())
-    staging = (
-        root / ".staging" / f"{plan.name}_{plan.key}.{host}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-    )
+    unique = f"{host}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    staging = root / ".staging" / f"{plan.name}_{plan.key}.{unique}"
     library = _build(plan, staging)
     _publish(library, target, replace=corrupt or force)
-    shutil.copyfile(staging / "key.json", staging / "key.json.pub")
-    os.replace(staging / "key.json.pub", target.parent / "key.json")
+    os.replace(staging / "key.json", target.parent / "key.json")  # what the key covered
     shutil.rmtree(staging, ignore_errors=True)
     if only_build:
         return BuildResult(plan.name, target, built=True)

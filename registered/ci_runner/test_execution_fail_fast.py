@@ -56,5 +56,26 @@ def test_continue_on_error_runs_everything(tmp_path):
     assert proc.stdout.rstrip().splitlines()[-1] == "summary: 2 passed, 1 failed, 0 skipped"
 
 
+FLAKY = pytest_file(
+    """
+    from pathlib import Path
+
+    def test_second_time_lucky():
+        marker = Path(__file__).with_suffix(".ran")
+        first = not marker.exists()
+        marker.write_text("x")
+        assert not first
+    """
+)
+
+
+@pytest.mark.parametrize(("extra", "code"), [((), 0), (("--fail-on-flaky",), 1)])
+def test_flaky_passes_unless_fail_on_flaky(tmp_path, extra, code):
+    root = make_tree(tmp_path, {"test_flaky.py": FLAKY})
+    proc = run_suite(root, "--enable-retry", "--retry-wait-seconds", "0", *extra)
+    assert proc.returncode == code, proc.stdout
+    assert "registered/test_flaky.py  flaky" in proc.stdout
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))

@@ -212,6 +212,14 @@ def test_empty_shard_exits_0_and_lists_disabled_files(tmp_path, capsys, monkeypa
     assert out.rstrip().splitlines()[-1] == "summary: 0 passed, 0 failed, 1 skipped"
 
 
+def test_unwritable_report_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    (tmp_path / "file").write_text("")
+    args = parser().parse_args(["--junit-xml", str(tmp_path / "file" / "junit.xml")])
+    assert execute_shard([], context(tmp_path), args) == 2
+    assert "run_suite: error: cannot write a report file:" in capsys.readouterr().err
+
+
 def test_nightly_reaches_the_file(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("SGLANG_JIT_KERNEL_RUN_FULL_TESTS", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

@@ -9,7 +9,7 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.registration_lints import main_registered_tests as main
 
-register_cpu_ci(est_time=2, suite="base-a-test-cpu")
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = """\

@@ -1,7 +1,9 @@
 """GitHub Actions matrices from the plan: shard counts from est_time and the job budget."""
 
 import json
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +12,7 @@ from ci_runner.catalog import Suite
 from ci_runner.execution.api import FileToRun
 from ci_runner.matrix import MatrixError, build_matrix, shard_budget_seconds
 
-register_cpu_ci(est_time=2, suite="base-a-test-cpu")
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 UNIT = Suite(
     name="base-b-kernel-unit-1-gpu-large",
@@ -131,6 +133,24 @@ def test_missing_budget_runner_or_bad_target_are_errors():
         build_matrix([], [UNIT], 0)
     with pytest.raises(MatrixError, match="belongs to suite 'other'"):
         build_matrix([FileToRun("a.py", "other", 1)], [UNIT], None)
+
+
+def test_print_matrix_through_the_cli_is_one_fromjson_ready_line():
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [
+            *(sys.executable, str(root / "run_suite.py")),
+            *("--hw", "cpu", "--suite", "base-a-test-cpu", "--print-matrix"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("\n") == 1  # one line, so it fits a $GITHUB_OUTPUT entry
+    matrix = json.loads(proc.stdout)
+    assert matrix["include"][0]["runner"] == "ubuntu-latest"
+    assert matrix["jobs"] == len(matrix["include"]) == matrix["shards"]["base-a-test-cpu"]
 
 
 if __name__ == "__main__":

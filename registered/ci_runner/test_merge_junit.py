@@ -11,7 +11,7 @@ from junitparser import JUnitXml, TestCase, TestSuite
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.junit_merge import main
 
-register_cpu_ci(est_time=3, suite="base-a-test-cpu")
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,6 +155,57 @@ def test_script_entry_point_propagates_exit_code(tmp_path):
     )
     assert proc.returncode == 1, proc.stderr
     assert "MISSING: 1 planned file(s)" in proc.stdout
+
+
+TEST_FILE = """\
+import sys
+
+from ci_runner import register_cpu_ci
+
+register_cpu_ci(est_time={est}, suite="cpu-x")
+
+if __name__ == "__main__":
+    sys.exit({code})
+"""
+
+
+def test_contract_with_the_real_runner(tmp_path, capsys, monkeypatch):
+    """Plans from --dry-run --format json and shards' --junit-xml, as the workflows produce them."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.ci-runner]\n[[tool.ci-runner.suites]]\nname = "cpu-x"\nhw = "cpu"\n'
+        "gpus-per-file = 0\n"
+    )
+    (tmp_path / "registered").mkdir()
+    for name, est, code in (("a", 5, 0), ("b", 4, 0), ("c", 3, 1)):
+        (tmp_path / "registered" / f"test_{name}.py").write_text(
+            TEST_FILE.format(est=est, code=code)
+        )
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the fixture's tests import ci_runner
+    base = [sys.executable, str(ROOT / "run_suite.py"), "--root", str(tmp_path)]
+    base += ["--hw", "cpu", "--suite", "cpu-x"]
+    plan = subprocess.run([*base, "--dry-run", "--format", "json"], capture_output=True, text=True)
+    assert plan.returncode == 0, plan.stderr
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "cpu-x.json").write_text(plan.stdout)
+    for shard in (0, 1):
+        partition = ["--auto-partition-id", str(shard), "--auto-partition-size", "2"]
+        report = ["--junit-xml", str(tmp_path / "reports" / f"s{shard}" / "junit.xml")]
+        subprocess.run([*base, *partition, "--continue-on-error", *report], capture_output=True)
+    args = ["--plan", str(tmp_path / "plans"), "--junit-dir", str(tmp_path / "reports")]
+    assert main(args) == 1
+    text = capsys.readouterr().out
+    assert "3 report entries: 1 failed, 2 passed" in text
+    assert "MISSING" not in text and "DUPLICATED" not in text and "UNPLANNED" not in text
+    assert (
+        "registered/test_c.py [cpu-x]: failed (shard 1/2" in text
+        or "test_c.py [cpu-x]: failed" in text
+    )
+    # A shard that ran the whole suite (the forgotten-partition-flags bug) is caught.
+    subprocess.run(
+        [*base, "--continue-on-error", "--junit-xml", str(tmp_path / "reports" / "all.xml")]
+    )
+    assert main(args) == 1
+    assert "DUPLICATED: 3 file(s) ran more than once:" in capsys.readouterr().out
 
 
 if __name__ == "__main__":

@@ -139,6 +139,20 @@ def test_console_groups_output_under_github_actions(tmp_path):
     assert "attempt output \x1b[31mred" in text and "\n::endgroup::" in text
 
 
+def test_show_output_prints_passing_output(tmp_path):
+    log = tmp_path / "ok.log"
+    log.write_text("hello from a passing file\n")
+    passed = FileResult(
+        "registered/test_ok.py", "unit", 1, "passed", 1.0,
+        (attempt(1, "passed", output_path=str(log)),),
+    )  # fmt: skip
+    quiet, loud = io.StringIO(), io.StringIO()
+    ConsoleReport(quiet).file_finished(passed, 1, 1)
+    ConsoleReport(loud, show_output=True).file_finished(passed, 1, 1)
+    assert "hello from a passing file" not in quiet.getvalue()
+    assert "hello from a passing file" in loud.getvalue()
+
+
 def test_console_table_and_summary_line(tmp_path):
     stream = io.StringIO()
     ConsoleReport(stream).finish(outcome(tmp_path))

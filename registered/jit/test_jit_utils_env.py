@@ -117,7 +117,7 @@ def test_override_wins_and_is_scoped(monkeypatch):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a visible GPU")
 def test_no_gpu_and_no_override_says_how_to_fix():
-    with pytest.raises(ArchError, match="TVM_FFI_CUDA_ARCH_LIST=9.0.*--arch"):
+    with pytest.raises(ArchError, match=r"TVM_FFI_CUDA_ARCH_LIST=9\.0.*--arch"):
         get_jit_cuda_arch()
 
 

@@ -1,6 +1,6 @@
 // scale: dst = src * factor for fp16/bf16/fp32 (fp32 arithmetic, one rounding), runtime factor.
-#include <sgl_kernel/impl/elementwise.cuh>  // For elementwise::launch_unary_map
 #include <sgl_kernel/tensor.h>              // For TensorMatcher, SymbolicSize, SymbolicDevice
+#include <sgl_kernel/impl/elementwise.cuh>  // For elementwise::launch_unary_map
 #include <sgl_kernel/type.cuh>              // For device::cast, fp16_t, bf16_t, fp32_t
 #include <sgl_kernel/utils.cuh>             // For SGL_DEVICE
 
@@ -14,9 +14,7 @@ namespace {
 template <typename T>
 struct ScaleOp {
   float factor;
-  SGL_DEVICE T operator()(T x) const {
-    return device::cast<T>(device::cast<fp32_t>(x) * factor);
-  }
+  SGL_DEVICE T operator()(T x) const { return device::cast<T>(device::cast<fp32_t>(x) * factor); }
 };
 
 /// dst = src * factor. dst and src: 1-D, contiguous, same length, dtype T, same CUDA device.
@@ -35,8 +33,10 @@ void scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src, float factor) {
 
   const auto n = static_cast<std::size_t>(N.unwrap());
   elementwise::launch_unary_map<kUsePDL>(static_cast<T*>(dst.data_ptr()),
-                                         static_cast<const T*>(src.data_ptr()), n,
-                                         ScaleOp<T>{factor}, device.unwrap());
+                                         static_cast<const T*>(src.data_ptr()),
+                                         n,
+                                         ScaleOp<T>{factor},
+                                         device.unwrap());
 }
 
 }  // namespace

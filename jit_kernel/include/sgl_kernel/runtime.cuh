@@ -2,8 +2,8 @@
 // get_blocks_per_sm, get_runtime_version, get_available_dynamic_smem_per_block.
 #pragma once
 
-#include <sgl_kernel/utils.cuh>  // For RuntimeDeviceCheck
 #include <sgl_kernel/utils.h>    // For RuntimeCheck
+#include <sgl_kernel/utils.cuh>  // For RuntimeDeviceCheck
 
 #include <cuda_runtime.h>
 
@@ -28,7 +28,8 @@ inline int current_device() {
 
 /// Runs `query(device_id)` once per device and caches the (positive) result in `cache`.
 template <typename Query>
-int cached_per_device(std::array<std::atomic<int>, kMaxDevices>& cache, int device_id,
+int cached_per_device(std::array<std::atomic<int>, kMaxDevices>& cache,
+                      int device_id,
                       Query&& query) {
   if (device_id < 0) device_id = current_device();
   RuntimeCheck(device_id < kMaxDevices, "device id ", device_id, " exceeds ", kMaxDevices);
@@ -91,7 +92,9 @@ inline int get_runtime_version() {
 /// Max resident blocks of `kernel` per SM on `device_id` (-1: the current device).
 /// Cached per (device, kernel, block_dim, dynamic_smem).
 template <typename... KernelArgs>
-int get_blocks_per_sm(void (*kernel)(KernelArgs...), int block_dim, std::size_t dynamic_smem = 0,
+int get_blocks_per_sm(void (*kernel)(KernelArgs...),
+                      int block_dim,
+                      std::size_t dynamic_smem = 0,
                       int device_id = -1) {
   using Key = std::tuple<int, const void*, int, std::size_t>;
   static std::mutex mutex;
@@ -116,11 +119,12 @@ int get_blocks_per_sm(void (*kernel)(KernelArgs...), int block_dim, std::size_t 
 /// Dynamic shared memory available per block when `num_blocks` blocks of `block_size` threads
 /// share an SM (current device). Not cached.
 template <typename... KernelArgs>
-std::size_t get_available_dynamic_smem_per_block(void (*kernel)(KernelArgs...), int num_blocks,
+std::size_t get_available_dynamic_smem_per_block(void (*kernel)(KernelArgs...),
+                                                 int num_blocks,
                                                  int block_size) {
   std::size_t bytes = 0;
-  RuntimeDeviceCheck(cudaOccupancyAvailableDynamicSMemPerBlock(&bytes, kernel, num_blocks,
-                                                               block_size));
+  RuntimeDeviceCheck(
+      cudaOccupancyAvailableDynamicSMemPerBlock(&bytes, kernel, num_blocks, block_size));
   return bytes;
 }
 

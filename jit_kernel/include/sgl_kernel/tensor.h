@@ -52,7 +52,8 @@ struct dtype_trait_impl {
       return DLDataType{kDLBool, 8, 1};
     } else if constexpr (std::is_integral_v<T>) {
       return DLDataType{static_cast<std::uint8_t>(std::is_signed_v<T> ? kDLInt : kDLUInt),
-                        static_cast<std::uint8_t>(8 * sizeof(T)), 1};
+                        static_cast<std::uint8_t>(8 * sizeof(T)),
+                        1};
     } else if constexpr (std::is_floating_point_v<T>) {
       return DLDataType{kDLFloat, static_cast<std::uint8_t>(8 * sizeof(T)), 1};
     } else {
@@ -111,14 +112,26 @@ inline bool is_type(DLDataType dtype) {
 inline std::string dtype_name(DLDataType dtype) {
   std::string base;
   switch (dtype.code) {
-    case kDLInt: base = "int"; break;
-    case kDLUInt: base = "uint"; break;
-    case kDLFloat: base = "float"; break;
-    case kDLBfloat: base = "bfloat"; break;
-    case kDLBool: return dtype.lanes == 1 ? "bool" : "bool x" + std::to_string(dtype.lanes);
-    case kDLFloat8_e4m3fn: return "float8_e4m3fn";
-    case kDLFloat8_e5m2: return "float8_e5m2";
-    default: base = "dtype(code=" + std::to_string(dtype.code) + ")";
+    case kDLInt:
+      base = "int";
+      break;
+    case kDLUInt:
+      base = "uint";
+      break;
+    case kDLFloat:
+      base = "float";
+      break;
+    case kDLBfloat:
+      base = "bfloat";
+      break;
+    case kDLBool:
+      return dtype.lanes == 1 ? "bool" : "bool x" + std::to_string(dtype.lanes);
+    case kDLFloat8_e4m3fn:
+      return "float8_e4m3fn";
+    case kDLFloat8_e5m2:
+      return "float8_e5m2";
+    default:
+      base = "dtype(code=" + std::to_string(dtype.code) + ")";
   }
   base += std::to_string(dtype.bits);
   if (dtype.lanes != 1) base += "x" + std::to_string(dtype.lanes);
@@ -126,27 +139,44 @@ inline std::string dtype_name(DLDataType dtype) {
 }
 
 namespace details {
-inline std::string dtype_entry_name(const DTypeEntry& entry) { return dtype_name(entry); }
+inline std::string dtype_entry_name(const DTypeEntry& entry) {
+  return dtype_name(entry);
+}
 }  // namespace details
 
 /// "cpu", "cuda", "cuda_host", "rocm", ... for a DLPack device type.
 inline std::string device_type_name(DLDeviceType type) {
   switch (type) {
-    case kDLCPU: return "cpu";
-    case kDLCUDA: return "cuda";
-    case kDLCUDAHost: return "cuda_host";
-    case kDLOpenCL: return "opencl";
-    case kDLVulkan: return "vulkan";
-    case kDLMetal: return "metal";
-    case kDLVPI: return "vpi";
-    case kDLROCM: return "rocm";
-    case kDLROCMHost: return "rocm_host";
-    case kDLExtDev: return "ext_dev";
-    case kDLCUDAManaged: return "cuda_managed";
-    case kDLOneAPI: return "oneapi";
-    case kDLWebGPU: return "webgpu";
-    case kDLHexagon: return "hexagon";
-    default: return "device_type(" + std::to_string(static_cast<int>(type)) + ")";
+    case kDLCPU:
+      return "cpu";
+    case kDLCUDA:
+      return "cuda";
+    case kDLCUDAHost:
+      return "cuda_host";
+    case kDLOpenCL:
+      return "opencl";
+    case kDLVulkan:
+      return "vulkan";
+    case kDLMetal:
+      return "metal";
+    case kDLVPI:
+      return "vpi";
+    case kDLROCM:
+      return "rocm";
+    case kDLROCMHost:
+      return "rocm_host";
+    case kDLExtDev:
+      return "ext_dev";
+    case kDLCUDAManaged:
+      return "cuda_managed";
+    case kDLOneAPI:
+      return "oneapi";
+    case kDLWebGPU:
+      return "webgpu";
+    case kDLHexagon:
+      return "hexagon";
+    default:
+      return "device_type(" + std::to_string(static_cast<int>(type)) + ")";
   }
 }
 
@@ -245,7 +275,10 @@ class SymbolicDType {
   void set_value(DLDataType dtype, DebugInfo location = {}) {
     if (m_bound) panic(location, "dtype is already bound to ", dtype_name(m_value));
     if (!allows(dtype)) {
-      panic(location, "dtype ", dtype_name(dtype), " is not among the allowed options ",
+      panic(location,
+            "dtype ",
+            dtype_name(dtype),
+            " is not among the allowed options ",
             details::join(m_options, details::dtype_entry_name));
     }
     m_value = dtype;
@@ -315,7 +348,10 @@ class SymbolicDevice {
   void set_value(DLDevice device, DebugInfo location = {}) {
     if (m_bound) panic(location, "device is already bound to ", device_name(m_value));
     if (!allows(device.device_type)) {
-      panic(location, "device ", device_name(device), " is not among the allowed types ",
+      panic(location,
+            "device ",
+            device_name(device),
+            " is not among the allowed types ",
             details::join(m_options, device_type_name));
     }
     m_value = device;
@@ -391,12 +427,14 @@ class TensorMatcher {
   TensorMatcher& operator=(const TensorMatcher&) = delete;
 
   /// Expected strides (same count as the shape). Without it, tensors must be contiguous.
-  TensorMatcher&& with_strides(std::initializer_list<SizeRef> strides,
-                               DebugInfo location = {}) && {
+  TensorMatcher&& with_strides(std::initializer_list<SizeRef> strides, DebugInfo location = {}) && {
     if (m_strides) panic(location, "TensorMatcher: with_strides given twice");
     if (strides.size() != m_shape.size()) {
-      panic(location, "TensorMatcher: with_strides has ", strides.size(),
-            " entries but the shape has ", m_shape.size());
+      panic(location,
+            "TensorMatcher: with_strides has ",
+            strides.size(),
+            " entries but the shape has ",
+            m_shape.size());
     }
     m_strides.emplace(strides);
     return std::move(*this);
@@ -442,7 +480,8 @@ class TensorMatcher {
   }
 
   /// Checks `view`; `name` appears in every error message.
-  const TensorMatcher&& verify(const tvm::ffi::TensorView& view, std::string_view name,
+  const TensorMatcher&& verify(const tvm::ffi::TensorView& view,
+                               std::string_view name,
                                DebugInfo location = {}) const&& {
     ++m_verified;
     check_rank(view, name, location);
@@ -455,8 +494,10 @@ class TensorMatcher {
 
  private:
   template <typename... Args>
-  [[noreturn]] static void fail(const tvm::ffi::TensorView& view, std::string_view name,
-                                const DebugInfo& location, Args&&... what) {
+  [[noreturn]] static void fail(const tvm::ffi::TensorView& view,
+                                std::string_view name,
+                                const DebugInfo& location,
+                                Args&&... what) {
     std::ostringstream os;
     const auto function = details::short_function_name(location.function_name());
     if (!function.empty()) os << function << ": ";
@@ -480,43 +521,84 @@ class TensorMatcher {
     });
   }
 
-  void check_rank(const tvm::ffi::TensorView& view, std::string_view name,
+  void check_rank(const tvm::ffi::TensorView& view,
+                  std::string_view name,
                   const DebugInfo& location) const {
     if (static_cast<std::size_t>(view.ndim()) != m_shape.size()) {
-      fail(view, name, location, "rank mismatch: expected ", m_shape.size(), " dims ",
-           shape_pattern(), " but got ", view.ndim());
+      fail(view,
+           name,
+           location,
+           "rank mismatch: expected ",
+           m_shape.size(),
+           " dims ",
+           shape_pattern(),
+           " but got ",
+           view.ndim());
     }
   }
 
   // Checks one entry (size or stride) against its pattern; `kind` is "shape" or "stride".
-  void check_entry(const SizeRef& ref, std::int64_t actual, int dim, const char* kind,
-                   const tvm::ffi::TensorView& view, std::string_view name,
+  void check_entry(const SizeRef& ref,
+                   std::int64_t actual,
+                   int dim,
+                   const char* kind,
+                   const tvm::ffi::TensorView& view,
+                   std::string_view name,
                    const DebugInfo& location) const {
     if (SymbolicSize* symbol = ref.symbol()) {
       if (symbol->bind_or_match(actual, name)) return;
-      fail(view, name, location, kind, " mismatch at dim ", dim, " ('", symbol->get_name(),
-           "'): expected ", *symbol->get_value(), " (bound by '", symbol->bound_by(),
-           "') but got ", actual);
+      fail(view,
+           name,
+           location,
+           kind,
+           " mismatch at dim ",
+           dim,
+           " ('",
+           symbol->get_name(),
+           "'): expected ",
+           *symbol->get_value(),
+           " (bound by '",
+           symbol->bound_by(),
+           "') but got ",
+           actual);
     }
     if (ref.fixed() != details::kAnySize && ref.fixed() != actual) {
-      fail(view, name, location, kind, " mismatch at dim ", dim, ": expected ", ref.fixed(),
-           " but got ", actual);
+      fail(view,
+           name,
+           location,
+           kind,
+           " mismatch at dim ",
+           dim,
+           ": expected ",
+           ref.fixed(),
+           " but got ",
+           actual);
     }
   }
 
-  void check_shape(const tvm::ffi::TensorView& view, std::string_view name,
+  void check_shape(const tvm::ffi::TensorView& view,
+                   std::string_view name,
                    const DebugInfo& location) const {
     for (std::size_t i = 0; i < m_shape.size(); ++i) {
-      check_entry(m_shape[i], view.size(static_cast<std::int64_t>(i)), static_cast<int>(i),
-                  "shape", view, name, location);
+      check_entry(m_shape[i],
+                  view.size(static_cast<std::int64_t>(i)),
+                  static_cast<int>(i),
+                  "shape",
+                  view,
+                  name,
+                  location);
     }
   }
 
-  void check_strides(const tvm::ffi::TensorView& view, std::string_view name,
+  void check_strides(const tvm::ffi::TensorView& view,
+                     std::string_view name,
                      const DebugInfo& location) const {
     if (!m_strides) {
       if (!view.is_contiguous()) {
-        fail(view, name, location, "must be contiguous but has strides ",
+        fail(view,
+             name,
+             location,
+             "must be contiguous but has strides ",
              details::format_ints(view.strides()));
       }
       return;
@@ -536,7 +618,8 @@ class TensorMatcher {
     }
   }
 
-  void check_dtype(const tvm::ffi::TensorView& view, std::string_view name,
+  void check_dtype(const tvm::ffi::TensorView& view,
+                   std::string_view name,
                    const DebugInfo& location) const {
     const DLDataType actual = view.dtype();
     if (!m_dtype_options.empty()) {
@@ -544,24 +627,47 @@ class TensorMatcher {
       for (const auto& option : m_dtype_options) allowed |= details::same_dtype(option, actual);
       if (!allowed) {
         if (m_dtype_options.size() == 1) {
-          fail(view, name, location, "dtype mismatch: expected ", dtype_name(DLDataType(m_dtype_options[0])),
-               " but got ", dtype_name(actual));
+          fail(view,
+               name,
+               location,
+               "dtype mismatch: expected ",
+               dtype_name(DLDataType(m_dtype_options[0])),
+               " but got ",
+               dtype_name(actual));
         }
-        fail(view, name, location, "dtype mismatch: expected one of ",
-             details::join(m_dtype_options, details::dtype_entry_name), " but got ", dtype_name(actual));
+        fail(view,
+             name,
+             location,
+             "dtype mismatch: expected one of ",
+             details::join(m_dtype_options, details::dtype_entry_name),
+             " but got ",
+             dtype_name(actual));
       }
     }
     if (!m_dtype->allows(actual)) {
-      fail(view, name, location, "dtype mismatch: expected one of ",
-           details::join(m_dtype->get_options(), details::dtype_entry_name), " but got ", dtype_name(actual));
+      fail(view,
+           name,
+           location,
+           "dtype mismatch: expected one of ",
+           details::join(m_dtype->get_options(), details::dtype_entry_name),
+           " but got ",
+           dtype_name(actual));
     }
     if (!m_dtype->bind_or_match(actual, name)) {
-      fail(view, name, location, "dtype mismatch: expected ", dtype_name(m_dtype->unwrap()),
-           " (bound by '", m_dtype->bound_by(), "') but got ", dtype_name(actual));
+      fail(view,
+           name,
+           location,
+           "dtype mismatch: expected ",
+           dtype_name(m_dtype->unwrap()),
+           " (bound by '",
+           m_dtype->bound_by(),
+           "') but got ",
+           dtype_name(actual));
     }
   }
 
-  void check_device(const tvm::ffi::TensorView& view, std::string_view name,
+  void check_device(const tvm::ffi::TensorView& view,
+                    std::string_view name,
                     const DebugInfo& location) const {
     const DLDevice actual = view.device();
     const auto type_names = [](const std::vector<DLDeviceType>& types) {
@@ -572,19 +678,36 @@ class TensorMatcher {
       bool allowed = false;
       for (const auto option : m_device_options) allowed |= option == actual.device_type;
       if (!allowed) {
-        fail(view, name, location, "device mismatch: expected ", type_names(m_device_options),
-             " but got ", device_name(actual));
+        fail(view,
+             name,
+             location,
+             "device mismatch: expected ",
+             type_names(m_device_options),
+             " but got ",
+             device_name(actual));
       }
     }
     if (!m_device->allows(actual.device_type)) {
       const std::vector<DLDeviceType> options(m_device->get_options().begin(),
                                               m_device->get_options().end());
-      fail(view, name, location, "device mismatch: expected ", type_names(options), " but got ",
+      fail(view,
+           name,
+           location,
+           "device mismatch: expected ",
+           type_names(options),
+           " but got ",
            device_name(actual));
     }
     if (!m_device->bind_or_match(actual, name)) {
-      fail(view, name, location, "device mismatch: expected ", device_name(m_device->unwrap()),
-           " (bound by '", m_device->bound_by(), "') but got ", device_name(actual));
+      fail(view,
+           name,
+           location,
+           "device mismatch: expected ",
+           device_name(m_device->unwrap()),
+           " (bound by '",
+           m_device->bound_by(),
+           "') but got ",
+           device_name(actual));
     }
   }
 

@@ -16,11 +16,13 @@
 #include <type_traits>
 
 #ifndef SGL_CUDA_ARCH
-#error "SGL_CUDA_ARCH is not defined: build through jit_kernel.utils.load_jit (or pass -DSGL_CUDA_ARCH=900)"
+#error \
+    "SGL_CUDA_ARCH is not defined: build through jit_kernel.utils.load_jit (or pass -DSGL_CUDA_ARCH=900)"
 #endif
 
 #if defined(__CUDA_ARCH__)
-static_assert(__CUDA_ARCH__ == SGL_CUDA_ARCH, "device pass compiled for another arch than SGL_CUDA_ARCH");
+static_assert(__CUDA_ARCH__ == SGL_CUDA_ARCH,
+              "device pass compiled for another arch than SGL_CUDA_ARCH");
 #endif
 
 #define SGL_ARCH_HOPPER_OR_GREATER (SGL_CUDA_ARCH >= 900)
@@ -49,7 +51,8 @@ inline constexpr std::uint32_t kFullMask = 0xffffffffu;
 /// Widest vector access worth emitting on the target: 32 bytes on Blackwell, 16 bytes before.
 inline constexpr std::size_t kMaxVecBytes = SGL_ARCH_BLACKWELL_OR_GREATER ? 32 : 16;
 
-/// With PDL, wait until the preceding kernel's results are visible. Call before reading its outputs.
+/// With PDL, wait until the preceding kernel's results are visible. Call before reading its
+/// outputs.
 template <bool kUsePDL>
 SGL_DEVICE void PDLWaitPrimary() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -115,11 +118,17 @@ inline void RuntimeDeviceCheck(DebugInfo location = {}) {
 /// A grid with zero blocks launches nothing (empty inputs need no special casing).
 class LaunchKernel {
  public:
-  explicit LaunchKernel(dim3 grid, dim3 block, DLDevice device, std::size_t dynamic_smem = 0,
+  explicit LaunchKernel(dim3 grid,
+                        dim3 block,
+                        DLDevice device,
+                        std::size_t dynamic_smem = 0,
                         DebugInfo location = {}) noexcept
       : LaunchKernel(grid, block, resolve_device(device), dynamic_smem, location) {}
 
-  explicit LaunchKernel(dim3 grid, dim3 block, cudaStream_t stream, std::size_t dynamic_smem = 0,
+  explicit LaunchKernel(dim3 grid,
+                        dim3 block,
+                        cudaStream_t stream,
+                        std::size_t dynamic_smem = 0,
                         DebugInfo location = {}) noexcept
       : m_location(location) {
     m_config.gridDim = grid;

@@ -66,7 +66,8 @@ std::string concat(Args&&... args) {
 
 }  // namespace details
 
-/// Throws PanicError: "Runtime check failed at FILE:LINE: <args>" (or "... in FUNCTION" without args).
+/// Throws PanicError: "Runtime check failed at FILE:LINE: <args>" (or "... in FUNCTION" without
+/// args).
 template <typename... Args>
 [[noreturn]] inline void panic(DebugInfo location, Args&&... args) {
   std::ostringstream os;

@@ -1,16 +1,16 @@
-"""Benchmark: jit_kernel.add_constant against torch eager and torch.compile (int32 src + 7)."""
+"""Benchmark: jit_kernel.add_constant against torch eager and torch.compile (int32 src + 16)."""
 
 import torch
-from jit_kernel.add_constant import add_constant
 
 from ci_runner import register_cuda_ci
+from jit_kernel.add_constant import add_constant
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 
 register_cuda_ci(est_time=30, suite="base-b-kernel-benchmark-1-gpu-large")
 
 # The constant is a template argument of the JIT kernel: one value, one compiled module.
-CONSTANT = 7
+CONSTANT = 16  # one of the constants jit_kernel.add_constant precompiles
 
 # One specialised kernel per size (see bench_scale.py); raise the recompilation limit.
 torch._dynamo.config.recompile_limit = 128

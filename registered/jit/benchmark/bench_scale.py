@@ -1,11 +1,11 @@
 """Benchmark: jit_kernel.scale against torch eager and torch.compile (out = src * factor)."""
 
 import torch
-from jit_kernel.scale import scale as jit_scale
 
 from ci_runner import register_cuda_ci
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
+from jit_kernel.scale import scale as jit_scale
 
 register_cuda_ci(est_time=40, suite="base-b-kernel-benchmark-1-gpu-large")
 

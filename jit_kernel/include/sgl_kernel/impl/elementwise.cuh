@@ -3,8 +3,8 @@
 // independent loads in flight per thread, a scalar tail, optional PDL.
 #pragma once
 
-#include <sgl_kernel/utils.cuh>  // For LaunchKernel, SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
 #include <sgl_kernel/utils.h>    // For div_ceil
+#include <sgl_kernel/utils.cuh>  // For LaunchKernel, SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
 #include <sgl_kernel/vec.cuh>    // For AlignedVector
 
 #include <dlpack/dlpack.h>
@@ -19,11 +19,14 @@ namespace device::elementwise {
 /// takes vectors t, t + blockDim.x, ... (coalesced). The last block also maps the < kVecN
 /// elements after the last whole vector.
 template <int kVecN, int kUnroll, bool kUsePDL, typename T, typename Op>
-__global__ void unary_map_kernel(T* __restrict__ dst, const T* __restrict__ src, std::size_t n,
+__global__ void unary_map_kernel(T* __restrict__ dst,
+                                 const T* __restrict__ src,
+                                 std::size_t n,
                                  Op op) {
   using vec_t = AlignedVector<T, kVecN>;
   const std::size_t num_vecs = n / kVecN;
-  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x;
+  const std::size_t first =
+      static_cast<std::size_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x;
 
   PDLWaitPrimary<kUsePDL>();
 
@@ -74,13 +77,13 @@ void launch_unary_map(T* dst, const T* src, std::size_t n, Op op, DLDevice devic
     const std::size_t num_vecs = n / kVecN;
     const std::size_t grid = std::max<std::size_t>(1, div_ceil(num_vecs, kPerBlock));
     LaunchKernel(static_cast<unsigned>(grid), kBlockSize, device)
-        .enable_pdl(kUsePDL)(device::elementwise::unary_map_kernel<kVecN, kUnroll, kUsePDL, T, Op>,
-                             dst, src, n, op);
+        .enable_pdl(kUsePDL)(
+            device::elementwise::unary_map_kernel<kVecN, kUnroll, kUsePDL, T, Op>, dst, src, n, op);
   } else {
     const std::size_t grid = div_ceil(n, kPerBlock);
     LaunchKernel(static_cast<unsigned>(grid), kBlockSize, device)
-        .enable_pdl(kUsePDL)(device::elementwise::unary_map_kernel<1, kUnroll, kUsePDL, T, Op>,
-                             dst, src, n, op);
+        .enable_pdl(kUsePDL)(
+            device::elementwise::unary_map_kernel<1, kUnroll, kUsePDL, T, Op>, dst, src, n, op);
   }
 }
 

@@ -1,0 +1,67 @@
+"""``add_constant(src, constant, out=None)``: ``src + constant`` for int32 as a JIT CUDA kernel.
+
+The constant is a C++ template argument (one compiled module per constant); the sum wraps
+around on overflow like torch's int32 addition. 128-bit vector loads/stores when aligned.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from jit_kernel.scale import _check_out
+from jit_kernel.utils import cache_once, load_jit, make_cpp_args, register_precompile
+
+if TYPE_CHECKING:
+    from tvm_ffi.module import Module
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+@cache_once
+def _jit_add_constant_module(constant: int) -> Module:
+    """Build (or load from the cache) the add_constant module for ``constant``."""
+    args = make_cpp_args(constant)
+    return load_jit(
+        "add_constant",
+        *args,
+        cuda_files=["add_constant.cuh"],
+        cuda_wrappers=[("add_constant", f"add_constant<{args}>")],
+    )
+
+
+register_precompile(_jit_add_constant_module, [(1,), (-1,), (16,)])
+
+
+def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Return ``src + constant`` (written into ``out`` when given).
+
+    ``src``: a CUDA int32 tensor of any shape; a non-contiguous ``src`` is copied to a
+    contiguous one first. ``constant``: a Python int in the int32 range. ``out``: optional, same
+    shape, dtype and device as ``src`` and contiguous. Raises RuntimeError for a CPU tensor, a
+    dtype other than int32, a constant that is not an int32 or a mismatched ``out``.
+    """
+    if not src.is_cuda:
+        raise RuntimeError(f"add_constant: src must be a CUDA tensor, got device {src.device}")
+    if src.dtype != torch.int32:
+        raise RuntimeError(f"add_constant: unsupported dtype {src.dtype}; supported: int32")
+    if isinstance(constant, bool) or not isinstance(constant, int):
+        raise RuntimeError(
+            f"add_constant: constant must be an int, got {constant!r} ({type(constant).__name__})"
+        )
+    if not INT32_MIN <= constant <= INT32_MAX:
+        raise RuntimeError(
+            f"add_constant: constant {constant} is outside the int32 range "
+            f"[{INT32_MIN}, {INT32_MAX}]"
+        )
+    if out is None:
+        out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
+    else:
+        _check_out(out, src, "add_constant")
+    if not src.is_contiguous():
+        src = src.contiguous()
+    module = _jit_add_constant_module(constant)
+    module.add_constant(out.view(-1), src.view(-1))
+    return out

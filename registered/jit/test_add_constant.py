@@ -1,0 +1,187 @@
+"""add_constant(src, constant, out=None): int32 correctness, wrap-around, layouts and errors."""
+
+import re
+import sys
+
+import pytest
+import torch
+
+from ci_runner import register_cuda_ci
+from jit_kernel.utils import get_ci_test_range
+
+register_cuda_ci(est_time=60, suite="base-b-kernel-unit-1-gpu-large")
+register_cuda_ci(est_time=120, suite="nightly-kernel-1-gpu", nightly=True)
+
+if not torch.cuda.is_available():
+    pytest.skip("add_constant tests need a CUDA GPU", allow_module_level=True)
+
+from jit_kernel.add_constant import _jit_add_constant_module, add_constant  # noqa: E402
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+# Around the 16-byte vector (4 x int32), the block tile (256 x 4 vectors) and the scalar tail.
+FULL_SIZES = [0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 127, 128, 129, 1023, 1024, 1025]
+FULL_SIZES += [4095, 4096, 4097, 4099, 65537, 2**20 + 3]
+CI_SIZES = [0, 1, 3, 5, 17, 129, 4097, 4099, 2**20 + 3]
+SIZES = get_ci_test_range(FULL_SIZES, CI_SIZES)
+# Each constant is a separate compiled module: keep the CI set small.
+CONSTANTS = get_ci_test_range([1, -1, 0, 7, 16, 1000, -123456, INT32_MAX, INT32_MIN], [1, -1, 16])
+
+
+def randint(size: int | tuple[int, ...]) -> torch.Tensor:
+    shape = (size,) if isinstance(size, int) else size
+    return torch.randint(-(2**20), 2**20, shape, dtype=torch.int32, device="cuda")
+
+
+@pytest.mark.parametrize("constant", CONSTANTS)
+@pytest.mark.parametrize("size", SIZES)
+def test_add_constant_matches_torch(constant: int, size: int) -> None:
+    src = randint(size)
+    out = add_constant(src, constant)
+    assert out.shape == src.shape and out.dtype == torch.int32
+    torch.testing.assert_close(out, src + constant, rtol=0, atol=0)
+
+
+def test_add_constant_wraps_around_like_torch() -> None:
+    src = torch.tensor([INT32_MAX, INT32_MAX - 1, INT32_MIN, -1, 0], dtype=torch.int32).cuda()
+    expected = torch.tensor([INT32_MIN, INT32_MAX, INT32_MIN + 1, 0, 1], dtype=torch.int32).cuda()
+    torch.testing.assert_close(add_constant(src, 1), expected, rtol=0, atol=0)
+    torch.testing.assert_close(add_constant(src, 1), src + 1, rtol=0, atol=0)
+    src = torch.full((33,), INT32_MIN, dtype=torch.int32, device="cuda")
+    torch.testing.assert_close(add_constant(src, -1), src - 1, rtol=0, atol=0)
+
+
+def test_add_constant_multi_dim_out_and_in_place() -> None:
+    src = randint((4, 9, 5))
+    out = torch.empty_like(src)
+    assert add_constant(src, 16, out=out) is out
+    torch.testing.assert_close(out, src + 16, rtol=0, atol=0)
+    expected = src + 1
+    assert add_constant(src, 1, out=src) is src
+    torch.testing.assert_close(src, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3])
+@pytest.mark.parametrize("size", [1, 5, 1029, 65537])
+def test_add_constant_unaligned_views(offset: int, size: int) -> None:
+    src = randint(size + offset)[offset:]
+    torch.testing.assert_close(add_constant(src, -1), src - 1, rtol=0, atol=0)
+    out_base = torch.zeros(size + 1, dtype=torch.int32, device="cuda")
+    add_constant(src, -1, out=out_base[1:])
+    torch.testing.assert_close(out_base[1:], src - 1, rtol=0, atol=0)
+    assert out_base[0].item() == 0
+
+
+def test_add_constant_non_contiguous_src_is_copied_first() -> None:
+    src = randint((40, 31))
+    for view in (src[:, ::2], src.t(), src[::3]):
+        assert not view.is_contiguous()
+        torch.testing.assert_close(add_constant(view, 1), view + 1, rtol=0, atol=0)
+
+
+def test_add_constant_does_not_write_past_the_end() -> None:
+    base = torch.full((4099 + 8,), 42, dtype=torch.int32, device="cuda")
+    src = randint(4099)
+    add_constant(src, 1, out=base[:4099])
+    assert torch.all(base[4099:] == 42)
+
+
+def test_add_constant_empty_tensors() -> None:
+    for shape in [(0,), (0, 3)]:
+        src = torch.empty(shape, dtype=torch.int32, device="cuda")
+        assert add_constant(src, 1).shape == src.shape
+    empty = torch.empty(0, dtype=torch.int32, device="cuda")
+    _jit_add_constant_module(1).add_constant(empty, empty)  # launches nothing
+    torch.cuda.synchronize()
+
+
+# ---------------------------------------------------------------- errors: Python wrapper
+
+
+def test_add_constant_cpu_tensor_error() -> None:
+    with pytest.raises(
+        RuntimeError, match="add_constant: src must be a CUDA tensor, got device cpu"
+    ):
+        add_constant(torch.zeros(8, dtype=torch.int32), 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.int16])
+def test_add_constant_unsupported_dtype_error(dtype: torch.dtype) -> None:
+    src = torch.zeros(8, dtype=dtype, device="cuda")
+    with pytest.raises(
+        RuntimeError, match=re.escape(f"add_constant: unsupported dtype {dtype}; supported: int32")
+    ):
+        add_constant(src, 1)
+
+
+@pytest.mark.parametrize(
+    ("constant", "message"),
+    [
+        (2**31, "add_constant: constant 2147483648 is outside the int32 range"),
+        (-(2**31) - 1, "add_constant: constant -2147483649 is outside the int32 range"),
+        (1.5, "add_constant: constant must be an int, got 1.5 (float)"),
+        (True, "add_constant: constant must be an int, got True (bool)"),
+    ],
+)
+def test_add_constant_bad_constant_error(constant: object, message: str) -> None:
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        add_constant(torch.zeros(8, dtype=torch.int32, device="cuda"), constant)  # type: ignore[arg-type]
+
+
+def test_add_constant_out_mismatch_errors() -> None:
+    src = torch.zeros(16, dtype=torch.int32, device="cuda")
+    cases = [
+        (
+            torch.empty(15, dtype=torch.int32, device="cuda"),
+            "add_constant: out has shape (15,) but src has shape (16,)",
+        ),
+        (
+            torch.empty(16, dtype=torch.int64, device="cuda"),
+            "add_constant: out has dtype torch.int64 but src has dtype torch.int32",
+        ),
+        (torch.empty(16, dtype=torch.int32), "add_constant: out is on cpu but src is on cuda:0"),
+        (
+            torch.empty(32, dtype=torch.int32, device="cuda")[::2],
+            "add_constant: out must be contiguous, got strides (2,)",
+        ),
+    ]
+    for out, message in cases:
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            add_constant(src, 1, out=out)
+
+
+# ---------------------------------------------------------------- errors: C++ TensorMatcher
+
+
+def test_module_rejects_bad_tensors_with_named_messages() -> None:
+    module = _jit_add_constant_module(1)
+    good = torch.zeros(8, dtype=torch.int32, device="cuda")
+    cases = [
+        (
+            torch.zeros(9, dtype=torch.int32, device="cuda"),
+            "add_constant: tensor 'src' shape mismatch at dim 0 ('num_elements'): expected 8 "
+            "(bound by 'dst') but got 9; tensor: shape=[9], strides=[1], dtype=int32, device=cuda:0",
+        ),
+        (
+            torch.zeros(8, dtype=torch.int64, device="cuda"),
+            "tensor 'src' dtype mismatch: expected int32 but got int64",
+        ),
+        (
+            torch.zeros(16, dtype=torch.int32, device="cuda")[::2],
+            "tensor 'src' must be contiguous but has strides [2]",
+        ),
+        (
+            torch.zeros(8, dtype=torch.int32),
+            "tensor 'src' device mismatch: expected cuda but got cpu:0",
+        ),
+        (
+            torch.zeros(2, 4, dtype=torch.int32, device="cuda"),
+            "tensor 'src' rank mismatch: expected 1 dims [num_elements] but got 2",
+        ),
+    ]
+    for src, message in cases:
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            module.add_constant(good, src)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))

@@ -1,0 +1,281 @@
+"""TensorMatcher, the Symbolic types and RuntimeCheck, checked on CPU tensors without a GPU.
+
+Builds a tiny host-only module (g++, no nvcc) that includes ``sgl_kernel/tensor.h`` and asserts
+the exact error text that reaches Python for every kind of mismatch.
+"""
+
+import re
+import shutil
+import sys
+
+import pytest
+import torch
+
+from ci_runner import register_cpu_ci
+
+register_cpu_ci(est_time=25, suite="base-a-test-cpu")
+
+tvm_ffi = pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+if shutil.which("g++") is None and shutil.which("c++") is None:
+    pytest.skip("no host C++ compiler (g++) on PATH", allow_module_level=True)
+
+PROBE_SOURCE = r"""
+#include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDType, SymbolicDevice
+#include <sgl_kernel/utils.h>   // For RuntimeCheck
+
+#include <dlpack/dlpack.h>
+#include <tvm/ffi/container/tensor.h>
+
+#include <cstdint>
+
+using tvm::ffi::TensorView;
+
+int64_t match_pair(TensorView dst, TensorView src) {
+  using namespace host;
+  auto N = SymbolicSize{"num_elements"};
+  auto device = SymbolicDevice{};
+  TensorMatcher({N})  //
+      .with_device<kDLCPU>(device)
+      .with_dtype<int32_t>()
+      .verify(dst, "dst")
+      .verify(src, "src");
+  return N.unwrap();
+}
+
+int64_t match_unnamed(TensorView a, TensorView b) {
+  using namespace host;
+  auto N = SymbolicSize{"n"};
+  TensorMatcher({N}).verify(a).verify(b);
+  return N.unwrap();
+}
+
+int64_t match_strided(TensorView x) {
+  using namespace host;
+  auto D = SymbolicSize{"hidden"};
+  auto S = SymbolicSize{"row_stride"};
+  TensorMatcher({-1, D})  //
+      .with_strides({S, 1})
+      .with_dtype<float>()
+      .verify(x, "x");
+  return S.unwrap() * 1000 + D.unwrap();
+}
+
+int64_t match_fixed(TensorView x) {
+  using namespace host;
+  TensorMatcher({4, -1}).with_dtype<float>().verify(x, "x");
+  return 0;
+}
+
+int64_t match_dtype_options(TensorView x, TensorView y) {
+  using namespace host;
+  auto dtype = SymbolicDType{};
+  TensorMatcher({-1})  //
+      .with_dtype<float, double>(dtype)
+      .verify(x, "x")
+      .verify(y, "y");
+  return dtype.is_type<double>() ? 64 : 32;
+}
+
+int64_t match_symbol_options(TensorView x) {
+  using namespace host;
+  auto dtype = SymbolicDType{};
+  dtype.set_options<int64_t>();
+  TensorMatcher({-1}).with_dtype<>(dtype).verify(x, "x");
+  return 0;
+}
+
+int64_t match_cuda(TensorView x) {
+  using namespace host;
+  TensorMatcher({-1}).with_device<kDLCUDA>().verify(x, "x");
+  return 0;
+}
+
+int64_t match_pinned(TensorView x) {
+  using namespace host;
+  auto N = SymbolicSize{"num_tokens"};
+  N.set_value(8);
+  TensorMatcher({N}).verify(x, "x");
+  return N.unwrap();
+}
+
+int64_t unwrap_unbound() {
+  auto N = host::SymbolicSize{"never_bound"};
+  return N.unwrap();
+}
+
+int64_t runtime_check(int64_t value) {
+  host::RuntimeCheck(value > 0, "value must be > 0, got ", value);
+  return value;
+}
+"""
+
+EXPORTS = [
+    "match_pair",
+    "match_unnamed",
+    "match_strided",
+    "match_fixed",
+    "match_dtype_options",
+    "match_symbol_options",
+    "match_cuda",
+    "match_pinned",
+    "unwrap_unbound",
+    "runtime_check",
+]
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory: pytest.TempPathFactory):
+    from jit_kernel.utils import load_jit
+
+    source = tmp_path_factory.mktemp("probe") / "tensor_matcher_probe.cpp"
+    source.write_text(PROBE_SOURCE)
+    return load_jit(
+        "tensor_matcher_probe",
+        cpp_files=[str(source)],
+        cpp_wrappers=[(name, name) for name in EXPORTS],
+    )
+
+
+def i32(n: int) -> torch.Tensor:
+    return torch.zeros(n, dtype=torch.int32)
+
+
+def test_matching_tensors_bind_the_symbols(probe) -> None:
+    assert probe.match_pair(i32(5), i32(5)) == 5
+    assert probe.match_pair(i32(0), i32(0)) == 0
+    assert probe.match_unnamed(i32(3), torch.zeros(3, dtype=torch.int32)) == 3
+
+
+def test_shape_mismatch_names_tensor_symbol_and_binder(probe) -> None:
+    with pytest.raises(RuntimeError) as info:
+        probe.match_pair(i32(1024), i32(1000))
+    message = str(info.value)
+    expected = (
+        "match_pair: tensor 'src' shape mismatch at dim 0 ('num_elements'): expected 1024 "
+        "(bound by 'dst') but got 1000; tensor: shape=[1000], strides=[1], dtype=int32, "
+        "device=cpu:0 (checked at tensor_matcher_probe.cpp:"
+    )
+    assert expected in message
+
+
+def test_default_names_count_verify_calls(probe) -> None:
+    with pytest.raises(RuntimeError, match=r"tensor 'tensor #2' shape mismatch at dim 0 \('n'\)"):
+        probe.match_unnamed(i32(4), i32(5))
+    with pytest.raises(RuntimeError, match=r"bound by 'tensor #1'\) but got 5"):
+        probe.match_unnamed(i32(4), i32(5))
+
+
+def test_rank_mismatch(probe) -> None:
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("tensor 'dst' rank mismatch: expected 1 dims [num_elements] but got 2"),
+    ):
+        probe.match_pair(torch.zeros(2, 3, dtype=torch.int32), i32(6))
+
+
+def test_dtype_mismatch_says_expected_and_actual(probe) -> None:
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("tensor 'src' dtype mismatch: expected int32 but got float32; tensor:"),
+    ):
+        probe.match_pair(i32(4), torch.zeros(4))
+
+
+def test_non_contiguous_is_rejected_with_its_strides(probe) -> None:
+    strided = torch.zeros(8, dtype=torch.int32)[::2]
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "tensor 'src' must be contiguous but has strides [2]; tensor: shape=[4], strides=[2]"
+        ),
+    ):
+        probe.match_pair(i32(4), strided)
+
+
+def test_device_type_mismatch(probe) -> None:
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("tensor 'x' device mismatch: expected cuda but got cpu:0"),
+    ):
+        probe.match_cuda(torch.zeros(2))
+
+
+def test_with_strides_binds_and_checks(probe) -> None:
+    base = torch.zeros(3, 10)
+    assert probe.match_strided(base[:, :4]) == 10 * 1000 + 4
+    assert probe.match_strided(torch.zeros(1, 4)) == 4 * 1000 + 4
+    with pytest.raises(
+        RuntimeError, match=re.escape("tensor 'x' stride mismatch at dim 1: expected 1 but got 2")
+    ):
+        probe.match_strided(base[:, ::2])
+
+
+def test_fixed_size_mismatch(probe) -> None:
+    assert probe.match_fixed(torch.zeros(4, 7)) == 0
+    with pytest.raises(
+        RuntimeError, match=re.escape("tensor 'x' shape mismatch at dim 0: expected 4 but got 5")
+    ):
+        probe.match_fixed(torch.zeros(5, 7))
+
+
+def test_with_dtype_type_list_is_honoured_with_a_symbol(probe) -> None:
+    assert probe.match_dtype_options(torch.zeros(2), torch.zeros(3)) == 32
+    assert (
+        probe.match_dtype_options(
+            torch.zeros(2, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+        )
+        == 64
+    )
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "tensor 'x' dtype mismatch: expected one of [float32, float64] but got int32"
+        ),
+    ):
+        probe.match_dtype_options(i32(2), i32(2))
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "tensor 'y' dtype mismatch: expected float32 (bound by 'x') but got float64"
+        ),
+    ):
+        probe.match_dtype_options(torch.zeros(2), torch.zeros(2, dtype=torch.float64))
+
+
+def test_symbol_set_options_are_checked(probe) -> None:
+    assert probe.match_symbol_options(torch.zeros(2, dtype=torch.int64)) == 0
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("tensor 'x' dtype mismatch: expected one of [int64] but got int32"),
+    ):
+        probe.match_symbol_options(i32(2))
+
+
+def test_pinned_size(probe) -> None:
+    assert probe.match_pinned(i32(8)) == 8
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("('num_tokens'): expected 8 (bound by 'set_value') but got 7"),
+    ):
+        probe.match_pinned(i32(7))
+
+
+def test_unwrap_of_unbound_symbol(probe) -> None:
+    with pytest.raises(
+        RuntimeError,
+        match=r"Runtime check failed at tensor_matcher_probe\.cpp:\d+: size 'never_bound' has no value",
+    ):
+        probe.unwrap_unbound()
+
+
+def test_runtime_check_message(probe) -> None:
+    assert probe.runtime_check(3) == 3
+    with pytest.raises(
+        RuntimeError,
+        match=r"Runtime check failed at tensor_matcher_probe\.cpp:\d+: value must be > 0, got -2",
+    ):
+        probe.runtime_check(-2)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
