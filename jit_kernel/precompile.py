@@ -20,7 +20,13 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from jit_kernel.utils.arch import ArchInfo, get_jit_cuda_arch, override_arch, parse_arch
+from jit_kernel.utils.arch import (
+    ArchInfo,
+    current_arch_or_none,
+    get_jit_cuda_arch,
+    override_arch,
+    parse_arch,
+)
 from jit_kernel.utils.compile import BuildResult, build_only
 from jit_kernel.utils.registry import PrecompileSpec, registered_specs
 
@@ -127,6 +133,8 @@ def run_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             for item in value.split(",")
             if item.strip()
         ]
+    elif args.list:
+        arches = [arch] if (arch := current_arch_or_none()) is not None else []
     else:
         arches = [get_jit_cuda_arch()]
     import_errors = import_wrapper_modules(args.package)
@@ -136,7 +144,8 @@ def run_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             print(spec.label)
         for module, error in import_errors:
             print(f"import failed: {module}\n{error}", file=sys.stderr)
-        print(f"{len(specs)} specializations x {len(arches)} arch(es)")
+        targets = ", ".join(arch.sm for arch in arches) or "no arch given"
+        print(f"{len(specs)} specializations ({targets})")
         return 1 if import_errors else 0
     summary = precompile(specs, arches, args.jobs)
     summary.failures[:0] = [(f"import {module}", error) for module, error in import_errors]

@@ -37,7 +37,7 @@ class EstTimeInputError(Exception):
 
 
 @dataclass(frozen=True)
-class Literal:
+class EstTimeLiteral:
     """Where one registration's ``est_time`` literal sits in its file."""
 
     path: str
@@ -74,9 +74,10 @@ def _timing_files(paths: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(
-                sorted(p for p in path.rglob("*") if p.suffix in {".jsonl", ".json", ".xml"})
-            )
+            # Shard artifacts hold both formats of the same run: take the JSON lines, and JUnit
+            # only where a directory has no JSON lines, so no run is counted twice.
+            jsonl = sorted(path.rglob("*.jsonl"))
+            found.extend(jsonl or sorted(path.rglob("*.xml")))
         elif path.is_file():
             found.append(path)
         else:
@@ -172,11 +173,11 @@ def _char_col(line_text: str, byte_col: int) -> int:
     return len(line_text.encode("utf-8")[:byte_col].decode("utf-8"))
 
 
-def find_literals(source: str, rel_path: str) -> list[Literal]:
+def find_literals(source: str, rel_path: str) -> list[EstTimeLiteral]:
     """Every module-level marker call's est_time literal (raises SyntaxError on bad Python)."""
     tree = ast.parse(source, filename=rel_path)
     lines = source.splitlines(keepends=True)
-    found: list[Literal] = []
+    found: list[EstTimeLiteral] = []
     for statement in tree.body:
         if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
             continue
@@ -197,7 +198,7 @@ def find_literals(source: str, rel_path: str) -> list[Literal]:
         col = _char_col(line_text, est.col_offset)
         end_col = _char_col(line_text, est.end_col_offset) if est.lineno == est.end_lineno else col
         found.append(
-            Literal(
+            EstTimeLiteral(
                 path=rel_path,
                 suite=suite.value,
                 value=float(est.value) if is_number else None,  # type: ignore[union-attr]
@@ -210,7 +211,7 @@ def find_literals(source: str, rel_path: str) -> list[Literal]:
     return found
 
 
-def rewrite(source: str, edits: Sequence[tuple[Literal, int]]) -> str:
+def rewrite(source: str, edits: Sequence[tuple[EstTimeLiteral, int]]) -> str:
     """``source`` with each literal replaced by its new value; nothing else changes."""
     lines = source.splitlines(keepends=True)
     for literal, value in sorted(edits, key=lambda e: (e[0].line, e[0].col), reverse=True):
@@ -241,8 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         required=True,
         type=Path,
         metavar="FILE_OR_DIR",
-        help="timings JSONL (--timings-out) or JUnit XML (--junit-xml) of past runs; repeatable, "
-        "a directory means every *.jsonl/*.json/*.xml under it",
+        help="timings JSONL (--timings-out) or JUnit XML (--junit-xml) of past runs; repeatable; "
+        "a directory means every *.jsonl under it (every *.xml if it has no *.jsonl)",
     )
     parser.add_argument("--root", type=Path, help="repository root (default: found from cwd)")
     parser.add_argument("--min-samples", type=int, default=3, help="samples needed (default 3)")
@@ -269,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     drifts: list[Drift] = []
-    edits: dict[str, list[tuple[Literal, int]]] = defaultdict(list)
+    edits: dict[str, list[tuple[EstTimeLiteral, int]]] = defaultdict(list)
     notes: list[str] = []
     for (path, suite), values in sorted(samples.items()):
         if len(values) < args.min_samples:

@@ -20,7 +20,22 @@ from ci_runner.collector import collect, scan_markers
 from ci_runner.markers import MARKER_BACKENDS
 from ci_runner.model import Problem
 
-DEFAULT_PACKAGES = ("ci_runner", "jit_kernel")
+
+def discover_packages(root: Path) -> list[str]:
+    """Importable packages of the repository: top-level (or ``src/``) directories with an
+    ``__init__.py``. Here: ci_runner and jit_kernel."""
+    found: list[str] = []
+    for base in (root, root / "src"):
+        if not base.is_dir():
+            continue
+        for child in sorted(base.iterdir()):
+            if (
+                child.is_dir()
+                and not child.name.startswith(".")
+                and (child / "__init__.py").is_file()
+            ):
+                found.append(child.relative_to(root).as_posix())
+    return found
 
 
 def _python_files(root: Path, package: str) -> Iterable[Path]:
@@ -77,7 +92,8 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
         "--package",
         action="append",
         metavar="DIR",
-        help=f"package directory to scan, repeatable (default: {', '.join(DEFAULT_PACKAGES)})",
+        help="package directory to scan, repeatable (default: every top-level or src/ "
+        "directory with an __init__.py)",
     )
     args = parser.parse_args(argv)
     try:
@@ -102,7 +118,7 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
             return 2
         packages = args.package
     else:
-        packages = [p for p in DEFAULT_PACKAGES if (root / p).is_dir()]
+        packages = discover_packages(root)
     offenders = package_offenders(root, packages)
     if not offenders:
         return 0

@@ -1,11 +1,13 @@
 """scan_markers: every accepted spelling of a registration, and every malformed one."""
 
+import ast
 import sys
 import textwrap
 
 import pytest
 
 from ci_runner import register_cpu_ci
+from ci_runner.collect.scan import scan_tree
 from ci_runner.collector import scan_markers
 from ci_runner.markers import MARKER_BACKENDS
 
@@ -325,6 +327,21 @@ def test_problems_are_sorted_by_position():
     )
     assert [(p.line, p.col) for p in problems] == sorted((p.line, p.col) for p in problems)
     assert len(problems) == 3
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from ci_runner import register_cpu_ci as r\nr(1, 's')\nif X:\n    r(2, 't')\nw = r",
+        "import ci_runner\nci_runner.register_cuda_ci(1, 's')\ndef f():\n    register_cpu_ci(1, 's')",
+        "x = 1\n" + "'" * 3 + "\nregister_cpu_ci(1, 's')\n" + "'" * 3 + "\nregister_cpu_ci(2, 's')",
+        "register_cpu_ci(1, 's')\nregister_cpu_ci(2, 's')\nregister_cpu_ci(est_time=A, suite=B)",
+    ],
+)
+def test_text_prefilter_gives_the_same_result_as_a_full_walk(source):
+    tree = ast.parse(source)
+    assert scan_tree(tree, P, source) == scan_tree(tree, P)
+    assert scan_tree(tree, P, source.encode()) == scan_tree(tree, P)
 
 
 if __name__ == "__main__":

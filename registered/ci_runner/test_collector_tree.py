@@ -242,3 +242,23 @@ def test_valid_registrations_survive_next_to_invalid_ones(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
+
+
+def test_parallel_and_serial_collection_agree(tmp_path):
+    files = {
+        f"registered/d{i % 7}/test_{i:04d}.py": registered_source(
+            f'register_cpu_ci(est_time={i % 50 + 1}, suite="unit-cpu")'
+        )
+        for i in range(600)
+    }
+    files["registered/d1/test_bad.py"] = registered_source('register_cpu_ci(est_time=0, suite="x")')
+    files["registered/d2/test_none.py"] = "x = 1\n"
+    catalog = load_catalog(make_repo(tmp_path, files))
+    serial = collect(catalog, workers=1)
+    parallel = collect(catalog, workers=2)
+    assert serial == parallel
+    assert len(serial.files) == 602 and len(serial.registrations) == 600
+    assert [p.path for p in serial.problems] == [
+        "registered/d1/test_bad.py",
+        "registered/d2/test_none.py",
+    ]

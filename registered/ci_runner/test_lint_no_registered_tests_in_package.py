@@ -38,6 +38,8 @@ def test_registration_in_package_fails_with_file_line_and_where_tests_belong(tmp
     make_repo(
         tmp_path,
         {
+            "jit_kernel/__init__.py": "",
+            "ci_runner/__init__.py": "",
             "jit_kernel/tests/test_x.py": (
                 "from ci_runner import register_cuda_ci\n\n"
                 'register_cuda_ci(est_time=5, suite="base-b-kernel-unit-1-gpu-large")\n'
@@ -61,6 +63,7 @@ def test_malformed_call_still_counts_as_a_misplaced_test(tmp_path, capsys):
     make_repo(
         tmp_path,
         {
+            "ci_runner/__init__.py": "",
             "ci_runner/helpers.py": (
                 "from ci_runner import register_cpu_ci\n"
                 "SUITE = 'x'\n"
@@ -78,8 +81,16 @@ def test_malformed_call_still_counts_as_a_misplaced_test(tmp_path, capsys):
 
 
 def test_package_option_and_errors(tmp_path, capsys):
-    make_repo(tmp_path, {"mypkg/t.py": "register_npu_ci(1, 'x')\n"})
-    assert main(["--root", str(tmp_path)]) == 0  # default packages are absent: nothing to scan
+    make_repo(
+        tmp_path,
+        {"mypkg/t.py": "register_npu_ci(1, 'x')\n", "tools/t.py": "register_npu_ci(1, 'x')\n"},
+    )
+    assert main(["--root", str(tmp_path)]) == 0  # mypkg has no __init__.py: not a package
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    assert main(["--root", str(tmp_path)]) == 1  # found by default now
+    assert "mypkg/t.py:1:1" in capsys.readouterr().err
+    assert main(["--root", str(tmp_path), "--package", "tools"]) == 1
+    assert "tools/t.py:1:1: registers a CI test (npu, suite 'x')" in capsys.readouterr().err
     assert main(["--root", str(tmp_path), "--package", "mypkg"]) == 1
     assert "mypkg/t.py:1:1: registers a CI test (npu, suite 'x')" in capsys.readouterr().err
     assert main(["--root", str(tmp_path), "--package", "nope"]) == 2
@@ -92,7 +103,7 @@ def test_package_option_and_errors(tmp_path, capsys):
 
 
 def test_script_entry_point(tmp_path):
-    make_repo(tmp_path, {"jit_kernel/t.py": "register_cuda_ci(1, 's')\n"})
+    make_repo(tmp_path, {"src/pkg/__init__.py": "", "src/pkg/t.py": "register_cuda_ci(1, 's')\n"})
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "check_no_registered_tests_in_package.py")],
         capture_output=True,
@@ -100,7 +111,7 @@ def test_script_entry_point(tmp_path):
         cwd=tmp_path,
     )
     assert proc.returncode == 1
-    assert "jit_kernel/t.py:1:1: registers a CI test" in proc.stderr
+    assert "src/pkg/t.py:1:1: registers a CI test" in proc.stderr
 
 
 if __name__ == "__main__":

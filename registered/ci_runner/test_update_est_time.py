@@ -156,6 +156,21 @@ def test_junit_input_is_accepted(tmp_path, capsys):
     assert "measured p90=120s" in capsys.readouterr().out
 
 
+def test_a_directory_with_both_formats_counts_each_run_once(tmp_path, capsys):
+    make_repo(tmp_path)
+    rel = "registered/test_k.py"
+    shard = tmp_path / "reports-x-0"
+    write_timings(shard / "timings.jsonl", [(rel, GPU, 200.0, "passed")] * 2)
+    xml = JUnitXml()
+    ts = TestSuite(rel)
+    for name, value in (("path", rel), ("suite", GPU), ("status", "passed"), ("elapsed", "200")):
+        ts.add_property(name, value)
+    xml.add_testsuite(ts)
+    xml.write(str(shard / "junit.xml"))
+    assert main(["--root", str(tmp_path), "--timings", str(tmp_path), "--check"]) == 0
+    assert f"{rel} [{GPU}]: 2 sample(s) < 3, kept" in capsys.readouterr().out
+
+
 def test_non_literal_est_time_is_reported_not_rewritten(tmp_path, capsys):
     source = (
         'from ci_runner import register_cuda_ci\nregister_cuda_ci(est_time=6 * 10, suite="s")\n'

