@@ -3,7 +3,7 @@
 
 Usage::
 
-    python scripts/bench_discovery.py [--files 5000] [--repeat 3] [--skip-pytest]
+    python scripts/bench_discovery.py [--files 5000] [--repeat 3] [--workers N] [--skip-pytest]
 
 Generates ``--files`` registered test files (in 50 folders, realistic size: imports, one or two
 registrations, a few tests, the ``__main__`` block) in a temporary repository, then times:

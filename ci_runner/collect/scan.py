@@ -52,6 +52,8 @@ def scan_tree(
     With ``source``, only the top-level statements whose lines mention a marker (or an alias of
     one) are walked; the result is the same, just faster on large trees.
     """
+    if source is not None and _has_bare_carriage_return(source):
+        source = None  # line numbers would not match "\n" counting: walk everything
     statements = tree.body if source is None else _statements_mentioning_markers(tree, source)
     aliases = _marker_aliases(statements)
     if source is not None and set(aliases) - set(MARKER_BACKENDS):
@@ -78,6 +80,12 @@ def scan_tree(
 
 
 _MARKER_PATTERN = r"register_\w+_ci"
+
+
+def _has_bare_carriage_return(source: str | bytes) -> bool:
+    if isinstance(source, bytes):
+        return source.count(b"\r") != source.count(b"\r\n")
+    return source.count("\r") != source.count("\r\n")
 
 
 def _statements_mentioning_markers(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +83,21 @@ def write_json(report: SweepReport, path: Path) -> Path:
     return path
 
 
+def _plot_groups(report: SweepReport) -> dict[str, list[int]]:
+    """Row indices grouped by every axis but the last (the plot's x axis), in sweep order."""
+    groups: dict[str, list[int]] = {}
+    for index, row in enumerate(report.rows):
+        key = ", ".join(f"{k}={format_value(v)}" for k, v in list(row.items())[:-1])
+        groups.setdefault(key, []).append(index)
+    return groups
+
+
 def write_plot(report: SweepReport, path: Path) -> Path:
-    """Plot latency and GB/s per line value across the rows into a PNG at ``path``."""
+    """Plot latency and GB/s per line value into a PNG at ``path``.
+
+    The x axis is the last swept parameter; every combination of the other axes is its own line
+    (same color per line value, one line style per combination).
+    """
     try:
         import matplotlib
 
@@ -95,37 +109,44 @@ def write_plot(report: SweepReport, path: Path) -> Path:
             "(pip install matplotlib, or the project's [bench] extra)"
         ) from error
     with_bandwidth = report.has_bandwidth()
+    groups = _plot_groups(report)
+    x_name = report.axis_names[-1] if report.axis_names else report.line_arg
+    x_labels = [format_value(report.rows[r].get(x_name, "")) for r in next(iter(groups.values()))]
     figure, axes = plt.subplots(
         2 if with_bandwidth else 1,
         1,
-        figsize=(max(6.0, 0.5 * len(report.rows) + 3), 7),
+        figsize=(max(7.0, 0.6 * len(x_labels) + 4), 8 if with_bandwidth else 4.5),
         squeeze=False,
     )
-    positions = list(range(len(report.rows)))
-    labels = [report.row_label(r) for r in positions]
+    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    styles = ["-", "--", ":", "-."]
     for c, line_val in enumerate(report.line_vals):
-        name = format_value(line_val)
-        latency = [
-            row[c].result.latency * report.unit_scale if row[c].result else float("nan")
-            for row in report.cells
-        ]
-        axes[0][0].plot(positions, latency, marker="o", label=name)
-        if with_bandwidth:
-            bandwidth = [
-                (row[c].result.bandwidth_gbps if row[c].result else None) or float("nan")
-                for row in report.cells
+        for g, (group, row_indices) in enumerate(groups.items()):
+            label = format_value(line_val) + (f" [{group}]" if group else "")
+            style = {"color": colors[c % len(colors)], "linestyle": styles[g % len(styles)]}
+            cells = [report.cells[r][c] for r in row_indices]
+            latency = [
+                cell.result.latency * report.unit_scale if cell.result else math.nan
+                for cell in cells
             ]
-            axes[1][0].plot(positions, bandwidth, marker="o", label=name)
+            axes[0][0].plot(range(len(cells)), latency, marker="o", label=label, **style)
+            if with_bandwidth:
+                bandwidth = [
+                    (cell.result.bandwidth_gbps if cell.result else None) or math.nan
+                    for cell in cells
+                ]
+                axes[1][0].plot(range(len(cells)), bandwidth, marker="o", label=label, **style)
     axes[0][0].set_ylabel(f"latency ({report.unit})")
     axes[0][0].set_yscale("log")
     axes[0][0].set_title(report.name)
     if with_bandwidth:
         axes[1][0].set_ylabel("GB/s (1e9 bytes/s)")
     for (ax,) in axes:
-        ax.set_xticks(positions)
-        ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=7)
+        ax.set_xticks(range(len(x_labels)))
+        ax.set_xticklabels(x_labels, rotation=30, ha="right", fontsize=8)
+        ax.set_xlabel(x_name)
         ax.grid(True, alpha=0.3)
-        ax.legend(title=report.line_arg)
+        ax.legend(title=report.line_arg, fontsize=7)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)

@@ -11,7 +11,7 @@ from ci_runner.catalog import CatalogError, Suite, find_root, load_catalog
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import REPO_ROOT
 
-register_cpu_ci(est_time=4, suite="base-a-test-cpu")
+register_cpu_ci(est_time=3, suite="base-a-test-cpu")
 
 HEAD = '[tool.ci-runner]\nregistered-dir = "registered"\n'
 GOOD = '[[tool.ci-runner.suites]]\nname = "unit-cpu"\nhw = "cpu"\n'

@@ -15,7 +15,7 @@ from ci_runner.env import EnvVarError
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import REPO_ROOT, make_repo, ran_files, registered_source, script_file
 
-register_cpu_ci(est_time=7, suite="base-a-test-cpu")
+register_cpu_ci(est_time=5, suite="base-a-test-cpu")
 
 
 def ok_file(est, suite="unit-cpu", exit_code=0):

@@ -12,7 +12,7 @@ from ci_runner.collector import collect, discover_files
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import make_repo, registered_source
 
-register_cpu_ci(est_time=4, suite="base-a-test-cpu")
+register_cpu_ci(est_time=3, suite="base-a-test-cpu")
 
 OK = 'register_cpu_ci(est_time=1, suite="unit-cpu")'
 
@@ -83,6 +83,14 @@ def test_syntax_error_is_reported_with_its_position(tmp_path):
     (problem,) = problems_of(tmp_path, {"registered/bench_x.py": f"{OK}\nif (:\n"})
     assert problem.startswith("registered/bench_x.py:2:")
     assert ": syntax error: " in problem
+
+
+def test_non_utf8_file_is_reported_not_raised(tmp_path):
+    root = make_repo(tmp_path, {})
+    (root / "registered" / "test_x.py").write_bytes(b'x = "\xff"\n' + OK.encode() + b"\n")
+    (problem,) = [str(p) for p in collect(load_catalog(root)).problems]
+    assert problem.startswith("registered/test_x.py:1:")
+    assert "syntax error: (unicode error) 'utf-8' codec can't decode byte 0xff" in problem
 
 
 # --- the __main__ block ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from ci_runner.env import (
     parse_bool,
 )
 
-register_cpu_ci(est_time=3, suite="base-a-test-cpu")
+register_cpu_ci(est_time=2, suite="base-a-test-cpu")
 
 
 @pytest.mark.parametrize("text", ["1", "true", "TRUE", "True", "yes", "on", " On ", "YES\n"])

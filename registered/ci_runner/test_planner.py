@@ -11,7 +11,7 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.planner import lpt_plan, plan
 
-register_cpu_ci(est_time=4, suite="base-a-test-cpu")
+register_cpu_ci(est_time=3, suite="base-a-test-cpu")
 
 
 def reference_lpt_makespan(items, shard_count):

@@ -14,7 +14,7 @@ from ci_runner.selection import SelectionError, parse_suite_list, resolve_suites
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import make_repo
 
-register_cpu_ci(est_time=5, suite="base-a-test-cpu")
+register_cpu_ci(est_time=3, suite="base-a-test-cpu")
 
 
 @pytest.fixture

@@ -214,8 +214,8 @@ def test_unknown_option_exits_2(capsys):
     assert "unrecognized arguments: --jsn x" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(HAS_MATPLOTLIB, reason="checks the message shown without matplotlib")
-def test_plot_without_matplotlib_is_a_note_not_a_crash(tmp_path, capsys):
+def test_plot_without_matplotlib_is_a_note_not_a_crash(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     target = tmp_path / "plot.png"
     sample_bench.run(argv=["--plot", str(target)])
     err = capsys.readouterr().err
@@ -225,9 +225,20 @@ def test_plot_without_matplotlib_is_a_note_not_a_crash(tmp_path, capsys):
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 def test_plot_is_a_png(tmp_path, monkeypatch):
-    monkeypatch.setenv("JIT_KERNEL_BENCH_PLOT", str(tmp_path / "p.png"))
+    monkeypatch.setenv("JIT_KERNEL_BENCH_PLOT", f"{tmp_path}/")
     sample_bench.run(argv=[])
-    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "test_bench_marker_output.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    @marker.parametrize("dtype", ["bf16", "fp32"])
+    @marker.parametrize("size", [1, 2, 3])
+    @marker.benchmark("impl", ["a", "b"])
+    def two_axes(dtype, size, impl):
+        if impl == "b" and size == 2:
+            marker.skip("no b")
+        return fake_result(size * 1e-6, footprint=size)
+
+    two_axes.run(argv=["--plot", str(tmp_path / "two.png")])
+    assert (tmp_path / "two.png").stat().st_size > 1000
 
 
 def test_bench_result_checks_its_shape():

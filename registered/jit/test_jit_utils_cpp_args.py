@@ -9,7 +9,7 @@ import torch
 from ci_runner import register_cpu_ci
 from jit_kernel.utils import CPPArgList, build_only, load_jit, make_cpp_args
 
-register_cpu_ci(est_time=8, suite="base-a-test-cpu")
+register_cpu_ci(est_time=7, suite="base-a-test-cpu")
 
 
 def test_bool_is_checked_before_int():

@@ -20,7 +20,7 @@ from jit_kernel.utils import (
 )
 from jit_kernel.utils.arch import ArchInfo, parse_arch
 
-register_cpu_ci(est_time=4, suite="base-a-test-cpu")
+register_cpu_ci(est_time=5, suite="base-a-test-cpu")
 
 CI = "SGLANG_IS_IN_CI"
 FULL = "SGLANG_JIT_KERNEL_RUN_FULL_TESTS"

@@ -7,7 +7,7 @@ from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from jit_kernel.scale import scale as jit_scale
 
-register_cuda_ci(est_time=40, suite="base-b-kernel-benchmark-1-gpu-large")
+register_cuda_ci(est_time=26, suite="base-b-kernel-benchmark-1-gpu-large")
 
 # dynamic=False compiles one specialised kernel per size, as a model with fixed shapes would
 # get; allow enough recompilations for the full local sweep (the default limit is 8).
