@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from jit_kernel.utils.arch import ArchError, get_jit_cuda_arch, parse_arch
+from jit_kernel.utils.arch import ArchError, current_arch_or_none, parse_arch
 from jit_kernel.utils.toolchain import JitToolchainError
 
 
@@ -59,10 +59,15 @@ def main(argv: list[str] | None = None) -> int:
         arch = (
             parse_arch(args.cuda_target, "--cuda-target")
             if args.cuda_target
-            else get_jit_cuda_arch()
+            else current_arch_or_none()
         )
+        if arch is None:
+            raise ArchError(
+                "no GPU is visible and TVM_FFI_CUDA_ARCH_LIST is not set: pass the target, "
+                "e.g. `python -m jit_kernel --cuda-target 9.0`"
+            )
         return write_clangd(args.output, arch, args.overwrite)
-    except (ArchError, JitToolchainError) as error:
+    except (ArchError, JitToolchainError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from jit_kernel.scale import _check_out
+from jit_kernel.scale import check_out, flat
 from jit_kernel.utils import cache_once, load_jit, make_cpp_args, register_precompile
 
 if TYPE_CHECKING:
@@ -34,6 +34,18 @@ def _jit_add_constant_module(constant: int) -> Module:
 
 register_precompile(_jit_add_constant_module, [(1,), (-1,), (16,)])
 
+# Per-call fast path, as in jit_kernel.scale: (constant, device index) -> module.
+_modules: dict[tuple[int, int], Module] = {}
+
+
+def _module_for(src: torch.Tensor, constant: int) -> Module:
+    key = (constant, src.get_device())
+    module = _modules.get(key)
+    if module is None:
+        with torch.cuda.device(src.device):
+            module = _modules[key] = _jit_add_constant_module(constant)
+    return module
+
 
 def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = None) -> torch.Tensor:
     """Return ``src + constant`` (written into ``out`` when given).
@@ -47,7 +59,7 @@ def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = No
         raise RuntimeError(f"add_constant: src must be a CUDA tensor, got device {src.device}")
     if src.dtype != torch.int32:
         raise RuntimeError(f"add_constant: unsupported dtype {src.dtype}; supported: int32")
-    if isinstance(constant, bool) or not isinstance(constant, int):
+    if type(constant) is not int:  # excludes bool (and costs less than two isinstance calls)
         raise RuntimeError(
             f"add_constant: constant must be an int, got {constant!r} ({type(constant).__name__})"
         )
@@ -56,12 +68,11 @@ def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = No
             f"add_constant: constant {constant} is outside the int32 range "
             f"[{INT32_MIN}, {INT32_MAX}]"
         )
-    if out is None:
-        out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
-    else:
-        _check_out(out, src, "add_constant")
     if not src.is_contiguous():
         src = src.contiguous()
-    module = _jit_add_constant_module(constant)
-    module.add_constant(out.view(-1), src.view(-1))
+    if out is None:
+        out = torch.empty_like(src)
+    else:
+        check_out(out, src, "add_constant")
+    _module_for(src, constant).add_constant(flat(out), flat(src))
     return out

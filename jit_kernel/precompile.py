@@ -49,7 +49,12 @@ class PrecompileSummary:
 
 def import_wrapper_modules(package: str = "jit_kernel") -> list[tuple[str, str]]:
     """Import every wrapper module of ``package``; returns (module, error) for those that fail."""
-    root = importlib.import_module(package)
+    try:
+        root = importlib.import_module(package)
+    except ImportError as error:
+        raise ImportError(f"--package {package}: cannot import it ({error})") from None
+    if not hasattr(root, "__path__"):
+        raise ImportError(f"--package {package}: is a module, not a package")
     errors: list[tuple[str, str]] = []
     for info in pkgutil.iter_modules(root.__path__):
         if info.name in SKIPPED_MODULES or info.name.startswith("_"):

@@ -39,6 +39,24 @@ def _jit_scale_module(dtype: torch.dtype) -> Module:
 
 register_precompile(_jit_scale_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
 
+# Per-call fast path: (dtype, device index) -> module. cache_once keys by the current device's
+# arch, which costs a few microseconds per call; a device index always has one arch.
+_modules: dict[tuple[torch.dtype, int], Module] = {}
+
+
+def _module_for(src: torch.Tensor) -> Module:
+    key = (src.dtype, src.get_device())
+    module = _modules.get(key)
+    if module is None:
+        with torch.cuda.device(src.device):
+            module = _modules[key] = _jit_scale_module(src.dtype)
+    return module
+
+
+def flat(tensor: torch.Tensor) -> torch.Tensor:
+    """A contiguous tensor as 1-D (no copy)."""
+    return tensor if tensor.dim() == 1 else tensor.view(-1)
+
 
 def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> torch.Tensor:
     """Return ``src * factor`` (written into ``out`` when given).
@@ -54,18 +72,18 @@ def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> 
         raise RuntimeError(
             f"scale: unsupported dtype {src.dtype}; supported: float16, bfloat16, float32"
         )
-    if out is None:
-        out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
-    else:
-        _check_out(out, src, "scale")
     if not src.is_contiguous():
         src = src.contiguous()
-    module = _jit_scale_module(src.dtype)
-    module.scale(out.view(-1), src.view(-1), float(factor))
+    if out is None:
+        out = torch.empty_like(src)
+    else:
+        check_out(out, src, "scale")
+    _module_for(src).scale(flat(out), flat(src), float(factor))
     return out
 
 
-def _check_out(out: torch.Tensor, src: torch.Tensor, op: str) -> None:
+def check_out(out: torch.Tensor, src: torch.Tensor, op: str) -> None:
+    """Raise RuntimeError unless ``out`` can receive the result for ``src``."""
     if out.device != src.device:
         raise RuntimeError(f"{op}: out is on {out.device} but src is on {src.device}")
     if out.dtype != src.dtype:

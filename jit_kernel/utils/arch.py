@@ -96,13 +96,27 @@ def _arch_from_env() -> ArchInfo | None:
     return parse_arch(value[0], ARCH_LIST_ENV)
 
 
+_device_arch: dict[int, ArchInfo] = {}
+_single_device: list[ArchInfo] = []  # filled when exactly one GPU is visible
+
+
 def _arch_from_torch() -> ArchInfo | None:
+    """The current device's capability, remembered per device (this is on the hot path)."""
+    if _single_device:
+        return _single_device[0]
     import torch
 
-    if not torch.cuda.is_available() or torch.version.cuda is None:
+    if not _device_arch and (not torch.cuda.is_available() or torch.version.cuda is None):
         return None
-    major, minor = torch.cuda.get_device_capability(torch.cuda.current_device())
-    return ArchInfo(major, minor)
+    if torch.cuda.device_count() == 1:
+        _single_device.append(ArchInfo(*torch.cuda.get_device_capability(0)))
+        return _single_device[0]
+    index = torch.cuda.current_device()
+    info = _device_arch.get(index)
+    if info is None:
+        info = ArchInfo(*torch.cuda.get_device_capability(index))
+        _device_arch[index] = info
+    return info
 
 
 def current_arch_or_none() -> ArchInfo | None:

@@ -154,7 +154,6 @@ def _translation_unit(
 
 @functools.cache
 def _versions() -> dict[str, str]:
-
     try:
         from importlib.metadata import version
 
@@ -176,7 +175,6 @@ class _Plan:
     cpp_flags: list[str]
     cuda_flags: list[str]
     ldflags: list[str]
-    needs_cuda: bool
 
 
 def _plan(
@@ -190,7 +188,7 @@ def _plan(
     extra_ldflags: Sequence[str],
     extra_include_paths: Sequence[Path],
 ) -> _Plan:
-
+    """Generate the sources and flags and compute the cache key (no compiler runs)."""
     name = module_name(markers)
     if not (cpp_files or cuda_files or cpp_wrappers or cuda_wrappers):
         raise ValueError(f"load_jit({name}): give cpp_files/cuda_files and wrappers to export")
@@ -254,7 +252,6 @@ def _plan(
         cpp_flags=[*cpp_flags, *include_flags],
         cuda_flags=[*cuda_flags, *include_flags],
         ldflags=ldflags,
-        needs_cuda=needs_cuda,
     )
 
 
@@ -286,7 +283,7 @@ def _run_compilers(commands: list[tuple[list[str], Path]], plan: _Plan, staging:
 
 
 def _build(plan: _Plan, staging: Path) -> Path:
-
+    """Compile and link in ``staging``; returns the library path there."""
     staging.mkdir(parents=True, exist_ok=False)
     cxx = host_compiler()
     compiles: list[tuple[list[str], Path]] = []

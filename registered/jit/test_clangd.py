@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import torch
 from helpers_jit_toolchain import REPO_ROOT, nvcc_missing_reason, run_python, subprocess_env
 
 from ci_runner import register_cpu_ci
@@ -72,6 +73,30 @@ def test_bad_cuda_target_is_a_usage_error(tmp_path):
     result = generate(tmp_path, "--cuda-target", "90")
     assert result.returncode == 2
     assert "error: --cuda-target: '90' is not a CUDA architecture" in result.stderr
+    assert not (tmp_path / ".clangd").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a visible GPU")
+def test_no_gpu_and_no_target_says_to_pass_one(tmp_path):
+    env = subprocess_env(tmp_path / "cache")
+    env.pop("TVM_FFI_CUDA_ARCH_LIST", None)
+    result = run_python(["-m", "jit_kernel"], env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "pass the target, e.g. `python -m jit_kernel --cuda-target 9.0`" in result.stderr
+    assert not (tmp_path / ".clangd").exists()
+
+
+def test_missing_cuda_is_reported(tmp_path):
+    env = subprocess_env(tmp_path / "cache", CUDA_HOME=str(tmp_path / "none"), PATH="/usr/bin:/bin")
+    code = (
+        "import jit_kernel.utils.toolchain as t, pathlib, sys\n"
+        f"t.DEFAULT_CUDA_ROOT = pathlib.Path({str(tmp_path / 'nodefault')!r})\n"
+        "from jit_kernel.__main__ import main\n"
+        "sys.exit(main(['--cuda-target', '9.0']))\n"
+    )
+    result = run_python(["-c", code], env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "error: nvcc (the CUDA toolkit) was not found" in result.stderr
     assert not (tmp_path / ".clangd").exists()
 
 

@@ -134,6 +134,14 @@ def test_cli_list_needs_no_compiler(tmp_path):
     [
         (["--arch", "hopper"], "error: --arch: 'hopper' is not a CUDA architecture"),
         (["--arch", "9.0", "--jobs", "0"], "--jobs must be at least 1, got 0"),
+        (
+            ["--arch", "9.0", "--package", "no_such_pkg_xyz"],
+            "error: --package no_such_pkg_xyz: cannot import it",
+        ),
+        (
+            ["--arch", "9.0", "--package", "jit_kernel.scale"],
+            "error: --package jit_kernel.scale: is a module",
+        ),
     ],
 )
 def test_cli_usage_errors(tmp_path, args, message):
