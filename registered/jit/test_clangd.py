@@ -13,7 +13,7 @@ from helpers_jit_toolchain import REPO_ROOT, nvcc_missing_reason, run_python, su
 
 from ci_runner import register_cpu_ci
 
-register_cpu_ci(est_time=48, suite="base-a-test-cpu")
+register_cpu_ci(est_time=45, suite="base-a-test-cpu")
 
 KERNEL_DIR = REPO_ROOT / "jit_kernel"
 CLANGD = shutil.which("clangd")

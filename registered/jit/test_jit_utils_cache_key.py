@@ -17,7 +17,7 @@ import jit_kernel.utils.compile as compile_mod
 from ci_runner import register_cpu_ci
 from jit_kernel.utils import JitCompileError, build_only, jit_module_path, load_jit, make_cpp_args
 
-register_cpu_ci(est_time=30, suite="base-a-test-cpu")
+register_cpu_ci(est_time=29, suite="base-a-test-cpu")
 
 
 @pytest.fixture

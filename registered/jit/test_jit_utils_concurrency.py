@@ -10,7 +10,7 @@ from helpers_jit_toolchain import run_python, subprocess_env, write_cpp_kernel
 
 from ci_runner import register_cpu_ci
 
-register_cpu_ci(est_time=25, suite="base-a-test-cpu")
+register_cpu_ci(est_time=23, suite="base-a-test-cpu")
 
 WORKERS = 4
 

@@ -13,7 +13,7 @@ from ci_runner import register_cpu_ci
 from jit_kernel.utils import JitToolchainError, build_only, load_jit, override_arch
 from jit_kernel.utils.toolchain import ccbin_flags, compiler_version, find_cuda_toolkit
 
-register_cpu_ci(est_time=13, suite="base-a-test-cpu")
+register_cpu_ci(est_time=11, suite="base-a-test-cpu")
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from jit_kernel.add_constant import add_constant
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 
-register_cuda_ci(est_time=23, suite="base-b-kernel-benchmark-1-gpu-large")
+register_cuda_ci(est_time=24, suite="base-b-kernel-benchmark-1-gpu-large")
 
 # The constant is a template argument of the JIT kernel: one value, one compiled module.
 CONSTANT = 16  # one of the constants jit_kernel.add_constant precompiles
