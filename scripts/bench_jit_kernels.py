@@ -9,8 +9,12 @@ Measures in one run:
 * device-to-device copy bandwidth: ``dst.copy_(src)`` of a >= 1 GiB buffer (bytes read + written),
   the reference every kernel is compared with;
 * ``scale`` (fp16/bf16/fp32) and ``add_constant`` (int32) at 2^24.. elements against torch eager
-  (``torch.mul``/``torch.add`` with ``out=``) and against ``copy_`` of the same tensors, timed
-  with CUDA events over a rotation of input sets large enough that L2 cannot hold them;
+  (``torch.mul``/``torch.add`` with ``out=``) and against ``copy_`` of the same tensors. Every
+  function is timed the same way, over input sets that together exceed L2 several times:
+  ``--timer graph`` (default) replays a CUDA graph of back-to-back calls through the project's own
+  ``jit_kernel.benchmark.marker.do_bench``, so launch gaps are not counted (METHOD: "for many
+  small launches, capture a graph"); ``--timer loop`` records CUDA events around a Python loop of
+  eager calls, which also counts the launch gaps of each call;
 * warm ``load_jit``: a fresh process whose disk cache is warm calls ``_jit_scale_module``;
 * per-call overhead: median wall time of 1000 calls on a 1-element tensor, ours vs torch.
 
@@ -38,6 +42,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from jit_kernel.add_constant import add_constant  # noqa: E402
+from jit_kernel.benchmark.marker import do_bench  # noqa: E402
 from jit_kernel.scale import scale  # noqa: E402
 
 GB = 1e9
@@ -89,18 +94,55 @@ def time_rotating(fn: Callable[[int], object], num_sets: int, min_ms: float = 50
     return statistics.median(samples)
 
 
-def copy_bandwidth() -> float:
+def time_graph(
+    fn: Callable[[torch.Tensor, torch.Tensor], object], src: torch.Tensor, out: torch.Tensor
+) -> float:
+    """Median seconds per call of ``fn(src, out)`` from CUDA-graph replays (our ``do_bench``).
+
+    do_bench clones ``(src, out)`` into as many input sets as its L2 rule needs and cycles the
+    graph's calls through them, so the working set cannot stay L2-resident.
+    """
+    result = do_bench(
+        fn,
+        input_args=(src, out),
+        metrics=(0.5,),
+        memory_args=None,
+        memory_output=None,
+        disable_log_bandwidth=True,
+    )
+    return result.times[0]
+
+
+def timed(
+    timer: str,
+    fn: Callable[[torch.Tensor, torch.Tensor], object],
+    srcs: list[torch.Tensor],
+    outs: list[torch.Tensor],
+) -> float:
+    """Seconds per call of ``fn`` with the chosen timer."""
+    if timer == "graph":
+        return time_graph(fn, srcs[0], outs[0])
+    return time_rotating(lambda i: fn(srcs[i], outs[i]), len(srcs))
+
+
+def copy_bandwidth(timer: str) -> float:
     """GB/s of ``dst.copy_(src)`` on a 1 GiB buffer, counting bytes read + written."""
     src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_(0, 255)
     dst = torch.empty_like(src)
-    seconds = time_rotating(lambda _: dst.copy_(src), 1, min_ms=200.0)
+    if timer == "graph":
+        seconds = time_graph(lambda s, d: d.copy_(s), src, dst)
+    else:
+        seconds = time_rotating(lambda _: dst.copy_(src), 1, min_ms=200.0)
     return 2 * COPY_BYTES / seconds / GB
 
 
-def make_sets(elements: int, dtype: torch.dtype) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """Enough (src, out) pairs that a rotation over them exceeds 4x the L2 size."""
+def make_sets(
+    elements: int, dtype: torch.dtype, num_sets: int | None = None
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """(src, out) pairs; by default enough that a rotation over them exceeds 4x the L2 size."""
     pair_bytes = 2 * elements * torch.empty(0, dtype=dtype).element_size()
-    num_sets = max(2, math.ceil(4 * l2_bytes() / pair_bytes))
+    if num_sets is None:
+        num_sets = max(2, math.ceil(4 * l2_bytes() / pair_bytes))
     if dtype.is_floating_point:
         srcs = [torch.randn(elements, dtype=dtype, device="cuda") for _ in range(num_sets)]
     else:
@@ -112,30 +154,30 @@ def make_sets(elements: int, dtype: torch.dtype) -> tuple[list[torch.Tensor], li
     return srcs, outs
 
 
-def bench_kernel(name: str, dtype: torch.dtype, elements: int, copy_gbps: float) -> Row:
-    srcs, outs = make_sets(elements, dtype)
+def bench_kernel(name: str, dtype: torch.dtype, elements: int, copy_gbps: float, timer: str) -> Row:
+    srcs, outs = make_sets(elements, dtype) if timer == "loop" else make_sets(elements, dtype, 1)
     if name == "scale":
 
-        def ours(i: int) -> object:
-            return scale(srcs[i], 1.5, out=outs[i])
+        def ours(src: torch.Tensor, out: torch.Tensor) -> object:
+            return scale(src, 1.5, out=out)
 
-        def ref(i: int) -> object:
-            return torch.mul(srcs[i], 1.5, out=outs[i])
+        def ref(src: torch.Tensor, out: torch.Tensor) -> object:
+            return torch.mul(src, 1.5, out=out)
     else:
 
-        def ours(i: int) -> object:
-            return add_constant(srcs[i], 7, out=outs[i])
+        def ours(src: torch.Tensor, out: torch.Tensor) -> object:
+            return add_constant(src, 7, out=out)
 
-        def ref(i: int) -> object:
-            return torch.add(srcs[i], 7, out=outs[i])
+        def ref(src: torch.Tensor, out: torch.Tensor) -> object:
+            return torch.add(src, 7, out=out)
 
-    ours(0)
+    ours(srcs[0], outs[0])
     torch.cuda.synchronize()
-    expected = ref(0).clone()
-    torch.testing.assert_close(ours(0), expected, rtol=0, atol=0)
-    t_ours = time_rotating(ours, len(srcs))
-    t_ref = time_rotating(ref, len(srcs))
-    t_copy = time_rotating(lambda i: outs[i].copy_(srcs[i]), len(srcs))
+    expected = ref(srcs[0], outs[0]).clone()
+    torch.testing.assert_close(ours(srcs[0], outs[0]), expected, rtol=0, atol=0)
+    t_ours = timed(timer, ours, srcs, outs)
+    t_ref = timed(timer, ref, srcs, outs)
+    t_copy = timed(timer, lambda s, o: o.copy_(s), srcs, outs)
     moved = 2 * elements * srcs[0].element_size()
     return Row(
         kernel=name,
@@ -232,14 +274,20 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path, help="also write all figures to this JSON file")
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument(
+        "--timer",
+        choices=("graph", "loop"),
+        default="graph",
+        help="graph: CUDA-graph replay via do_bench (default); loop: events around eager calls",
+    )
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench_jit_kernels: needs a CUDA GPU", file=sys.stderr)
         return 2
 
     device = torch.cuda.get_device_name()
-    copy_gbps = copy_bandwidth()
-    print(f"device: {device}; L2 {l2_bytes() >> 20} MiB")
+    copy_gbps = copy_bandwidth(args.timer)
+    print(f"device: {device}; L2 {l2_bytes() >> 20} MiB; timer: {args.timer}")
     print(f"D2D copy bandwidth (1 GiB, read + write): {copy_gbps:.0f} GB/s\n")
 
     rows: list[Row] = []
@@ -247,7 +295,7 @@ def main() -> int:
     cases.append(("add_constant", torch.int32))
     for log2 in args.sizes:
         for name, dtype in cases:
-            rows.append(bench_kernel(name, dtype, 1 << log2, copy_gbps))
+            rows.append(bench_kernel(name, dtype, 1 << log2, copy_gbps, args.timer))
             torch.cuda.empty_cache()
 
     header = (

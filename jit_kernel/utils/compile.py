@@ -2,7 +2,7 @@
 
 Cold path: generate a translation unit (``#include`` lines plus one
 ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` per wrapper), compile it with nvcc / ``$CXX`` in a private
-staging directory, then publish the ``.so`` atomically into
+staging directory (ninja runs the compile and link steps), then publish the ``.so`` atomically into
 ``<cache>/<module>_<key16>/<module>.so``. Warm path: that file exists, so it is loaded directly
 (no ninja, no compiler). See :mod:`jit_kernel.utils.sources` for what the key covers.
 """
@@ -19,8 +19,6 @@ import re
 import shlex
 import shutil
 import socket
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,6 +32,7 @@ import tvm_ffi.libinfo
 from ci_runner.env import get_bool_env
 from jit_kernel.utils.arch import get_jit_cuda_arch
 from jit_kernel.utils.cache_dir import cache_root
+from jit_kernel.utils.ninja_build import BuildStep, BuildStepError, run_ninja
 from jit_kernel.utils.sources import Root, source_closure
 from jit_kernel.utils.toolchain import (
     ccbin_flags,
@@ -255,59 +254,30 @@ def _plan(
     )
 
 
-def _run_compilers(commands: list[tuple[list[str], Path]], plan: _Plan, staging: Path) -> None:
-    """Run the commands (in parallel), raising JitCompileError for the first that fails."""
-    verbose = get_bool_env(VERBOSE_ENV)
-    running = []
-    for command, source in commands:
-        if verbose:
-            print(f"[jit_kernel] {shlex.join(command)}", file=sys.stderr)
-        proc = subprocess.Popen(
-            command, cwd=staging, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        running.append((proc, command, source))
-    failure = None
-    for proc, command, source in running:
-        output, _ = proc.communicate()
-        if proc.returncode != 0 and failure is None:
-            failure = (proc.returncode, command, source, output)
-    if failure is not None:
-        code, command, source, output = failure
-        raise JitCompileError(
-            f"failed to build JIT module {plan.name!r} (cache key {plan.key})\n"
-            f"command (exit code {code}):\n  {shlex.join(command)}\n"
-            f"compiler output:\n{output.rstrip()}\n"
-            f"generated source: {source}\n"
-            f"build directory (kept for inspection): {staging}"
-        )
-
-
 def _build(plan: _Plan, staging: Path) -> Path:
-    """Compile and link in ``staging``; returns the library path there."""
+    """Compile and link in ``staging`` with ninja; returns the library path there."""
     staging.mkdir(parents=True, exist_ok=False)
     cxx = host_compiler()
-    compiles: list[tuple[list[str], Path]] = []
-    objects: list[str] = []
+    steps: list[BuildStep] = []
+    ldflags: list[str] = []
     if plan.cpp_source is not None:
         source = staging / "main.cpp"
         source.write_text(plan.cpp_source)
-        compiles.append(([cxx, *plan.cpp_flags, "-c", str(source), "-o", "main.o"], source))
-        objects.append("main.o")
-    ldflags: list[str] = []
+        command = (cxx, *plan.cpp_flags, "-c", str(source), "-o", "main.o")
+        steps.append(BuildStep("main.o", ("main.cpp",), command, source))
     if plan.cuda_source is not None:
         toolkit = find_cuda_toolkit()
         source = staging / "cuda.cu"
         source.write_text(plan.cuda_source)
-        command = [str(toolkit.nvcc), *plan.cuda_flags, "-c", str(source), "-o", "cuda.o"]
-        compiles.append((command, source))
-        objects.append("cuda.o")
+        command = (str(toolkit.nvcc), *plan.cuda_flags, "-c", str(source), "-o", "cuda.o")
+        steps.append(BuildStep("cuda.o", ("cuda.cu",), command, source))
         cudart = str(toolkit.cudart_dir)
         ldflags = [f"-L{cudart}", "-lcudart", f"-Wl,-rpath,{cudart}"]
     (staging / "key.json").write_text(json.dumps(plan.key_material, indent=1, sort_keys=True))
-    _run_compilers(compiles, plan, staging)
-    library = staging / f"{plan.name}.so"
+    objects = tuple(step.output for step in steps)
+    library = f"{plan.name}.so"
     tvm_lib = Path(tvm_ffi.libinfo.find_libtvm_ffi())
-    link = [
+    link = (
         cxx,
         "-shared",
         *objects,
@@ -316,10 +286,20 @@ def _build(plan: _Plan, staging: Path) -> Path:
         *ldflags,
         *plan.ldflags,
         "-o",
-        str(library),
-    ]
-    _run_compilers([(link, compiles[-1][1])], plan, staging)
-    return library
+        library,
+    )
+    steps.append(BuildStep(library, objects, link, steps[-1].source))
+    try:
+        run_ninja(staging, steps, verbose=get_bool_env(VERBOSE_ENV))
+    except BuildStepError as failure:
+        raise JitCompileError(
+            f"failed to build JIT module {plan.name!r} (cache key {plan.key})\n"
+            f"command (exit code {failure.exit_code}):\n  {shlex.join(failure.step.command)}\n"
+            f"compiler output:\n{failure.output.rstrip()}\n"
+            f"generated source: {failure.step.source}\n"
+            f"build directory (kept for inspection): {staging}"
+        ) from None
+    return staging / library
 
 
 def _publish(staged: Path, target: Path, replace: bool) -> None:
