@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Everything that needs a GPU, in one go, the way CI runs it: the unit suite, the nightly suite
+# (full grids), the benchmark suite, compute-sanitizer memcheck over the kernel tests, and the
+# kernel bandwidth benchmark. Logs go to $OUT (default ./gpu-verify). Exit code: non-zero if any
+# step failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-verify}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 SGLANG_IS_IN_CI="${SGLANG_IS_IN_CI:-1}"
+export JIT_KERNEL_CACHE_DIR="${JIT_KERNEL_CACHE_DIR:-$OUT/jit-cache}"
+PY="${PYTHON:-python3}"
+status=0
+step() {  # step NAME COMMAND...: run, keep the log, remember a failure
+  local name=$1; shift
+  echo "=== $name: $*"
+  "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  tail -n "${TAIL_LINES:-40}" "$OUT/$name.log"
+  echo "=== $name: exit $rc"
+  [ "$rc" -eq 0 ] || status=1
+}
+step precompile "$PY" -m jit_kernel precompile
+step unit "$PY" run_suite.py --hw cuda --suite base-b-kernel-unit-1-gpu-large \
+  --junit-xml "$OUT/unit.xml" --continue-on-error
+step nightly "$PY" run_suite.py --hw cuda --suite nightly-kernel-1-gpu --nightly --continue-on-error
+step bench_suite "$PY" run_suite.py --hw cuda --suite base-b-kernel-benchmark-1-gpu-large
+step memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
+  --target-processes all "$PY" -m pytest -q -p no:cacheprovider \
+  registered/jit/test_add_constant.py registered/jit/test_scale.py
+step bench_kernels "$PY" scripts/bench_jit_kernels.py --json "$OUT/bench_kernels.json" --check
+exit "$status"
