@@ -24,7 +24,7 @@ step precompile "$PY" -m jit_kernel precompile
 step unit "$PY" run_suite.py --hw cuda --suite base-b-kernel-unit-1-gpu-large \
   --junit-xml "$OUT/unit.xml" --continue-on-error
 step nightly "$PY" run_suite.py --hw cuda --suite nightly-kernel-1-gpu --nightly --continue-on-error
-step bench_suite "$PY" run_suite.py --hw cuda --suite base-b-kernel-benchmark-1-gpu-large
+step bench_suite "$PY" run_suite.py --hw cuda --suite base-b-kernel-benchmark-1-gpu-large --show-output
 step memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
   --target-processes all "$PY" -m pytest -q -p no:cacheprovider \
   registered/jit/test_add_constant.py registered/jit/test_scale.py
