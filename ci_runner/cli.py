@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
+from ci_runner.cli_errors import EXIT_USAGE, usage_error
 from ci_runner.collector import collect
 from ci_runner.env import EnvVarError
 from ci_runner.execution.api import (
@@ -28,7 +29,6 @@ from ci_runner.planner import Plan, plan
 from ci_runner.selection import Selection, SelectionError, parse_suite_list, select
 
 EXIT_OK = 0
-EXIT_USAGE = 2
 MAX_SHARDS = 4096
 
 
@@ -128,12 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except (CatalogError, EnvVarError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(exc)
     except SelectionError as exc:
-        for message in exc.messages:
-            print(f"error: {message}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(*exc.messages)
 
 
 def _load(args: argparse.Namespace) -> Catalog:
@@ -172,8 +169,7 @@ def _run(args: argparse.Namespace) -> int:
                 list(selection.files), list(selection.suites), args.matrix_target_minutes
             )
         except ValueError as exc:  # ci_runner.matrix.MatrixError: a suite cannot be sharded
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error(exc)
         print(json.dumps(matrix))
         return EXIT_OK
     shard_count = args.auto_partition_size or 1

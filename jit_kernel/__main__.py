@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ci_runner.cli_errors import usage_error
 from jit_kernel.utils.arch import ArchError, current_arch_or_none, parse_arch
 from jit_kernel.utils.toolchain import JitToolchainError
 
@@ -68,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         return write_clangd(args.output, arch, args.overwrite)
     except (ArchError, JitToolchainError, ImportError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return usage_error(error)
 
 
 if __name__ == "__main__":

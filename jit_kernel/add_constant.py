@@ -10,8 +10,15 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from jit_kernel.scale import check_out, flat
-from jit_kernel.utils import cache_once, load_jit, make_cpp_args, register_precompile
+from jit_kernel.utils import (
+    cache_once,
+    contiguous_src_and_out,
+    flat,
+    load_jit,
+    make_cpp_args,
+    per_device_modules,
+    register_precompile,
+)
 
 if TYPE_CHECKING:
     from tvm_ffi.module import Module
@@ -34,17 +41,8 @@ def _jit_add_constant_module(constant: int) -> Module:
 
 register_precompile(_jit_add_constant_module, [(1,), (-1,), (16,)])
 
-# Per-call fast path, as in jit_kernel.scale: (constant, device index) -> module.
-_modules: dict[tuple[int, int], Module] = {}
-
-
-def _module_for(src: torch.Tensor, constant: int) -> Module:
-    key = (constant, src.get_device())
-    module = _modules.get(key)
-    if module is None:
-        with torch.cuda.device(src.device):
-            module = _modules[key] = _jit_add_constant_module(constant)
-    return module
+# (constant, device index) -> module
+_module_for = per_device_modules(_jit_add_constant_module)
 
 
 def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -68,11 +66,6 @@ def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = No
             f"add_constant: constant {constant} is outside the int32 range "
             f"[{INT32_MIN}, {INT32_MAX}]"
         )
-    if not src.is_contiguous():
-        src = src.contiguous()
-    if out is None:
-        out = torch.empty_like(src)
-    else:
-        check_out(out, src, "add_constant")
-    _module_for(src, constant).add_constant(flat(out), flat(src))
+    src, out = contiguous_src_and_out(src, out, "add_constant")
+    _module_for(constant, src).add_constant(flat(out), flat(src))
     return out

@@ -13,9 +13,12 @@ import torch
 
 from jit_kernel.utils import (
     cache_once,
+    contiguous_src_and_out,
+    flat,
     is_arch_support_pdl,
     load_jit,
     make_cpp_args,
+    per_device_modules,
     register_precompile,
 )
 
@@ -39,23 +42,7 @@ def _jit_scale_module(dtype: torch.dtype) -> Module:
 
 register_precompile(_jit_scale_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
 
-# Per-call fast path: (dtype, device index) -> module. cache_once keys by the current device's
-# arch, which costs a few microseconds per call; a device index always has one arch.
-_modules: dict[tuple[torch.dtype, int], Module] = {}
-
-
-def _module_for(src: torch.Tensor) -> Module:
-    key = (src.dtype, src.get_device())
-    module = _modules.get(key)
-    if module is None:
-        with torch.cuda.device(src.device):
-            module = _modules[key] = _jit_scale_module(src.dtype)
-    return module
-
-
-def flat(tensor: torch.Tensor) -> torch.Tensor:
-    """A contiguous tensor as 1-D (no copy)."""
-    return tensor if tensor.dim() == 1 else tensor.view(-1)
+_module_for = per_device_modules(_jit_scale_module)  # (dtype, device index) -> module
 
 
 def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -72,25 +59,6 @@ def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> 
         raise RuntimeError(
             f"scale: unsupported dtype {src.dtype}; supported: float16, bfloat16, float32"
         )
-    if not src.is_contiguous():
-        src = src.contiguous()
-    if out is None:
-        out = torch.empty_like(src)
-    else:
-        check_out(out, src, "scale")
-    _module_for(src).scale(flat(out), flat(src), float(factor))
+    src, out = contiguous_src_and_out(src, out, "scale")
+    _module_for(src.dtype, src).scale(flat(out), flat(src), float(factor))
     return out
-
-
-def check_out(out: torch.Tensor, src: torch.Tensor, op: str) -> None:
-    """Raise RuntimeError unless ``out`` can receive the result for ``src``."""
-    if out.device != src.device:
-        raise RuntimeError(f"{op}: out is on {out.device} but src is on {src.device}")
-    if out.dtype != src.dtype:
-        raise RuntimeError(f"{op}: out has dtype {out.dtype} but src has dtype {src.dtype}")
-    if out.shape != src.shape:
-        raise RuntimeError(
-            f"{op}: out has shape {tuple(out.shape)} but src has shape {tuple(src.shape)}"
-        )
-    if not out.is_contiguous():
-        raise RuntimeError(f"{op}: out must be contiguous, got strides {out.stride()}")

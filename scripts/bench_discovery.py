@@ -28,24 +28,18 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(REPO_ROOT / "registered" / "ci_runner"))  # the shared tree builder
+
+from tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
 
 from ci_runner.catalog import load_catalog  # noqa: E402
 from ci_runner.collector import collect  # noqa: E402
 
-CATALOG = """\
-[tool.ci-runner]
-registered-dir = "registered"
-
-[[tool.ci-runner.suites]]
-name = "unit-cpu"
-hw = "cpu"
-gpus-per-file = 0
-
-[[tool.ci-runner.suites]]
-name = "extra-cpu"
-hw = "cpu"
-gpus-per-file = 0
-"""
+CATALOG = catalog_toml(
+    suite_toml("unit-cpu", "cpu", gpus_per_file=0),
+    suite_toml("extra-cpu", "cpu", gpus_per_file=0),
+    registered_dir="registered",
+)
 
 FILE_TEMPLATE = '''\
 """Generated test file {index}."""
@@ -91,17 +85,16 @@ if __name__ == "__main__":
 def generate(root: Path, count: int, seed: int = 0) -> None:
     """Write the catalog and ``count`` registered files under ``root``."""
     rng = random.Random(seed)
-    (root / "pyproject.toml").write_text(CATALOG, encoding="utf-8")
+    files = {}
     for index in range(count):
-        folder = root / "registered" / f"area_{index % 50:02d}"
-        folder.mkdir(parents=True, exist_ok=True)
         est = round(rng.lognormvariate(3.0, 1.0), 1) + 1
         lines = [f'register_cpu_ci(est_time={est}, suite="unit-cpu")']
         if index % 7 == 0:
             lines.append(f'register_cpu_ci(est_time={est}, suite="extra-cpu", disabled="slow")')
-        source = FILE_TEMPLATE.format(index=index, registrations="\n".join(lines))
         prefix = "bench" if index % 10 == 0 else "test"
-        (folder / f"{prefix}_{index:05d}.py").write_text(source, encoding="utf-8")
+        rel = f"area_{index % 50:02d}/{prefix}_{index:05d}.py"
+        files[rel] = FILE_TEMPLATE.format(index=index, registrations="\n".join(lines))
+    write_tree(root, CATALOG, files, under="registered")
 
 
 def time_collect(root: Path, repeat: int, workers: int | None) -> tuple[float, float, int, int]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ci_runner.cli_errors import usage_error
 from ci_runner.env import (
     DISABLE_LOG_BANDWIDTH,
     IS_IN_CI,
@@ -25,7 +25,7 @@ from ci_runner.env import (
 )
 from ci_runner.execution.file_runner import RunSettings
 from ci_runner.execution.gpu_slots import SlotError, SlotSet, resolve_slots, slots_needed
-from ci_runner.execution.outcomes import DISABLED, EXIT_USAGE, NOT_RUN
+from ci_runner.execution.outcomes import DISABLED, NOT_RUN
 from ci_runner.execution.process_tree import set_child_subreaper
 from ci_runner.execution.retry import RetryPolicy
 from ci_runner.execution.shard_runner import Job, ShardRunner, run_jobs
@@ -274,26 +274,22 @@ def _mode(args: argparse.Namespace, policy: RetryPolicy) -> str:
     return ", ".join(parts)
 
 
-def _usage_error(message: str) -> int:
-    print(f"run_suite: error: {message}", file=sys.stderr, flush=True)
-    return EXIT_USAGE
-
-
 def execute_shard(files: Sequence[FileToRun], ctx: ShardContext, args: argparse.Namespace) -> int:
     """Run the shard's ``files`` (longest first), write the reports, return the exit code."""
     message = check_boolean_environment()
     if message:
-        return _usage_error(message)
+        return usage_error(message, prog="run_suite")
     try:
         slots: SlotSet = resolve_slots(ctx.hw, args.gpus, args.gpu_ids)
     except SlotError as exc:
-        return _usage_error(str(exc))
+        return usage_error(exc, prog="run_suite")
     too_big = [f for f in files if slots_needed(f.gpus) > len(slots.ids)]
     if too_big:
         first = too_big[0]
-        return _usage_error(
+        return usage_error(
             f"{first.path} (suite {first.suite}) needs {first.gpus} GPUs but this shard has "
-            f"{slots.describe()}; pass --gpus N or --gpu-ids on a machine with enough GPUs"
+            f"{slots.describe()}; pass --gpus N or --gpu-ids on a machine with enough GPUs",
+            prog="run_suite",
         )
     policy = _retry_policy(args)
     nightly = bool(ctx.nightly or getattr(args, "nightly", False))
@@ -341,7 +337,7 @@ def execute_shard(files: Sequence[FileToRun], ctx: ShardContext, args: argparse.
             try:
                 reports.start(start_results)
             except OSError as exc:
-                return _usage_error(f"cannot write a report file: {exc}")
+                return usage_error(f"cannot write a report file: {exc}", prog="run_suite")
             reports.console.header(info, len(jobs))
             runner = ShardRunner(
                 jobs, slots, settings, reports, stop,

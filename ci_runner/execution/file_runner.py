@@ -228,7 +228,7 @@ def run_attempt(
     token = uuid.uuid4().hex
     env = child_environment(settings, gpu_ids, pin_gpus, junit_path, number, token)
     start = time.monotonic()
-    with open(out_path, "wb") as output:
+    with open(out_path, "wb") as output, process_tree.spawn_guard():
         try:
             proc = process_tree.spawn_in_new_session(
                 [settings.python, path], settings.root, env, output
@@ -241,7 +241,7 @@ def run_attempt(
                 (_file_case(path, "failed", 0.0, reason, reason, FAILED),),
                 False, str(out_path), size_of(out_path), reason, False, timeout,
             )  # fmt: skip
-    process_tree.register_root(proc.pid)
+        process_tree.register_root(proc.pid)
     try:
         root = psutil.Process(proc.pid)
     except psutil.Error:

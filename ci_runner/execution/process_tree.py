@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -83,6 +83,20 @@ def spawn_in_new_session(
 
 _ACTIVE_ROOTS: set[int] = set()  # pids of running files' own processes; their Popen reaps them
 _ACTIVE_LOCK = threading.Lock()
+_SPAWN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def spawn_guard() -> Iterator[None]:
+    """Hold while starting a file and registering its pid (:func:`register_root`).
+
+    Between fork and exec a new file's process still has the runner's environment (no token of
+    its own) and the runner as parent, so a concurrent leftover sweep for another file would
+    take it for that file's orphan. The sweeps hold this lock too, so they never see a process
+    in that window.
+    """
+    with _SPAWN_LOCK:
+        yield
 
 
 def register_root(pid: int) -> None:
@@ -141,21 +155,22 @@ def find_file_processes(root: psutil.Process, token: str) -> list[psutil.Process
                 found[child.pid] = child
         except psutil.Error:
             pass
-    try:
-        mine = (
-            psutil.Process().children(recursive=True)
-            if _subreaper_active
-            else list(psutil.process_iter())
-        )
-    except psutil.Error:
-        mine = []
-    with _ACTIVE_LOCK:
-        others = _ACTIVE_ROOTS - {root.pid}
-    for proc in mine:
-        if proc.pid in found or proc.pid in others or proc.pid == root.pid:
-            continue
-        if _belongs_to(proc, token, root.pid, started_at):
-            found[proc.pid] = proc
+    with _SPAWN_LOCK:  # no sibling file is between fork and registration meanwhile
+        try:
+            mine = (
+                psutil.Process().children(recursive=True)
+                if _subreaper_active
+                else list(psutil.process_iter())
+            )
+        except psutil.Error:
+            mine = []
+        with _ACTIVE_LOCK:
+            others = _ACTIVE_ROOTS - {root.pid}
+        for proc in mine:
+            if proc.pid in found or proc.pid in others or proc.pid == root.pid:
+                continue
+            if _belongs_to(proc, token, root.pid, started_at):
+                found[proc.pid] = proc
     return [p for p in found.values() if _is_running(p)]
 
 

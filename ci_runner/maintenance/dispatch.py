@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
+from ci_runner.cli_errors import usage_error
 
 WORKFLOW_DIR = ".github/workflows"
 SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "{", "}"})
@@ -369,8 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             invocations += found
             problems += issues
     except (CatalogError, DispatchInputError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(exc)
     if args.verbose:
         for inv in invocations:
             kind = "plans" if inv.planning else "runs"

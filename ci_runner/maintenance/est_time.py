@@ -18,7 +18,6 @@ import argparse
 import ast
 import json
 import math
-import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 from ci_runner.catalog import CatalogError, find_root
+from ci_runner.cli_errors import usage_error
 from ci_runner.markers import MARKER_BACKENDS, MARKER_PARAMETERS
 
 PASSING = frozenset({"passed", "flaky"})
@@ -266,8 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = args.root.resolve() if args.root else find_root(Path.cwd())
         samples = load_samples(args.timings)
     except (CatalogError, EstTimeInputError) as exc:
-        print(f"update_est_time: error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(exc, prog="update_est_time")
 
     drifts: list[Drift] = []
     edits: dict[str, list[tuple[EstTimeLiteral, int]]] = defaultdict(list)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 from junitparser import JUnitXml, TestSuite
+
+from ci_runner.cli_errors import usage_error
 
 PASSING = frozenset({"passed", "flaky"})
 NOT_PASSING = frozenset({"failed", "timeout", "crashed", "not_run"})
@@ -267,8 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = load_plan(args.plan)
         entries = load_reports(args.junit_dir)
     except MergeInputError as exc:
-        print(f"merge_junit: error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(exc, prog="merge_junit")
     result = check(plan, entries)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ci_runner.catalog import CatalogError, find_root, load_catalog
+from ci_runner.cli_errors import usage_error
 from ci_runner.collector import collect, scan_markers
 from ci_runner.markers import MARKER_BACKENDS
 from ci_runner.model import Problem
@@ -99,11 +100,9 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
     try:
         root = _root(args.root)
     except CatalogError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(exc)
     if not root.is_dir():
-        print(f"error: --root {args.root}: not a directory", file=sys.stderr)
-        return 2
+        return usage_error(f"--root {args.root}: not a directory")
     try:
         registered_dir = load_catalog(root).registered_dir + "/"
     except CatalogError:  # a broken catalog is check_registered_tests' business
@@ -111,11 +110,7 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
     if args.package:
         missing = [p for p in args.package if not (root / p).is_dir()]
         if missing:
-            print(
-                f"error: --package {', '.join(missing)}: not a directory under {root}",
-                file=sys.stderr,
-            )
-            return 2
+            return usage_error(f"--package {', '.join(missing)}: not a directory under {root}")
         packages = args.package
     else:
         packages = discover_packages(root)
@@ -145,8 +140,7 @@ def main_registered_tests(argv: Sequence[str] | None = None) -> int:
     try:
         files, problems = registered_tree_problems(_root(args.root))
     except CatalogError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(exc)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:

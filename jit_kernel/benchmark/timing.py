@@ -68,19 +68,29 @@ def calls_per_replay(input_sets: int, target: int = TARGET_CALLS_PER_REPLAY) -> 
     return input_sets * max(1, math.ceil(target / input_sets))
 
 
-def select_clone_indices(selection: object, input_args: Sequence[Any]) -> tuple[int, ...]:
-    """Validate ``graph_clone_args``: ``"all"``, ``None`` or an iterable of argument indices."""
+def _clone_selection(selection: object, option: str, expected: str) -> Iterable[Any] | None:
+    """The items a ``graph_clone_*`` selection names: ``None`` for ``"all"``, ``()`` for ``None``.
+
+    A string or a non-iterable raises DoBenchError naming ``option`` and what it ``expected``.
+    """
     if isinstance(selection, str) and selection == "all":
-        return tuple(range(len(input_args)))
+        return None
     if selection is None:
         return ()
     if isinstance(selection, str | bytes) or not isinstance(selection, Iterable):
         raise DoBenchError(
-            f"do_bench: graph_clone_args must be 'all', None or indices into input_args, "
-            f"got {selection!r}"
+            f"do_bench: {option} must be 'all', None or {expected}, got {selection!r}"
         )
+    return selection
+
+
+def select_clone_indices(selection: object, input_args: Sequence[Any]) -> tuple[int, ...]:
+    """Validate ``graph_clone_args``: ``"all"``, ``None`` or an iterable of argument indices."""
+    chosen = _clone_selection(selection, "graph_clone_args", "indices into input_args")
+    if chosen is None:
+        return tuple(range(len(input_args)))
     indices = []
-    for index in selection:
+    for index in chosen:
         if isinstance(index, bool) or not isinstance(index, int):
             raise DoBenchError(f"do_bench: graph_clone_args entry {index!r} is not an int index")
         if not -len(input_args) <= index < len(input_args):
@@ -94,17 +104,11 @@ def select_clone_indices(selection: object, input_args: Sequence[Any]) -> tuple[
 
 def select_clone_keys(selection: object, input_kwargs: Mapping[str, Any]) -> tuple[str, ...]:
     """Validate ``graph_clone_kwargs``: ``"all"``, ``None`` or an iterable of keys."""
-    if isinstance(selection, str) and selection == "all":
+    chosen = _clone_selection(selection, "graph_clone_kwargs", "keys of input_kwargs")
+    if chosen is None:
         return tuple(input_kwargs)
-    if selection is None:
-        return ()
-    if isinstance(selection, str | bytes) or not isinstance(selection, Iterable):
-        raise DoBenchError(
-            f"do_bench: graph_clone_kwargs must be 'all', None or keys of input_kwargs, "
-            f"got {selection!r}"
-        )
     keys = []
-    for key in selection:
+    for key in chosen:
         if key not in input_kwargs:
             raise DoBenchError(
                 f"do_bench: graph_clone_kwargs key {key!r} is not in input_kwargs "

@@ -1,4 +1,4 @@
-"""Public helpers for JIT kernels: building (load_jit), caching, C++ arguments and CI switches."""
+"""Public helpers for JIT kernels: load_jit, caching, C++ arguments, CI switches, wrapper checks."""
 
 from jit_kernel.utils.arch import (
     ArchError,
@@ -20,6 +20,12 @@ from jit_kernel.utils.compile import (
 from jit_kernel.utils.cpp_args import CPP_DTYPE_MAP, CPPArgList, make_cpp_args
 from jit_kernel.utils.registry import register_precompile
 from jit_kernel.utils.toolchain import JitToolchainError
+from jit_kernel.utils.wrapper_args import (
+    check_out,
+    contiguous_src_and_out,
+    flat,
+    per_device_modules,
+)
 
 __all__ = [
     "CPP_DTYPE_MAP",
@@ -32,6 +38,9 @@ __all__ = [
     "JitToolchainError",
     "build_only",
     "cache_once",
+    "check_out",
+    "contiguous_src_and_out",
+    "flat",
     "get_ci_test_range",
     "get_jit_cuda_arch",
     "is_arch_support_pdl",
@@ -40,6 +49,7 @@ __all__ = [
     "load_jit",
     "make_cpp_args",
     "override_arch",
+    "per_device_modules",
     "register_precompile",
     "should_run_full_tests",
 ]

@@ -15,67 +15,48 @@ from pathlib import Path
 
 import psutil
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tree_builder import REPO_ROOT, catalog_toml, suite_toml, write_tree
+
 RUN_SUITE = REPO_ROOT / "run_suite.py"
 
-CATALOG = """\
-[tool.ci-runner]
-registered-dir = "registered"
-
-[[tool.ci-runner.suites]]
-name = "cpu-suite"
-hw = "cpu"
-gpus-per-file = 0
-timeout-per-file = 60
-
-[[tool.ci-runner.suites]]
-name = "gpu-suite"
-hw = "cuda"
-gpus-per-file = 1
-timeout-per-file = 60
-
-[[tool.ci-runner.suites]]
-name = "gpu2-suite"
-hw = "cuda"
-gpus-per-file = 2
-timeout-per-file = 60
-"""
+CATALOG = catalog_toml(
+    suite_toml("cpu-suite", "cpu", gpus_per_file=0, timeout_per_file=60),
+    suite_toml("gpu-suite", "cuda", gpus_per_file=1, timeout_per_file=60),
+    suite_toml("gpu2-suite", "cuda", gpus_per_file=2, timeout_per_file=60),
+    registered_dir="registered",
+)
 
 PYTEST_MAIN = 'if __name__ == "__main__":\n    sys.exit(pytest.main([__file__, "-q"]))\n'
 SCRIPT_MAIN = 'if __name__ == "__main__":\n    sys.exit(main())\n'
 
 
-def pytest_file(body: str, est: float = 1, suite: str = "cpu-suite", marker: str = "cpu") -> str:
-    """A registered pytest file with ``body`` (test functions) and the standard main block."""
+def _registered_file(body: str, est: float, suite: str, marker: str, use_pytest: bool) -> str:
+    """Imports, one registration, dedented ``body``, then the pytest or script main block."""
+    imports = "import sys\n\nimport pytest\n\n" if use_pytest else "import sys\n\n"
     return (
-        f"import sys\n\nimport pytest\n\nfrom ci_runner import register_{marker}_ci\n\n"
+        f"{imports}from ci_runner import register_{marker}_ci\n\n"
         f'register_{marker}_ci(est_time={est}, suite="{suite}")\n\n'
         + textwrap.dedent(body).strip()
         + "\n\n\n"
-        + PYTEST_MAIN
+        + (PYTEST_MAIN if use_pytest else SCRIPT_MAIN)
     )
+
+
+def pytest_file(body: str, est: float = 1, suite: str = "cpu-suite", marker: str = "cpu") -> str:
+    """A registered pytest file with ``body`` (test functions) and the standard main block."""
+    return _registered_file(body, est, suite, marker, use_pytest=True)
 
 
 def script_file(body: str, est: float = 1, suite: str = "cpu-suite", marker: str = "cpu") -> str:
     """A registered non-pytest file: ``body`` must define ``main() -> int``."""
-    return (
-        f"import sys\n\nfrom ci_runner import register_{marker}_ci\n\n"
-        f'register_{marker}_ci(est_time={est}, suite="{suite}")\n\n'
-        + textwrap.dedent(body).strip()
-        + "\n\n\n"
-        + SCRIPT_MAIN
-    )
+    return _registered_file(body, est, suite, marker, use_pytest=False)
 
 
 def make_tree(root: Path, files: dict[str, str]) -> Path:
     """Write the catalog and ``files`` (paths relative to ``registered/``) under ``root``."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pyproject.toml").write_text(CATALOG)
-    for rel, text in files.items():
-        path = root / "registered" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+    return write_tree(root, CATALOG, files, under="registered")
 
 
 def runner_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -2,52 +2,30 @@
 
 from __future__ import annotations
 
-import textwrap
+import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parent))
 
-CATALOG = """\
-[tool.ci-runner]
-registered-dir = "registered"
+from tree_builder import REPO_ROOT as REPO_ROOT  # re-exported: the tests import it from here
+from tree_builder import catalog_toml, suite_toml, write_tree
 
-[[tool.ci-runner.suites]]
-name = "unit-cpu"
-hw = "cpu"
-renamed-from = ["old-unit-cpu"]
-gpus-per-file = 0
-timeout-per-file = 60
-runner = "ubuntu-latest"
-job-timeout-minutes = 30
-
-[[tool.ci-runner.suites]]
-name = "extra-cpu"
-hw = "cpu"
-gpus-per-file = 0
-runner = "ubuntu-latest"
-job-timeout-minutes = 30
-
-[[tool.ci-runner.suites]]
-name = "unit-1-gpu"
-hw = "cuda"
-gpus-per-file = 1
-runner = "1-gpu-h100"
-job-timeout-minutes = 60
-
-[[tool.ci-runner.suites]]
-name = "unit-8-gpu"
-hw = "cuda"
-gpus-per-file = 8
-runner = "8-gpu-h200"
-job-timeout-minutes = 60
-
-[[tool.ci-runner.suites]]
-name = "nightly-1-gpu"
-hw = "cuda"
-nightly = true
-runner = "1-gpu-h100"
-job-timeout-minutes = 240
-"""
+CATALOG = catalog_toml(
+    suite_toml(
+        "unit-cpu",
+        "cpu",
+        renamed_from=["old-unit-cpu"],
+        gpus_per_file=0,
+        timeout_per_file=60,
+        runner="ubuntu-latest",
+        job_timeout_minutes=30,
+    ),
+    suite_toml("extra-cpu", "cpu", gpus_per_file=0, runner="ubuntu-latest", job_timeout_minutes=30),
+    suite_toml("unit-1-gpu", "cuda", gpus_per_file=1, runner="1-gpu-h100", job_timeout_minutes=60),
+    suite_toml("unit-8-gpu", "cuda", gpus_per_file=8, runner="8-gpu-h200", job_timeout_minutes=60),
+    suite_toml("nightly-1-gpu", "cuda", nightly=True, runner="1-gpu-h100", job_timeout_minutes=240),
+    registered_dir="registered",
+)
 
 MAIN_BLOCK = 'if __name__ == "__main__":\n    sys.exit(pytest.main([__file__, "-v"]))\n'
 
@@ -78,13 +56,8 @@ def script_file(registration: str, exit_code: int = 0, sleep: float = 0.0) -> st
 
 def make_repo(root: Path, files: dict[str, str], catalog: str = CATALOG) -> Path:
     """Write ``pyproject.toml`` and ``files`` (path -> source, dedented) under ``root``."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pyproject.toml").write_text(catalog, encoding="utf-8")
+    write_tree(root, catalog, files, dedent=True)
     (root / "registered").mkdir(exist_ok=True)
-    for rel, source in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(source), encoding="utf-8")
     return root
 
 

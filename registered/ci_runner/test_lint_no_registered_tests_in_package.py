@@ -1,6 +1,5 @@
 """Lint: a register_*_ci(...) call inside a package (shipped, never collected) fails the commit."""
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -9,25 +8,18 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.registration_lints import main_no_tests_in_package as main
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tree_builder import catalog_toml, run_script, suite_toml, write_tree
+
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
-CATALOG = """\
-[tool.ci-runner]
-registered-dir = "tests/registered"
-[[tool.ci-runner.suites]]
-name = "s"
-hw = "cuda"
-"""
+CATALOG = catalog_toml(suite_toml("s", "cuda"), registered_dir="tests/registered")
 
 
 def make_repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    (tmp_path / "pyproject.toml").write_text(CATALOG)
-    for rel, text in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path
+    return write_tree(tmp_path, CATALOG, files)
 
 
 def test_this_repository_is_clean():
@@ -104,12 +96,7 @@ def test_package_option_and_errors(tmp_path, capsys):
 
 def test_script_entry_point(tmp_path):
     make_repo(tmp_path, {"src/pkg/__init__.py": "", "src/pkg/t.py": "register_cuda_ci(1, 's')\n"})
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "check_no_registered_tests_in_package.py")],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    proc = run_script("check_no_registered_tests_in_package.py", tmp_path)
     assert proc.returncode == 1
     assert "src/pkg/t.py:1:1: registers a CI test" in proc.stderr
 

@@ -9,16 +9,14 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.registration_lints import main_registered_tests as main
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tree_builder import catalog_toml, run_script, suite_toml, write_tree
+
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
-CATALOG = """\
-[tool.ci-runner]
-[[tool.ci-runner.suites]]
-name = "cpu-suite"
-hw = "cpu"
-renamed-from = ["old-cpu-suite"]
-"""
+CATALOG = catalog_toml(suite_toml("cpu-suite", "cpu", renamed_from=["old-cpu-suite"]))
 GOOD = """\
 import sys
 
@@ -39,13 +37,7 @@ if __name__ == "__main__":
 
 
 def make_repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    (tmp_path / "pyproject.toml").write_text(CATALOG)
-    (tmp_path / "registered").mkdir()
-    for rel, text in files.items():
-        path = tmp_path / "registered" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path
+    return write_tree(tmp_path, CATALOG, files, under="registered")
 
 
 def test_this_repository_validates(capsys):
@@ -96,12 +88,7 @@ def test_catalog_error_exits_2(tmp_path, capsys):
 
 def test_script_entry_point(tmp_path):
     make_repo(tmp_path, {"test_bad.py": "x = 1\n"})
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "check_registered_tests.py")],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    proc = run_script("check_registered_tests.py", tmp_path)
     assert proc.returncode == 1
     assert "registered/test_bad.py:1:1: no register_<backend>_ci(...) call" in proc.stderr
 

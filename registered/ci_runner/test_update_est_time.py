@@ -11,6 +11,10 @@ from junitparser import JUnitXml, TestSuite
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.est_time import find_literals, main, measured_est, p90, rewrite
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tree_builder import write_tree
+
 register_cpu_ci(est_time=3, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,11 +41,8 @@ def test_x():
 
 
 def make_repo(tmp_path: Path, source: str = SOURCE) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[tool.ci-runner]\n")
-    test = tmp_path / "registered" / "test_k.py"
-    test.parent.mkdir()
-    test.write_text(source)
-    return test
+    write_tree(tmp_path, "[tool.ci-runner]\n", {"registered/test_k.py": source})
+    return tmp_path / "registered" / "test_k.py"
 
 
 def write_timings(path: Path, rows: list[tuple[str, str, float, str]]) -> Path:

@@ -12,6 +12,10 @@ import yaml
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.dispatch import main as dispatch_main
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tree_builder import catalog_toml, run_script, suite_toml, write_tree
+
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,30 +157,18 @@ def test_dispatch_check_passes_on_this_repository(capsys):
 
 # ------------------------------------------------------------------- dispatch check fixtures
 
-CATALOG = """\
-[tool.ci-runner]
-[[tool.ci-runner.suites]]
-name = "unit"
-hw = "cuda"
-renamed-from = ["old-unit"]
-[[tool.ci-runner.suites]]
-name = "cpu"
-hw = "cpu"
-[[tool.ci-runner.suites]]
-name = "night"
-hw = "cuda"
-nightly = true
-"""
+CATALOG = catalog_toml(
+    suite_toml("unit", "cuda", renamed_from=["old-unit"]),
+    suite_toml("cpu", "cpu"),
+    suite_toml("night", "cuda", nightly=True),
+)
 
 
 def make_repo(tmp_path: Path, workflow: str, script: str | None = None) -> Path:
-    (tmp_path / "pyproject.toml").write_text(CATALOG)
-    (tmp_path / ".github" / "workflows").mkdir(parents=True)
-    (tmp_path / ".github" / "workflows" / "ci.yml").write_text(workflow)
+    files = {".github/workflows/ci.yml": workflow}
     if script is not None:
-        (tmp_path / ".ci").mkdir()
-        (tmp_path / ".ci" / "run").write_text(script)
-    return tmp_path
+        files[".ci/run"] = script
+    return write_tree(tmp_path, CATALOG, files)
 
 
 def run_check(tmp_path: Path, capsys) -> tuple[int, str]:
@@ -279,12 +271,7 @@ def test_fixture_bad_inputs_exit_2(tmp_path, capsys):
 
 
 def test_script_entry_point():
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "check_workflow_dispatch.py")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    proc = run_script("check_workflow_dispatch.py", ROOT)
     assert proc.returncode == 0, proc.stderr
 
 
