@@ -1,4 +1,4 @@
 """Kernel benchmarks: the marker framework (``marker``) and tensor helpers (``utils``).
 
-Write a benchmark with :mod:`jit_kernel.benchmark.marker`; see ``docs/readme/50-benchmarks.md``.
+Write a benchmark with :mod:`jit_kernel.benchmark.marker`; see the "Kernel benchmarks" section of README.md.
 """

@@ -35,6 +35,7 @@ from jit_kernel.utils.cache_dir import cache_root
 from jit_kernel.utils.ninja_build import BuildStep, BuildStepError, run_ninja
 from jit_kernel.utils.sources import Root, source_closure
 from jit_kernel.utils.toolchain import (
+    JitToolchainError,
     ccbin_flags,
     compiler_version,
     find_cuda_toolkit,
@@ -151,6 +152,46 @@ def _translation_unit(
     return "\n".join(lines) + "\n"
 
 
+def _digest(material: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _index_path(root: Path, plan: _Plan) -> Path:
+    """Where the last published build of these sources is recorded.
+
+    The index is keyed by everything except the compilers' identities (nvcc and ``$CXX``
+    versions), so a machine without a toolchain (a driver-only image) can still load a module
+    that ``python -m jit_kernel precompile`` built elsewhere into a shared cache.
+    """
+    return root / "by-source" / f"{plan.name}_{plan.source_key}"
+
+
+def _record_in_index(root: Path, plan: _Plan, target: Path) -> None:
+    index = _index_path(root, plan)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    staged = index.with_name(f"{index.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    staged.write_text(target.parent.name)
+    os.replace(staged, index)
+
+
+def _prebuilt_without_toolchain(root: Path, plan: _Plan) -> Path:
+    """The indexed build of these sources, or the toolchain error (with what was looked for)."""
+    error = plan.toolchain_error
+    assert error is not None
+    index = _index_path(root, plan)
+    try:
+        target = root / index.read_text().strip() / f"{plan.name}.so"
+    except OSError:
+        target = None
+    if target is not None and target.is_file():
+        logger.info("no toolchain; loading %s, built elsewhere from the same sources", target)
+        return target
+    raise JitToolchainError(
+        f"{error}\nNo prebuilt {plan.name!r} for these sources, flags and arch was found in "
+        f"{root} either (looked for {index})."
+    ) from None
+
+
 @functools.cache
 def _versions() -> dict[str, str]:
     try:
@@ -167,13 +208,15 @@ class _Plan:
     """Everything needed to build one module, plus its cache key."""
 
     name: str
-    key: str
+    key: str  # everything, compiler versions included ("" when a compiler is missing)
+    source_key: str  # everything but the compilers' identities (see _index_path)
     key_material: dict[str, Any]
     cpp_source: str | None
     cuda_source: str | None
     cpp_flags: list[str]
     cuda_flags: list[str]
     ldflags: list[str]
+    toolchain_error: JitToolchainError | None = None  # why the full key could not be computed
 
 
 def _plan(
@@ -212,10 +255,7 @@ def _plan(
     cpp_flags = [*DEFAULT_CFLAGS, "-fPIC", *extra_cflags]
     cuda_flags: list[str] = []
     material: dict[str, Any] = {"format": KEY_FORMAT, "name": name, **_versions()}
-    toolkit = find_cuda_toolkit() if needs_cuda else None  # the likelier missing tool first
-    cxx = host_compiler()
-    material["cxx"] = [cxx, compiler_version(cxx)]
-    if toolkit is not None:
+    if needs_cuda:
         arch = get_jit_cuda_arch()
         cuda_flags = [
             *ccbin_flags(),
@@ -227,7 +267,6 @@ def _plan(
             *extra_cuda_cflags,
         ]
         material["arch"] = arch.target_name
-        material["nvcc"] = compiler_version(str(toolkit.nvcc))
     ldflags = list(extra_ldflags)
     material["flags"] = {"cpp": cpp_flags, "cuda": cuda_flags, "ld": ldflags}
     material["include_dirs"] = [label(path) + "/" for path in extra_include_paths]
@@ -236,8 +275,17 @@ def _plan(
         "cuda": _translation_unit(cuda_files, cuda_wrappers, label) if needs_cuda else None,
     }
     material["files"] = source_closure([*cpp_files, *cuda_files], search_dirs, roots)
-    encoded = json.dumps(material, sort_keys=True).encode()
-    key = hashlib.sha256(encoded).hexdigest()[:16]
+    source_key = _digest(material)
+    toolchain_error = None
+    try:
+        toolkit = find_cuda_toolkit() if needs_cuda else None  # the likelier missing tool first
+        cxx = host_compiler()
+        material["cxx"] = [cxx, compiler_version(cxx)]
+        if toolkit is not None:
+            material["nvcc"] = compiler_version(str(toolkit.nvcc))
+        key = _digest(material)
+    except JitToolchainError as error:
+        toolchain_error, key = error, ""
 
     def spell(path: Path) -> str:
         return str(path)
@@ -245,6 +293,8 @@ def _plan(
     return _Plan(
         name=name,
         key=key,
+        source_key=source_key,
+        toolchain_error=toolchain_error,
         key_material=material,
         cpp_source=_translation_unit(cpp_files, cpp_wrappers, spell) if has_cpp else None,
         cuda_source=_translation_unit(cuda_files, cuda_wrappers, spell) if needs_cuda else None,
@@ -357,6 +407,8 @@ def _prepare(
         [Path(path).resolve() for path in extra_include_paths or []],
     )
     root = Path(build_directory) if build_directory is not None else cache_root()
+    if plan.toolchain_error is not None:
+        return plan, root, _prebuilt_without_toolchain(root, plan)
     return plan, root, root / f"{plan.name}_{plan.key}" / f"{plan.name}.so"
 
 
@@ -422,6 +474,16 @@ def load_jit(
     only_build = _build_only.get()
     force = get_bool_env(FORCE_REBUILD_ENV)
     corrupt = False
+    if plan.toolchain_error is not None:  # nothing can be built: use what was found, or fail
+        if only_build or force:
+            raise plan.toolchain_error
+        try:
+            return _load(target)
+        except Exception as error:
+            raise JitToolchainError(
+                f"{plan.toolchain_error}\nThe prebuilt {target} failed to load ({error}) and "
+                "cannot be rebuilt here."
+            ) from None
     if target.is_file() and not force:
         if only_build:
             return BuildResult(plan.name, target, built=False)
@@ -438,6 +500,7 @@ def load_jit(
     library = _build(plan, staging)
     _publish(library, target, replace=corrupt or force)
     os.replace(staging / "key.json", target.parent / "key.json")  # what the key covered
+    _record_in_index(root, plan, target)
     shutil.rmtree(staging, ignore_errors=True)
     if only_build:
         return BuildResult(plan.name, target, built=True)

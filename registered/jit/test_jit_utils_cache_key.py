@@ -240,5 +240,36 @@ def test_module_names_are_safe_and_bounded():
     assert long_name != compile_mod.module_name(["k", *[str(i) for i in range(201)]])
 
 
+def test_without_a_toolchain_a_module_built_elsewhere_still_loads(cache, tmp_path, monkeypatch):
+    """A driver-only machine (no compiler) loads what precompile put into a shared cache."""
+    source = write_cpp_kernel(tmp_path / "k")
+    built = build_add(source)
+    expected = built.add_k(40)  # x + K + base_value()
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    reused = build_add(source)
+    assert reused.add_k(40) == expected
+    assert built_modules(cache) == [path_of_add_with_compiler(source, monkeypatch)]
+
+
+def path_of_add_with_compiler(source: Path, monkeypatch) -> Path:
+    monkeypatch.delenv("CXX")
+    return path_of_add(source)
+
+
+def test_without_a_toolchain_and_no_prebuilt_module_the_error_says_what_was_looked_for(
+    cache, tmp_path, monkeypatch
+):
+    source = write_cpp_kernel(tmp_path / "k")
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    with pytest.raises(RuntimeError) as info:
+        build_add(source)
+    message = str(info.value)
+    assert "no-such-compiler" in message and "set CXX" in message
+    assert "No prebuilt 'jit_add_2' for these sources, flags and arch was found in" in message
+    assert str(cache / "by-source") in message
+    with build_only(), pytest.raises(RuntimeError, match="no-such-compiler"):
+        build_add(source)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
