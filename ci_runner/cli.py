@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
-from ci_runner.cli_errors import EXIT_USAGE, usage_error
+from ci_runner.cli_errors import usage_error
 from ci_runner.collector import collect
 from ci_runner.env import EnvVarError
 from ci_runner.execution.api import (
@@ -23,12 +23,12 @@ from ci_runner.execution.api import (
     execute_shard,
     validate_execution_arguments,
 )
+from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
 from ci_runner.markers import MARKER_BACKENDS
 from ci_runner.plan_report import dry_run_document, plan_lines, selection_lines
 from ci_runner.planner import Plan, plan
 from ci_runner.selection import Selection, SelectionError, parse_suite_list, select
 
-EXIT_OK = 0
 MAX_SHARDS = 4096
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-EXIT_USAGE = 2
+from ci_runner.exit_codes import EXIT_USAGE
 
 
 def usage_error(*messages: object, prog: str | None = None) -> int:

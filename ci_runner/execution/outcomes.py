@@ -21,12 +21,7 @@ STATUSES: tuple[str, ...] = (PASSED, FAILED, TIMEOUT, CRASHED, FLAKY, NOT_RUN, D
 # Statuses that make the shard fail (flaky only with --fail-on-flaky).
 FAILING_STATUSES = frozenset({FAILED, TIMEOUT, CRASHED})
 
-# Process exit codes of the runner.
-EXIT_OK = 0
-EXIT_TEST_FAILURES = 1
-EXIT_USAGE = 2
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
+# Process exit codes of the runner (defined once, re-exported here for the executor).
 
 # pytest's documented exit codes that mean "this file is broken, retrying cannot help".
 PYTEST_INTERRUPTED = 2  # also: errors during collection

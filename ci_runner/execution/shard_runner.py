@@ -19,8 +19,6 @@ from pathlib import Path
 from ci_runner.execution.file_runner import CancelToken, RetryBudget, RunSettings, run_file
 from ci_runner.execution.gpu_slots import SlotPool, SlotSet, slots_needed
 from ci_runner.execution.outcomes import (
-    EXIT_OK,
-    EXIT_TEST_FAILURES,
     FAILED,
     FAILING_STATUSES,
     FLAKY,
@@ -29,6 +27,7 @@ from ci_runner.execution.outcomes import (
     signal_name,
 )
 from ci_runner.execution.signals import StopRequest
+from ci_runner.exit_codes import EXIT_OK, EXIT_SIGNAL_BASE, EXIT_TEST_FAILURES
 from ci_runner.reports import ShardOutcome, ShardReports, placeholder
 
 POLL_SECONDS = 0.1
@@ -185,6 +184,6 @@ def run_jobs(runner: ShardRunner, outcome: ShardOutcome) -> None:
     outcome.wall = time.monotonic() - start
     if signum is not None:
         outcome.interrupted_by = signal_name(signum)
-        outcome.exit_code = 128 + signum
+        outcome.exit_code = EXIT_SIGNAL_BASE + signum
     else:
         outcome.exit_code = runner.exit_code(results)
