@@ -115,6 +115,24 @@ def test_missing_host_compiler_is_reported(isolated, monkeypatch):
         compiler_version("no-such-compiler-xyz")
 
 
+def test_missing_ninja_says_how_to_install_it(monkeypatch):
+    import builtins
+
+    from jit_kernel.utils import ninja_build
+
+    real_import = builtins.__import__
+
+    def no_ninja(name, *args, **kwargs):
+        if name == "ninja":
+            raise ImportError("No module named 'ninja'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(ninja_build.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(builtins, "__import__", no_ninja)
+    with pytest.raises(RuntimeError, match=r"ninja not found: install it with `pip install ninja`"):
+        ninja_build.find_ninja()
+
+
 def test_version_probe_is_remembered_on_disk(isolated, monkeypatch):
     root = fake_toolkit(isolated / "cuda")
     nvcc = str(root / "bin" / "nvcc")
