@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
+    ModuleTable,
     cache_once,
-    contiguous_src_and_out,
-    flat,
     load_jit,
     make_cpp_args,
-    per_device_modules,
+    raise_argument_type_error,
     register_precompile,
 )
 
@@ -30,6 +29,15 @@ INT32_MAX = 2**31 - 1
 @cache_once
 def _jit_add_constant_module(constant: int) -> Module:
     """Build (or load from the cache) the add_constant module for ``constant``."""
+    if type(constant) is not int:  # excludes bool
+        raise RuntimeError(
+            f"add_constant: constant must be an int, got {constant!r} ({type(constant).__name__})"
+        )
+    if not INT32_MIN <= constant <= INT32_MAX:
+        raise RuntimeError(
+            f"add_constant: constant {constant} is outside the int32 range "
+            f"[{INT32_MIN}, {INT32_MAX}]"
+        )
     args = make_cpp_args(constant)
     return load_jit(
         "add_constant",
@@ -41,8 +49,7 @@ def _jit_add_constant_module(constant: int) -> Module:
 
 register_precompile(_jit_add_constant_module, [(1,), (-1,), (16,)])
 
-# (constant, device index) -> module
-_module_for = per_device_modules(_jit_add_constant_module)
+_modules = ModuleTable(_jit_add_constant_module, "add_constant", "src")  # constant -> module
 
 
 def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -50,22 +57,22 @@ def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = No
 
     ``src``: a CUDA int32 tensor of any shape; a non-contiguous ``src`` is copied to a
     contiguous one first. ``constant``: a Python int in the int32 range. ``out``: optional, same
-    shape, dtype and device as ``src`` and contiguous. Raises RuntimeError for a CPU tensor, a
-    dtype other than int32, a constant that is not an int32 or a mismatched ``out``.
+    shape, dtype and device as ``src`` and contiguous. Raises TypeError for a ``src``/``out``
+    that is not a tensor or a constant that is not an int; RuntimeError for a CPU tensor, a
+    dtype other than int32 (naming the tensor), a constant outside int32 or a mismatched
+    ``out``.
     """
-    if not src.is_cuda:
-        raise RuntimeError(f"add_constant: src must be a CUDA tensor, got device {src.device}")
-    if src.dtype != torch.int32:
-        raise RuntimeError(f"add_constant: unsupported dtype {src.dtype}; supported: int32")
-    if type(constant) is not int:  # excludes bool (and costs less than two isinstance calls)
-        raise RuntimeError(
-            f"add_constant: constant must be an int, got {constant!r} ({type(constant).__name__})"
+    try:
+        if not src.is_contiguous():
+            src = src.contiguous()
+        if out is None:
+            out = torch.empty_like(src)
+        if type(constant) is not int:  # a bool would otherwise find the module built for 0/1
+            raise TypeError(f"add_constant: constant must be an int, got {type(constant).__name__}")
+        module = _modules.get(constant) or _modules.miss(constant, src)
+        module.add_constant(out, src)
+    except (AttributeError, TypeError) as error:
+        raise_argument_type_error(
+            "add_constant", error, tensors={"src": src}, optional={"out": out}
         )
-    if not INT32_MIN <= constant <= INT32_MAX:
-        raise RuntimeError(
-            f"add_constant: constant {constant} is outside the int32 range "
-            f"[{INT32_MIN}, {INT32_MAX}]"
-        )
-    src, out = contiguous_src_and_out(src, out, "add_constant")
-    _module_for(constant, src).add_constant(flat(out), flat(src))
     return out

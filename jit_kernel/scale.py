@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
+    ModuleTable,
     cache_once,
-    contiguous_src_and_out,
-    flat,
     is_arch_support_pdl,
     load_jit,
     make_cpp_args,
-    per_device_modules,
+    raise_argument_type_error,
     register_precompile,
 )
 
@@ -31,6 +30,10 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 @cache_once
 def _jit_scale_module(dtype: torch.dtype) -> Module:
     """Build (or load from the cache) the scale module for ``dtype``."""
+    if dtype not in SUPPORTED_DTYPES:
+        raise RuntimeError(
+            f"scale: unsupported dtype {dtype}; supported: float16, bfloat16, float32"
+        )
     args = make_cpp_args(dtype, is_arch_support_pdl())
     return load_jit(
         "scale",
@@ -42,23 +45,26 @@ def _jit_scale_module(dtype: torch.dtype) -> Module:
 
 register_precompile(_jit_scale_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
 
-_module_for = per_device_modules(_jit_scale_module)  # (dtype, device index) -> module
+_modules = ModuleTable(_jit_scale_module, "scale", "src")  # dtype -> module
 
 
 def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> torch.Tensor:
     """Return ``src * factor`` (written into ``out`` when given).
 
     ``src``: a CUDA tensor of any shape, float16/bfloat16/float32; a non-contiguous ``src`` is
-    copied to a contiguous one first. ``out``: optional, same shape, dtype and device as ``src``
-    and contiguous (``out`` may be ``src`` itself for an in-place scale). Raises RuntimeError for
-    a CPU tensor, an unsupported dtype or a mismatched ``out``.
+    copied to a contiguous one first. ``factor``: a Python number. ``out``: optional, same
+    shape, dtype and device as ``src`` and contiguous (``out`` may be ``src`` itself for an
+    in-place scale). Raises TypeError for an argument of the wrong Python type, RuntimeError
+    (naming the tensor) for a CPU tensor, an unsupported dtype or a mismatched ``out``.
     """
-    if not src.is_cuda:
-        raise RuntimeError(f"scale: src must be a CUDA tensor, got device {src.device}")
-    if src.dtype not in SUPPORTED_DTYPES:
-        raise RuntimeError(
-            f"scale: unsupported dtype {src.dtype}; supported: float16, bfloat16, float32"
+    try:
+        if not src.is_contiguous():
+            src = src.contiguous()
+        if out is None:
+            out = torch.empty_like(src)
+        (_modules.get(src.dtype) or _modules.miss(src.dtype, src)).scale(out, src, factor)
+    except (AttributeError, TypeError) as error:
+        raise_argument_type_error(
+            "scale", error, tensors={"src": src}, optional={"out": out}, numbers={"factor": factor}
         )
-    src, out = contiguous_src_and_out(src, out, "scale")
-    _module_for(src.dtype, src).scale(flat(out), flat(src), float(factor))
     return out

@@ -1,5 +1,5 @@
 // add_constant: dst = src + kConstant for int32 (wrapping like torch), constant baked in.
-#include <sgl_kernel/tensor.h>              // For TensorMatcher, SymbolicSize, SymbolicDevice
+#include <sgl_kernel/tensor.h>              // For TensorMatcher, SymbolicDevice
 #include <sgl_kernel/impl/elementwise.cuh>  // For elementwise::launch_unary_map
 #include <sgl_kernel/utils.cuh>             // For SGL_DEVICE
 
@@ -19,21 +19,20 @@ struct AddConstantOp {
   }
 };
 
-/// dst = src + kConstant. dst and src: 1-D, contiguous, same length, int32, same CUDA device.
+/// dst = src + kConstant. dst and src: contiguous, same shape (any rank), int32, same CUDA device.
 /// Empty tensors launch nothing.
 template <int32_t kConstant>
 void add_constant(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
   using namespace host;
 
-  auto N = SymbolicSize{"num_elements"};
   auto device = SymbolicDevice{};
-  TensorMatcher({N})  //
+  TensorMatcher(src.shape())  //
       .with_device<kDLCUDA>(device)
       .with_dtype<int32_t>()
-      .verify(dst, "dst")
-      .verify(src, "src");
+      .verify(src, "src")
+      .verify(dst, "out");
 
-  const auto n = static_cast<std::size_t>(N.unwrap());
+  const auto n = static_cast<std::size_t>(src.numel());
   elementwise::launch_unary_map</*kUsePDL=*/false>(static_cast<int32_t*>(dst.data_ptr()),
                                                    static_cast<const int32_t*>(src.data_ptr()),
                                                    n,

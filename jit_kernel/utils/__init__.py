@@ -20,12 +20,7 @@ from jit_kernel.utils.compile import (
 from jit_kernel.utils.cpp_args import CPP_DTYPE_MAP, CPPArgList, make_cpp_args
 from jit_kernel.utils.registry import register_precompile
 from jit_kernel.utils.toolchain import JitToolchainError
-from jit_kernel.utils.wrapper_args import (
-    check_out,
-    contiguous_src_and_out,
-    flat,
-    per_device_modules,
-)
+from jit_kernel.utils.wrapper_args import ModuleTable, raise_argument_type_error
 
 __all__ = [
     "CPP_DTYPE_MAP",
@@ -36,11 +31,9 @@ __all__ = [
     "CPPArgList",
     "JitCompileError",
     "JitToolchainError",
+    "ModuleTable",
     "build_only",
     "cache_once",
-    "check_out",
-    "contiguous_src_and_out",
-    "flat",
     "get_ci_test_range",
     "get_jit_cuda_arch",
     "is_arch_support_pdl",
@@ -49,7 +42,7 @@ __all__ = [
     "load_jit",
     "make_cpp_args",
     "override_arch",
-    "per_device_modules",
+    "raise_argument_type_error",
     "register_precompile",
     "should_run_full_tests",
 ]

@@ -1,9 +1,33 @@
-"""Shared pieces of the thin kernel wrappers: ``out`` checks, 1-D views, per-device module memo."""
+"""Shared pieces of the thin kernel wrappers: the per-call module lookup and argument errors.
+
+A wrapper's hot path costs about what a bare tvm-ffi call costs: it looks its module up with
+:class:`ModuleTable` (one ``dict.get`` once the module exists), allocates the output and
+calls the export. Every shape, dtype and device check runs in C++ (``TensorMatcher``), whose
+RuntimeError names the tensor and what was expected. Python-level mistakes (a list where a
+tensor belongs) surface as an AttributeError/TypeError inside that path; the wrapper catches
+them and calls :func:`raise_argument_type_error`, which names the argument. Nothing is checked
+twice and the happy path pays nothing for the diagnosis.
+
+The pattern::
+
+    def scale(src, factor, out=None):
+        try:
+            if not src.is_contiguous():
+                src = src.contiguous()
+            if out is None:
+                out = torch.empty_like(src)
+            (_modules.get(src.dtype) or _modules.miss(src.dtype, src)).scale(out, src, factor)
+        except (AttributeError, TypeError) as error:
+            raise_argument_type_error(
+                "scale", error, tensors={"src": src}, optional={"out": out}, numbers={"factor": factor}
+            )
+        return out
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import torch
 
@@ -13,52 +37,81 @@ if TYPE_CHECKING:
 K = TypeVar("K", bound=Hashable)
 
 
-def check_out(out: torch.Tensor, src: torch.Tensor, op: str) -> None:
-    """Raise RuntimeError unless ``out`` can receive the result for ``src``."""
-    if out.device != src.device:
-        raise RuntimeError(f"{op}: out is on {out.device} but src is on {src.device}")
-    if out.dtype != src.dtype:
-        raise RuntimeError(f"{op}: out has dtype {out.dtype} but src has dtype {src.dtype}")
-    if out.shape != src.shape:
-        raise RuntimeError(
-            f"{op}: out has shape {tuple(out.shape)} but src has shape {tuple(src.shape)}"
-        )
-    if not out.is_contiguous():
-        raise RuntimeError(f"{op}: out must be contiguous, got strides {out.stride()}")
+def _all_devices_share_one_arch() -> bool:
+    """True when every visible CUDA device has the same compute capability (the usual case)."""
+    count = torch.cuda.device_count()
+    return len({torch.cuda.get_device_capability(index) for index in range(count)}) <= 1
 
 
-def contiguous_src_and_out(
-    src: torch.Tensor, out: torch.Tensor | None, op: str
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``src`` made contiguous (copied only when it is not) and ``out`` checked or allocated."""
-    if not src.is_contiguous():
-        src = src.contiguous()
-    if out is None:
-        out = torch.empty_like(src)
-    else:
-        check_out(out, src, op)
-    return src, out
+class ModuleTable(dict[Hashable, "Module"]):
+    """A wrapper's per-call module lookup: ``table.get(key) or table.miss(key, tensor)``.
 
+    The hot path is one ``dict.get``: no Python-level call, no device query. The table holds a
+    module under its bare ``key`` only on a machine whose GPUs all share one architecture
+    (checked once, on the first miss), where one module serves every device. On a mixed machine
+    it stays empty and :meth:`miss` keeps modules per (key, device index), each built with that
+    device current (``cache_once`` then keys it by that device's arch).
 
-def flat(tensor: torch.Tensor) -> torch.Tensor:
-    """A contiguous tensor as 1-D (no copy)."""
-    return tensor if tensor.dim() == 1 else tensor.view(-1)
-
-
-def per_device_modules(build: Callable[[K], Module]) -> Callable[[K, torch.Tensor], Module]:
-    """Memoize ``build(key)`` per (key, device index of the tensor); build on that device.
-
-    The per-call fast path of a wrapper: ``cache_once`` keys by the current device's arch, which
-    costs a few microseconds per call; a device index always has one arch, so a dict lookup does.
+    :meth:`miss` validates before anything is compiled: the key tensor must be on a CUDA
+    device, and ``build`` raises for an unsupported key (e.g. dtype), which never enters the
+    table. Calls that hit trust the kernel's C++ checks for everything else.
     """
-    modules: dict[tuple[K, int], Module] = {}
 
-    def module_for(key: K, tensor: torch.Tensor) -> Module:
+    def __init__(self, build: Callable[[K], Module], op: str, tensor_name: str) -> None:
+        super().__init__()
+        self._build = build
+        self._op = op
+        self._tensor_name = tensor_name
+        self._per_device: dict[tuple[Hashable, int], Module] = {}
+        self._one_arch: bool | None = None
+
+    def miss(self, key: K, tensor: torch.Tensor) -> Module:
+        """Build (or find) the module for ``key`` on ``tensor``'s device."""
+        if not tensor.is_cuda:
+            raise RuntimeError(
+                f"{self._op}: {self._tensor_name} must be a CUDA tensor, got device {tensor.device}"
+            )
+        if self._one_arch is None:
+            self._one_arch = _all_devices_share_one_arch()
         slot = (key, tensor.get_device())
-        module = modules.get(slot)
+        module = self._per_device.get(slot)
         if module is None:
             with torch.cuda.device(tensor.device):
-                module = modules[slot] = build(key)
+                module = self._per_device[slot] = self._build(key)
+        if self._one_arch:
+            self[key] = module
         return module
 
-    return module_for
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def raise_argument_type_error(
+    op: str,
+    error: BaseException,
+    *,
+    tensors: Mapping[str, object] = {},
+    optional: Mapping[str, object] = {},
+    numbers: Mapping[str, object] = {},
+) -> NoReturn:
+    """Raise a TypeError naming the first argument of ``op`` with the wrong Python type.
+
+    ``tensors`` must be torch.Tensor, ``optional`` torch.Tensor or None, ``numbers`` int or
+    float (not bool). If every argument has the right type, ``error`` was not caused by the
+    caller's types and is re-raised unchanged.
+    """
+    for name, value in tensors.items():
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(
+                f"{op}: {name} must be a torch.Tensor, got {_type_name(value)}"
+            ) from None
+    for name, value in optional.items():
+        if value is not None and not isinstance(value, torch.Tensor):
+            raise TypeError(
+                f"{op}: {name} must be a torch.Tensor or None, got {_type_name(value)}"
+            ) from None
+    for name, value in numbers.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"{op}: {name} must be a number, got {_type_name(value)}") from None
+    raise error

@@ -97,10 +97,16 @@ def test_add_constant_empty_tensors() -> None:
 # ---------------------------------------------------------------- errors: Python wrapper
 
 
+# A CPU tensor is caught before anything is compiled (first call) or by the kernel's C++ check
+# (once the module exists); both name the tensor and what was expected.
+CPU_SRC_ERROR = (
+    r"add_constant: (src must be a CUDA tensor, got device cpu"
+    r"|tensor 'src' device mismatch: expected cuda but got cpu)"
+)
+
+
 def test_add_constant_cpu_tensor_error() -> None:
-    with pytest.raises(
-        RuntimeError, match="add_constant: src must be a CUDA tensor, got device cpu"
-    ):
+    with pytest.raises(RuntimeError, match=CPU_SRC_ERROR):
         add_constant(torch.zeros(8, dtype=torch.int32), 1)
 
 
@@ -108,23 +114,44 @@ def test_add_constant_cpu_tensor_error() -> None:
 def test_add_constant_unsupported_dtype_error(dtype: torch.dtype) -> None:
     src = torch.zeros(8, dtype=dtype, device="cuda")
     with pytest.raises(
-        RuntimeError, match=re.escape(f"add_constant: unsupported dtype {dtype}; supported: int32")
+        RuntimeError, match=re.escape("add_constant: tensor 'src' dtype mismatch: expected int32")
     ):
         add_constant(src, 1)
 
 
 @pytest.mark.parametrize(
-    ("constant", "message"),
+    ("constant", "error", "message"),
     [
-        (2**31, "add_constant: constant 2147483648 is outside the int32 range"),
-        (-(2**31) - 1, "add_constant: constant -2147483649 is outside the int32 range"),
-        (1.5, "add_constant: constant must be an int, got 1.5 (float)"),
-        (True, "add_constant: constant must be an int, got True (bool)"),
+        (2**31, RuntimeError, "add_constant: constant 2147483648 is outside the int32 range"),
+        (
+            -(2**31) - 1,
+            RuntimeError,
+            "add_constant: constant -2147483649 is outside the int32 range",
+        ),
+        (1.5, TypeError, "add_constant: constant must be an int, got float"),
+        (True, TypeError, "add_constant: constant must be an int, got bool"),
     ],
 )
-def test_add_constant_bad_constant_error(constant: object, message: str) -> None:
-    with pytest.raises(RuntimeError, match=re.escape(message)):
+def test_add_constant_bad_constant_error(constant: object, error: type, message: str) -> None:
+    with pytest.raises(error, match=re.escape(message)):
         add_constant(torch.zeros(8, dtype=torch.int32, device="cuda"), constant)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: add_constant([1, 2], 1), "add_constant: src must be a torch.Tensor, got list"),
+        (
+            lambda: add_constant(torch.zeros(2, dtype=torch.int32, device="cuda"), 1, out=(1, 2)),
+            "add_constant: out must be a torch.Tensor or None, got tuple",
+        ),
+    ],
+)
+def test_add_constant_rejects_non_tensor_arguments(call, message: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(message)):
+        call()
+    src = torch.arange(5, dtype=torch.int32, device="cuda")
+    assert torch.equal(add_constant(src, 1), src + 1)  # the context is still usable
 
 
 def test_add_constant_out_mismatch_errors() -> None:
@@ -132,16 +159,19 @@ def test_add_constant_out_mismatch_errors() -> None:
     cases = [
         (
             torch.empty(15, dtype=torch.int32, device="cuda"),
-            "add_constant: out has shape (15,) but src has shape (16,)",
+            "add_constant: tensor 'out' shape mismatch at dim 0: expected 16 but got 15",
         ),
         (
             torch.empty(16, dtype=torch.int64, device="cuda"),
-            "add_constant: out has dtype torch.int64 but src has dtype torch.int32",
+            "add_constant: tensor 'out' dtype mismatch: expected int32 but got int64",
         ),
-        (torch.empty(16, dtype=torch.int32), "add_constant: out is on cpu but src is on cuda:0"),
+        (
+            torch.empty(16, dtype=torch.int32),
+            "add_constant: tensor 'out' device mismatch: expected cuda but got cpu:0",
+        ),
         (
             torch.empty(32, dtype=torch.int32, device="cuda")[::2],
-            "add_constant: out must be contiguous, got strides (2,)",
+            "add_constant: tensor 'out' must be contiguous but has strides [2]",
         ),
     ]
     for out, message in cases:
@@ -158,8 +188,8 @@ def test_module_rejects_bad_tensors_with_named_messages() -> None:
     cases = [
         (
             torch.zeros(9, dtype=torch.int32, device="cuda"),
-            "add_constant: tensor 'src' shape mismatch at dim 0 ('num_elements'): expected 8 "
-            "(bound by 'dst') but got 9; tensor: shape=[9], strides=[1], dtype=int32, device=cuda:0",
+            "add_constant: tensor 'out' shape mismatch at dim 0: expected 9 but got 8; "
+            "tensor: shape=[8], strides=[1], dtype=int32, device=cuda:0",
         ),
         (
             torch.zeros(8, dtype=torch.int64, device="cuda"),
@@ -175,7 +205,7 @@ def test_module_rejects_bad_tensors_with_named_messages() -> None:
         ),
         (
             torch.zeros(2, 4, dtype=torch.int32, device="cuda"),
-            "tensor 'src' rank mismatch: expected 1 dims [num_elements] but got 2",
+            "tensor 'out' rank mismatch: expected 2 dims [2, 4] but got 1",
         ),
     ]
     for src, message in cases:

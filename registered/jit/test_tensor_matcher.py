@@ -84,6 +84,12 @@ int64_t match_symbol_options(TensorView x) {
   return 0;
 }
 
+int64_t match_same_shape(TensorView out, TensorView src) {
+  using namespace host;
+  TensorMatcher(src.shape()).with_dtype<int32_t>().verify(src, "src").verify(out, "out");
+  return src.numel();
+}
+
 int64_t match_cuda(TensorView x) {
   using namespace host;
   TensorMatcher({-1}).with_device<kDLCUDA>().verify(x, "x");
@@ -116,6 +122,7 @@ EXPORTS = [
     "match_fixed",
     "match_dtype_options",
     "match_symbol_options",
+    "match_same_shape",
     "match_cuda",
     "match_pinned",
     "unwrap_unbound",
@@ -171,6 +178,23 @@ def test_rank_mismatch(probe) -> None:
         match=re.escape("tensor 'dst' rank mismatch: expected 1 dims [num_elements] but got 2"),
     ):
         probe.match_pair(torch.zeros(2, 3, dtype=torch.int32), i32(6))
+
+
+def test_shape_of_another_tensor_any_rank(probe) -> None:
+    for shape in [(), (7,), (2, 3, 4)]:
+        a, b = torch.zeros(shape, dtype=torch.int32), torch.zeros(shape, dtype=torch.int32)
+        assert probe.match_same_shape(a, b) == a.numel()
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("tensor 'out' rank mismatch: expected 3 dims [2, 3, 4] but got 1"),
+    ):
+        probe.match_same_shape(i32(24), torch.zeros(2, 3, 4, dtype=torch.int32))
+    with pytest.raises(
+        RuntimeError, match=re.escape("tensor 'out' shape mismatch at dim 1: expected 3 but got 4")
+    ):
+        probe.match_same_shape(
+            torch.zeros(2, 4, dtype=torch.int32), torch.zeros(2, 3, dtype=torch.int32)
+        )
 
 
 def test_dtype_mismatch_says_expected_and_actual(probe) -> None:

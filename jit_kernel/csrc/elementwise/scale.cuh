@@ -1,5 +1,5 @@
 // scale: dst = src * factor for fp16/bf16/fp32 (fp32 arithmetic, one rounding), runtime factor.
-#include <sgl_kernel/tensor.h>              // For TensorMatcher, SymbolicSize, SymbolicDevice
+#include <sgl_kernel/tensor.h>              // For TensorMatcher, SymbolicDevice
 #include <sgl_kernel/impl/elementwise.cuh>  // For elementwise::launch_unary_map
 #include <sgl_kernel/type.cuh>              // For device::cast, fp16_t, bf16_t, fp32_t
 #include <sgl_kernel/utils.cuh>             // For SGL_DEVICE
@@ -17,21 +17,20 @@ struct ScaleOp {
   SGL_DEVICE T operator()(T x) const { return device::cast<T>(device::cast<fp32_t>(x) * factor); }
 };
 
-/// dst = src * factor. dst and src: 1-D, contiguous, same length, dtype T, same CUDA device.
+/// dst = src * factor. dst and src: contiguous, same shape (any rank), dtype T, same CUDA device.
 /// Empty tensors launch nothing. kUsePDL: launch with Programmatic Dependent Launch (SM90+).
 template <typename T, bool kUsePDL>
 void scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src, float factor) {
   using namespace host;
 
-  auto N = SymbolicSize{"num_elements"};
   auto device = SymbolicDevice{};
-  TensorMatcher({N})  //
+  TensorMatcher(src.shape())  //
       .with_device<kDLCUDA>(device)
       .with_dtype<T>()
-      .verify(dst, "dst")
-      .verify(src, "src");
+      .verify(src, "src")
+      .verify(dst, "out");
 
-  const auto n = static_cast<std::size_t>(N.unwrap());
+  const auto n = static_cast<std::size_t>(src.numel());
   elementwise::launch_unary_map<kUsePDL>(static_cast<T*>(dst.data_ptr()),
                                          static_cast<const T*>(src.data_ptr()),
                                          n,

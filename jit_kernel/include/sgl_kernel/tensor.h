@@ -423,6 +423,9 @@ class TensorMatcher {
   using SizeRef = details::SizeRef;
 
   explicit TensorMatcher(std::initializer_list<SizeRef> shape) : m_shape(shape) {}
+  /// Every dimension fixed to `shape`, any rank: e.g. element-wise operands that must all have
+  /// the shape of one of them (`TensorMatcher(src.shape())`).
+  explicit TensorMatcher(tvm::ffi::ShapeView shape) : m_shape(shape.begin(), shape.end()) {}
   TensorMatcher(const TensorMatcher&) = delete;
   TensorMatcher& operator=(const TensorMatcher&) = delete;
 
