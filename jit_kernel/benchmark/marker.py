@@ -12,10 +12,13 @@ Usage (a ``bench_*.py`` file)::
 
     if __name__ == "__main__":
         benchmark.run()
+
+The manual is docs/benchmarks.md.
 """
 
 from jit_kernel.benchmark.results import BenchResult, BenchSkip, skip
-from jit_kernel.benchmark.sweep import Benchmark, BenchmarkDefinitionError, benchmark, parametrize
+from jit_kernel.benchmark.runner import Benchmark, benchmark
+from jit_kernel.benchmark.sweep import BenchmarkDefinitionError, parametrize
 from jit_kernel.benchmark.timing import DoBenchError, do_bench
 
 __all__ = [

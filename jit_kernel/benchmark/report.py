@@ -1,12 +1,14 @@
-"""The measured sweep: one :class:`CellOutcome` per (row, line value), and their formatting."""
+"""The measured sweep: one :class:`CellOutcome` per (row, line value), and their formatting.
+
+Made by :mod:`.runner`, read by :mod:`.table` and :mod:`.export`; imports neither.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from jit_kernel.benchmark.results import BenchResult
-from jit_kernel.benchmark.sweep import UNIT_SCALES
+from jit_kernel.benchmark.results import UNIT_SCALES, BenchResult
 
 
 def format_value(value: Any) -> str:

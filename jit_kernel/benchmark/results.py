@@ -9,6 +9,7 @@ from jit_kernel.benchmark.metrics import Metric, metric_label
 
 BYTES_PER_GB = 1e9  # the GB in every "GB/s" this framework prints: SI, 10**9 bytes
 BYTES_PER_GB_TEXT = "1e9"
+UNIT_SCALES: dict[str, float] = {"us": 1e6, "ms": 1e3, "s": 1.0}  # seconds -> the table's unit
 
 
 class BenchSkip(Exception):

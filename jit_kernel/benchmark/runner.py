@@ -1,4 +1,9 @@
-"""``Benchmark.run()``: measure every cell, print the table, export, and set the exit status."""
+"""``@benchmark`` and ``Benchmark.run()``: measure every cell, print the table, export.
+
+The run stage of the data flow sweep (:mod:`.sweep`) -> run -> report (:mod:`.report`) ->
+table (:mod:`.table`) / export (:mod:`.export`): it imports the stages around it, and none of
+them imports this module.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,9 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ci_runner.env import DISABLE_LOG_BANDWIDTH, get_bool_env
 from jit_kernel.benchmark.export import (
@@ -18,14 +24,40 @@ from jit_kernel.benchmark.export import (
 )
 from jit_kernel.benchmark.report import CellOutcome, SweepReport
 from jit_kernel.benchmark.results import BenchResult, BenchSkip
-from jit_kernel.benchmark.sweep import Benchmark, BenchmarkDefinitionError
+from jit_kernel.benchmark.sweep import BenchmarkDefinitionError, Sweep
 from jit_kernel.benchmark.table import render_table
 
 JSON_ENV = "JIT_KERNEL_BENCH_JSON"
 PLOT_ENV = "JIT_KERNEL_BENCH_PLOT"
 
 
-def measure_cell(bench: Benchmark, kwargs: dict[str, object]) -> CellOutcome:
+class Benchmark(Sweep):
+    """A declared sweep that can measure itself: what ``@benchmark`` returns."""
+
+    def run(self, argv: Sequence[str] | None = None) -> SweepReport:
+        """Measure every cell, print the table, write JSON/PNG if asked; exit 1 on failed cells.
+
+        ``argv`` defaults to ``sys.argv[1:]`` (``--json PATH``, ``--plot PATH``).
+        """
+        return run_benchmark(self, argv)
+
+
+def benchmark(
+    line_arg: str, line_vals: Sequence[Any], *, unit: str = "us"
+) -> Callable[[Callable[..., Any]], Benchmark]:
+    """Innermost decorator: ``line_arg`` takes each of ``line_vals`` (one table column each)."""
+
+    def decorate(fn: Callable[..., Any]) -> Benchmark:
+        if isinstance(fn, Sweep) or not callable(fn):
+            raise BenchmarkDefinitionError(
+                f"@benchmark({line_arg!r}, ...) must decorate a plain function, got {fn!r}"
+            )
+        return Benchmark(fn, line_arg, line_vals, unit)
+
+    return decorate
+
+
+def measure_cell(bench: Sweep, kwargs: dict[str, object]) -> CellOutcome:
     """Call the benchmark function once; a BenchSkip is N/A, any other exception an error."""
     try:
         result = bench.fn(**kwargs)
@@ -42,7 +74,7 @@ def measure_cell(bench: Benchmark, kwargs: dict[str, object]) -> CellOutcome:
     return CellOutcome(result=result)
 
 
-def measure(bench: Benchmark) -> SweepReport:
+def measure(bench: Sweep) -> SweepReport:
     """Run every (row, line value) cell, rows outer, line values inner."""
     rows = bench.rows()
     report = SweepReport(
@@ -98,12 +130,12 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _file_stem(bench: Benchmark) -> str:
+def _file_stem(bench: Sweep) -> str:
     code = getattr(bench.fn, "__code__", None)
     return Path(code.co_filename).stem if code is not None else "benchmark"
 
 
-def run_benchmark(bench: Benchmark, argv: Sequence[str] | None = None) -> SweepReport:
+def run_benchmark(bench: Sweep, argv: Sequence[str] | None = None) -> SweepReport:
     """Parse ``argv``, measure, print, export.
 
     Exit status: ``SystemExit(1)`` if any cell failed, ``SystemExit(2)`` for an incomplete

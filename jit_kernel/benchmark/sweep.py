@@ -1,9 +1,11 @@
-"""The ``@benchmark`` and ``@parametrize`` decorators and the sweep they declare.
+"""What a benchmark sweeps: the :class:`Sweep` a declaration describes, and ``@parametrize``.
 
-``@benchmark(line_arg, line_vals)`` is the innermost decorator and turns the function into a
-:class:`Benchmark`; each ``@parametrize`` stacked above it adds a row axis. Rows are the
-Cartesian product of the axes in top-down decorator order (the top axis varies slowest); each
-row is measured once per line value (one table column per value).
+The first stage of the data flow sweep -> run (:mod:`.runner`) -> report (:mod:`.report`) ->
+table / export. ``@benchmark(line_arg, line_vals)`` (in :mod:`.runner`, since its result can
+``run()``) makes a :class:`Sweep`; each ``@parametrize`` stacked above it adds a row axis. Rows
+are the Cartesian product of the axes in top-down decorator order (the top axis varies slowest);
+each row is measured once per line value (one table column per value). This module imports no
+later stage.
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ import inspect
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
+from jit_kernel.benchmark.results import UNIT_SCALES
 from jit_kernel.utils.ci import get_ci_test_range
 
-if TYPE_CHECKING:
-    from jit_kernel.benchmark.report import SweepReport
+__all__ = ["UNIT_SCALES", "Axis", "BenchmarkDefinitionError", "Sweep", "parametrize"]
 
-UNIT_SCALES: dict[str, float] = {"us": 1e6, "ms": 1e3, "s": 1.0}
+S = TypeVar("S", bound="Sweep")
 
 
 class BenchmarkDefinitionError(ValueError):
@@ -64,7 +66,7 @@ class Axis:
         return get_ci_test_range(self.values, self.ci_values)
 
 
-class Benchmark:
+class Sweep:
     """A benchmark function with its column axis (``line_arg``) and row axes."""
 
     def __init__(
@@ -184,30 +186,6 @@ class Benchmark:
         """Call the undecorated function (one cell)."""
         return self.fn(*args, **kwargs)
 
-    def run(self, argv: Sequence[str] | None = None) -> SweepReport:
-        """Measure every cell, print the table, write JSON/PNG if asked; exit 1 on failed cells.
-
-        ``argv`` defaults to ``sys.argv[1:]`` (``--json PATH``, ``--plot PATH``).
-        """
-        from jit_kernel.benchmark.runner import run_benchmark
-
-        return run_benchmark(self, argv)
-
-
-def benchmark(
-    line_arg: str, line_vals: Sequence[Any], *, unit: str = "us"
-) -> Callable[[Callable[..., Any]], Benchmark]:
-    """Innermost decorator: ``line_arg`` takes each of ``line_vals`` (one table column each)."""
-
-    def decorate(fn: Callable[..., Any]) -> Benchmark:
-        if isinstance(fn, Benchmark) or not callable(fn):
-            raise BenchmarkDefinitionError(
-                f"@benchmark({line_arg!r}, ...) must decorate a plain function, got {fn!r}"
-            )
-        return Benchmark(fn, line_arg, line_vals, unit)
-
-    return decorate
-
 
 def _parse_names(names: object, where: str) -> tuple[str, ...]:
     if not isinstance(names, str):
@@ -256,14 +234,14 @@ def _normalize_values(
 
 def parametrize(
     names: str, vals: Sequence[Any], ci_vals: Sequence[Any] | None = None
-) -> Callable[[Benchmark], Benchmark]:
+) -> Callable[[S], S]:
     """Add a row axis: ``names`` is ``"size"`` or correlated ``"h,d"`` (then vals are tuples).
 
     ``ci_vals`` (optional) replaces ``vals`` in per-commit CI, like ``get_ci_test_range``.
     """
 
-    def decorate(target: Benchmark) -> Benchmark:
-        if not isinstance(target, Benchmark):
+    def decorate(target: S) -> S:
+        if not isinstance(target, Sweep):
             raise BenchmarkDefinitionError(
                 f"{describe_function(target)}: @parametrize({names!r}, ...) must be stacked "
                 "above @benchmark(...), which is the innermost decorator"
