@@ -1,32 +1,34 @@
-"""Bandwidth, launch-overhead and warm-load benchmark for the scale and add_constant JIT kernels.
+"""Bandwidth, peer, host-overhead and warm-load benchmark for every JIT kernel, in one run.
 
 Run on a GPU from the repo root::
 
-    python scripts/bench_jit_kernels.py [--sizes 24 26 28] [--json out.json] [--check]
+    python scripts/bench_jit_kernels.py [--only rmsnorm scale ...] [--json out.json] [--check]
 
-Measures in one run:
+Each kernel family contributes a module in ``scripts/bench_cases/`` (interface:
+``bench_cases/case.py``). Measured side by side in one run:
 
-* device-to-device copy bandwidth: ``dst.copy_(src)`` of a >= 1 GiB buffer (bytes read + written),
-  the reference every kernel is compared with;
-* ``scale`` (fp16/bf16/fp32) and ``add_constant`` (int32) at 2^24.. elements against torch eager
-  (``torch.mul``/``torch.add`` with ``out=``) and against ``copy_`` of the same tensors. Every
-  function is timed the same way, over input sets that together exceed L2 several times:
-  ``--timer graph`` (default) replays a CUDA graph of back-to-back calls through the project's own
-  ``jit_kernel.benchmark.marker.do_bench``, so launch gaps are not counted (METHOD: "for many
-  small launches, capture a graph"); ``--timer loop`` records CUDA events around a Python loop of
-  eager calls, which also counts the launch gaps of each call;
-* warm ``load_jit``: a fresh process (CUDA context already created, as any caller holding a CUDA
-  tensor has) whose disk cache is warm calls ``_jit_scale_module``, then ``load_jit`` directly;
-* per-call overhead: wall time of a call on a 1-element tensor, ours vs torch (median over 9
-  interleaved rounds of 200 calls each).
+* device-to-device copy bandwidth: ``dst.copy_(src)`` of a 1 GiB buffer (bytes read + written),
+  the reference every kernel is compared with (the faster of eager loop and graph replay);
+* every kernel at memory-bound sizes against its peers (torch eager, torch.compile, FlashInfer;
+  N/A with the reason where a peer cannot run). ``--timer graph`` (default) replays a CUDA graph
+  of back-to-back calls through our ``do_bench``, which rotates clones of the read inputs so the
+  working set never sits in L2; ``--timer loop`` records CUDA events around a Python loop of eager
+  calls over rotated input sets, which also counts each call's launch gap;
+* host time per call at a small size: the public wrapper, a bare tvm-ffi call doing the same work
+  (output allocation + the module's export) and torch eager, as the per-call wall time of an eager
+  loop of 200 calls, median over interleaved rounds (host jitter hits every variant alike);
+* warm load: a fresh process (CUDA already initialised) whose disk cache is warm loads a module.
 
-``--check`` exits 1 unless: every kernel reaches >= 90% of the copy bandwidth and is no slower
-than torch eager (within 2% noise), warm load < 30 ms, per-call overhead <= torch's (+10%).
+``--check`` exits 1 unless: every memory-bound row reaches >= 90% of the copy bandwidth and is
+no slower than any peer that ran (2% noise allowed); every wrapper's host time is <= 1.05x the
+bare call's and below torch eager's; warm load < 30 ms.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import math
 import os
@@ -34,39 +36,53 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+CASES_DIR = Path(__file__).resolve().parent / "bench_cases"
+sys.path[:0] = [str(REPO_ROOT), str(CASES_DIR)]
 
-from jit_kernel.add_constant import add_constant  # noqa: E402
+from case import BandwidthCase, OverheadCase  # noqa: E402
+
 from jit_kernel.benchmark.marker import do_bench  # noqa: E402
-from jit_kernel.scale import scale  # noqa: E402
 
 GB = 1e9
-COPY_BYTES = 1 << 30  # 1 GiB source buffer for the reference copy
+COPY_BYTES = 1 << 30
 BW_TARGET = 0.90
+PEER_NOISE = 0.98  # "no slower than a peer" allows 2% noise
+OVERHEAD_TARGET = 1.05
 WARM_LOAD_TARGET_MS = 30.0
 
 
 @dataclass
-class Row:
-    """One measured kernel at one size."""
+class BandwidthRow:
+    """One kernel at one size: microseconds per call of ours and each peer."""
 
     kernel: str
-    dtype: str
-    elements: int
+    shape: str
+    bytes_moved: int
     ours_us: float
-    torch_us: float
     ours_gbps: float
-    torch_gbps: float
-    copy_ratio: float  # ours bandwidth / reference (1 GiB) copy bandwidth
-    same_size_copy_ratio: float  # ours bandwidth / copy_ of the same tensors
-    speedup: float  # torch time / our time
+    copy_ratio: float
+    targets: bool
+    peers_us: dict[str, float] = field(default_factory=dict)
+    peers_na: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class OverheadRow:
+    """Host microseconds per call: wrapper, bare tvm-ffi call, torch eager."""
+
+    name: str
+    wrapper_us: float
+    bare_us: float
+    torch_us: float
 
 
 def l2_bytes() -> int:
@@ -74,39 +90,12 @@ def l2_bytes() -> int:
     return int(getattr(props, "L2_cache_size", 50 << 20))
 
 
-def time_rotating(fn: Callable[[int], object], num_sets: int, min_ms: float = 50.0) -> float:
-    """Median seconds per call of ``fn(i % num_sets)`` over back-to-back launches."""
-    for i in range(max(3, num_sets)):
-        fn(i % num_sets)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn(0)
-    end.record()
-    end.synchronize()
-    iters = max(num_sets, min(2000, math.ceil(min_ms / max(start.elapsed_time(end), 1e-3))))
-    samples = []
-    for _ in range(5):
-        start.record()
-        for i in range(iters):
-            fn(i % num_sets)
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / 1e3 / iters)
-    return statistics.median(samples)
-
-
-def time_graph(
-    fn: Callable[[torch.Tensor, torch.Tensor], object], src: torch.Tensor, out: torch.Tensor
-) -> float:
-    """Median seconds per call of ``fn(src, out)`` from CUDA-graph replays (our ``do_bench``).
-
-    do_bench clones ``(src, out)`` into as many input sets as its L2 rule needs and cycles the
-    graph's calls through them, so the working set cannot stay L2-resident.
-    """
+def time_graph(fn: Callable[..., Any], inputs: tuple[Any, ...], rotate: Any) -> float:
+    """Median seconds per call from CUDA-graph replays of ``fn(*inputs)`` (our do_bench)."""
     result = do_bench(
         fn,
-        input_args=(src, out),
+        input_args=inputs,
+        graph_clone_args=rotate,
         metrics=(0.5,),
         memory_args=None,
         memory_output=None,
@@ -115,112 +104,135 @@ def time_graph(
     return result.times[0]
 
 
-def timed(
-    timer: str,
-    fn: Callable[[torch.Tensor, torch.Tensor], object],
-    srcs: list[torch.Tensor],
-    outs: list[torch.Tensor],
-) -> float:
-    """Seconds per call of ``fn`` with the chosen timer."""
-    if timer == "graph":
-        return time_graph(fn, srcs[0], outs[0])
-    return time_rotating(lambda i: fn(srcs[i], outs[i]), len(srcs))
+def _rotated_sets(inputs: tuple[Any, ...], rotate: Any, min_bytes: int) -> list[tuple[Any, ...]]:
+    """Copies of ``inputs`` (the ``rotate`` positions cloned) that together exceed ``min_bytes``."""
+    positions = range(len(inputs)) if rotate == "all" else rotate
+    per_set = sum(inputs[i].nbytes for i in positions if isinstance(inputs[i], torch.Tensor))
+    count = max(2, math.ceil(min_bytes / max(per_set, 1)))
+    sets = [inputs]
+    for _ in range(count - 1):
+        copy = list(inputs)
+        for i in positions:
+            if isinstance(copy[i], torch.Tensor):
+                copy[i] = copy[i].clone()
+        sets.append(tuple(copy))
+    return sets
+
+
+def time_loop(fn: Callable[..., Any], inputs: tuple[Any, ...], rotate: Any) -> float:
+    """Median seconds per call of eager calls over rotated input sets, timed with CUDA events."""
+    sets = _rotated_sets(inputs, rotate, 4 * l2_bytes())
+    for s in sets:
+        fn(*s)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn(*sets[0])
+    end.record()
+    end.synchronize()
+    iters = max(len(sets), min(2000, math.ceil(50.0 / max(start.elapsed_time(end), 1e-3))))
+    samples = []
+    for _ in range(5):
+        start.record()
+        for i in range(iters):
+            fn(*sets[i % len(sets)])
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1e3 / iters)
+    return statistics.median(samples)
 
 
 def copy_bandwidth() -> dict[str, float]:
-    """GB/s of ``dst.copy_(src)`` on a 1 GiB buffer (bytes read + written), by both timers.
-
-    The reference is the faster of the two: a copy captured in a CUDA graph becomes a memcpy
-    node that may run on a copy engine, slower than the kernel an eager ``copy_`` launches, and
-    the hardware limit is the best copy we can measure.
-    """
+    """GB/s of a 1 GiB ``dst.copy_(src)`` (read + write) by both timers."""
     src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_(0, 255)
     dst = torch.empty_like(src)
-    loop = time_rotating(lambda _: dst.copy_(src), 1, min_ms=200.0)
-    graph = time_graph(lambda s, d: d.copy_(s), src, dst)
+    loop = time_loop(lambda s, d: d.copy_(s), (src, dst), (0,))
+    graph = time_graph(lambda s, d: d.copy_(s), (src, dst), (0,))
+    del src, dst
+    torch.cuda.empty_cache()
     return {"loop": 2 * COPY_BYTES / loop / GB, "graph": 2 * COPY_BYTES / graph / GB}
 
 
-def make_sets(
-    elements: int, dtype: torch.dtype, num_sets: int | None = None
-) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """(src, out) pairs; by default enough that a rotation over them exceeds 4x the L2 size."""
-    pair_bytes = 2 * elements * torch.empty(0, dtype=dtype).element_size()
-    if num_sets is None:
-        num_sets = max(2, math.ceil(4 * l2_bytes() / pair_bytes))
-    if dtype.is_floating_point:
-        srcs = [torch.randn(elements, dtype=dtype, device="cuda") for _ in range(num_sets)]
-    else:
-        srcs = [
-            torch.randint(-(2**20), 2**20, (elements,), dtype=dtype, device="cuda")
-            for _ in range(num_sets)
-        ]
-    outs = [torch.empty_like(s) for s in srcs]
-    return srcs, outs
+def _short(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}".splitlines()[0]
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
-def bench_kernel(name: str, dtype: torch.dtype, elements: int, copy_gbps: float, timer: str) -> Row:
-    srcs, outs = make_sets(elements, dtype) if timer == "loop" else make_sets(elements, dtype, 1)
-    if name == "scale":
-
-        def ours(src: torch.Tensor, out: torch.Tensor) -> object:
-            return scale(src, 1.5, out=out)
-
-        def ref(src: torch.Tensor, out: torch.Tensor) -> object:
-            return torch.mul(src, 1.5, out=out)
-    else:
-
-        def ours(src: torch.Tensor, out: torch.Tensor) -> object:
-            return add_constant(src, 7, out=out)
-
-        def ref(src: torch.Tensor, out: torch.Tensor) -> object:
-            return torch.add(src, 7, out=out)
-
-    ours(srcs[0], outs[0])
+def bench_case(case: BandwidthCase, copy_gbps: float, timer: str) -> BandwidthRow:
+    """Time ours and every peer on the same inputs; a failing peer becomes N/A with its error."""
+    inputs = case.make_inputs()
+    case.ours(*inputs)
     torch.cuda.synchronize()
-    expected = ref(srcs[0], outs[0]).clone()
-    torch.testing.assert_close(ours(srcs[0], outs[0]), expected, rtol=0, atol=0)
-    t_ours = timed(timer, ours, srcs, outs)
-    t_ref = timed(timer, ref, srcs, outs)
-    t_copy = timed(timer, lambda s, o: o.copy_(s), srcs, outs)
-    moved = 2 * elements * srcs[0].element_size()
-    return Row(
-        kernel=name,
-        dtype=str(dtype).removeprefix("torch."),
-        elements=elements,
-        ours_us=t_ours * 1e6,
-        torch_us=t_ref * 1e6,
-        ours_gbps=moved / t_ours / GB,
-        torch_gbps=moved / t_ref / GB,
-        copy_ratio=moved / t_ours / GB / copy_gbps,
-        same_size_copy_ratio=t_copy / t_ours,
-        speedup=t_ref / t_ours,
+    if case.check is not None:
+        case.check(inputs)
+    timed = time_graph if timer == "graph" else time_loop
+    ours = timed(case.ours, inputs, case.rotate_args)
+    row = BandwidthRow(
+        kernel=case.kernel,
+        shape=case.shape,
+        bytes_moved=case.bytes_moved,
+        ours_us=ours * 1e6,
+        ours_gbps=case.bytes_moved / ours / GB,
+        copy_ratio=case.bytes_moved / ours / GB / copy_gbps,
+        targets=case.targets,
     )
+    for name, peer in case.peers.items():
+        if isinstance(peer, str):
+            row.peers_na[name] = peer
+            continue
+        try:
+            row.peers_us[name] = timed(peer, inputs, case.rotate_args) * 1e6
+        except Exception as error:  # a peer that cannot run is reported, never fatal
+            row.peers_na[name] = _short(error)
+            torch.cuda.synchronize()
+    del inputs
+    torch.cuda.empty_cache()
+    return row
+
+
+def host_us_per_call(fn: Callable[..., Any], args: tuple[Any, ...], calls: int) -> float:
+    """Wall-clock microseconds per call of an eager loop of ``calls`` calls (no sync inside)."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter_ns()
+    for _ in range(calls):
+        fn(*args)
+    elapsed = time.perf_counter_ns() - t0
+    torch.cuda.synchronize()
+    return elapsed / calls / 1e3
+
+
+def bench_overhead(case: OverheadCase, rounds: int = 15, calls: int = 200) -> OverheadRow:
+    """Median over ``rounds`` interleaved rounds of wrapper, bare call and torch eager."""
+    args = case.make_inputs()
+    variants = {"wrapper": case.wrapper, "bare": case.bare, "torch": case.torch_eager}
+    for fn in variants.values():
+        for _ in range(50):
+            fn(*args)
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            samples[name].append(host_us_per_call(fn, args, calls))
+    med = {name: statistics.median(values) for name, values in samples.items()}
+    return OverheadRow(case.name, med["wrapper"], med["bare"], med["torch"])
 
 
 WARM_LOAD_CHILD = """
 import time, torch
 torch.empty(1, device="cuda")  # a caller always has CUDA up already: keep context creation out
 from jit_kernel.scale import _jit_scale_module
-from jit_kernel.utils import load_jit, make_cpp_args, is_arch_support_pdl
 t0 = time.perf_counter()
 _jit_scale_module(torch.float16)
-t1 = time.perf_counter()
-args = make_cpp_args(torch.bfloat16, is_arch_support_pdl())
-load_jit("scale", *args, cuda_files=["elementwise/scale.cuh"],
-         cuda_wrappers=[("scale", f"scale<{args}>")])
-t2 = time.perf_counter()
-print((t1 - t0) * 1e3, (t2 - t1) * 1e3)
+print((time.perf_counter() - t0) * 1e3)
 """
 
 
-def warm_load_ms(repeats: int = 5) -> tuple[float, float]:
-    """Median ms of the first ``_jit_scale_module`` / ``load_jit`` call in a fresh process."""
+def warm_load_ms(repeats: int = 5) -> float:
+    """Median ms of the first ``_jit_scale_module`` call in a fresh process, disk cache warm."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    first, direct = [], []
+    samples = []
     for _ in range(repeats):
         done = subprocess.run(
             [sys.executable, "-c", WARM_LOAD_CHILD],
@@ -230,51 +242,81 @@ def warm_load_ms(repeats: int = 5) -> tuple[float, float]:
             cwd=REPO_ROOT,
             check=True,
         )
-        a, b = done.stdout.split()[-2:]
-        first.append(float(a))
-        direct.append(float(b))
-    return statistics.median(first), statistics.median(direct)
+        samples.append(float(done.stdout.split()[-1]))
+    return statistics.median(samples)
 
 
-def per_call_us(fn: Callable[[], object], calls: int) -> float:
-    """Median wall-clock microseconds of one call (launch included, no sync)."""
-    samples = []
-    for _ in range(calls):
-        t0 = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - t0)
-    torch.cuda.synchronize()
-    return statistics.median(samples) / 1e3
+def load_family(stem: str) -> Any:
+    """Import ``bench_cases/<stem>.py`` under a private name (no clash with installed packages)."""
+    spec = importlib.util.spec_from_file_location(f"_bench_cases_{stem}", CASES_DIR / f"{stem}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def overheads(rounds: int = 9, calls: int = 200) -> dict[str, float]:
-    """Per-call wall time of each variant: median over ``rounds`` interleaved rounds.
+def family_modules() -> list[str]:
+    """The family modules in bench_cases/ (``case.py`` is the interface, not a family)."""
+    return [p.stem for p in sorted(CASES_DIR.glob("*.py")) if p.stem not in {"case", "__init__"}]
 
-    Interleaving ours and torch's calls round by round exposes both to the same host noise
-    (a VM's timer and scheduler jitter easily move one long run by 2x).
-    """
-    x = torch.randn(1, device="cuda", dtype=torch.float16)
-    i = torch.zeros(1, device="cuda", dtype=torch.int32)
-    xo, io = torch.empty_like(x), torch.empty_like(i)
-    variants: dict[str, Callable[[], object]] = {
-        "scale": lambda: scale(x, 2.0),
-        "torch.mul": lambda: torch.mul(x, 2.0),
-        "scale(out=)": lambda: scale(x, 2.0, out=xo),
-        "torch.mul(out=)": lambda: torch.mul(x, 2.0, out=xo),
-        "add_constant": lambda: add_constant(i, 7),
-        "torch.add": lambda: torch.add(i, 7),
-        "add_constant(out=)": lambda: add_constant(i, 7, out=io),
-        "torch.add(out=)": lambda: torch.add(i, 7, out=io),
-    }
-    for fn in variants.values():  # warm-up
-        for _ in range(50):
-            fn()
-    torch.cuda.synchronize()
-    per_round: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, fn in variants.items():
-            per_round[name].append(per_call_us(fn, calls))
-    return {name: statistics.median(values) for name, values in per_round.items()}
+
+def peer_names(rows: list[BandwidthRow]) -> list[str]:
+    names: list[str] = []
+    for row in rows:
+        for name in [*row.peers_us, *row.peers_na]:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def print_bandwidth(rows: list[BandwidthRow]) -> None:
+    peers = peer_names(rows)
+    header = f"{'kernel':<20}{'shape':<24}{'ours us':>9}{'GB/s':>7}{'/copy':>7}"
+    header += "".join(f"{p + ' us':>18}{'x':>6}" for p in peers)
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        line = (
+            f"{r.kernel:<20}{r.shape:<24}{r.ours_us:>9.1f}{r.ours_gbps:>7.0f}{r.copy_ratio:>7.1%}"
+        )
+        for p in peers:
+            if p in r.peers_us:
+                line += f"{r.peers_us[p]:>18.1f}{r.peers_us[p] / r.ours_us:>5.2f}x"
+            else:
+                line += f"{'N/A':>18}{'':>6}"
+        print(line)
+    reasons = {(p, why) for r in rows for p, why in r.peers_na.items()}
+    for p, why in sorted(reasons):
+        print(f"  N/A {p}: {why}")
+
+
+def check_targets(
+    rows: list[BandwidthRow], overheads: list[OverheadRow], load_ms: float
+) -> list[str]:
+    failures = []
+    for r in rows:
+        if not r.targets:
+            continue
+        if r.copy_ratio < BW_TARGET:
+            failures.append(
+                f"{r.kernel} {r.shape}: {r.copy_ratio:.1%} of copy bandwidth < {BW_TARGET:.0%}"
+            )
+        for p, us in r.peers_us.items():
+            if us / r.ours_us < PEER_NOISE:
+                failures.append(f"{r.kernel} {r.shape}: slower than {p} ({us / r.ours_us:.2f}x)")
+    for o in overheads:
+        if o.wrapper_us > OVERHEAD_TARGET * o.bare_us:
+            failures.append(
+                f"host overhead {o.name}: wrapper {o.wrapper_us:.2f} us > "
+                f"{OVERHEAD_TARGET:.2f} x bare {o.bare_us:.2f} us"
+            )
+        if o.wrapper_us >= o.torch_us:
+            failures.append(
+                f"host overhead {o.name}: wrapper {o.wrapper_us:.2f} us >= torch {o.torch_us:.2f} us"
+            )
+    if load_ms >= WARM_LOAD_TARGET_MS:
+        failures.append(f"warm load {load_ms:.1f} ms >= {WARM_LOAD_TARGET_MS} ms")
+    return failures
 
 
 def main() -> int:
@@ -282,12 +324,10 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument(
-        "--sizes",
-        type=int,
+        "--only",
         nargs="+",
-        default=[24, 26, 28],
-        metavar="LOG2",
-        help="element counts as powers of two (default: 24 26 28)",
+        metavar="KERNEL",
+        help="benchmark only these kernels (names as printed)",
     )
     parser.add_argument("--json", type=Path, help="also write all figures to this JSON file")
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
@@ -297,82 +337,79 @@ def main() -> int:
         default="graph",
         help="graph: CUDA-graph replay via do_bench (default); loop: events around eager calls",
     )
+    parser.add_argument("--skip-overhead", action="store_true", help="skip the host-overhead table")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench_jit_kernels: needs a CUDA GPU", file=sys.stderr)
         return 2
+    only = set(args.only) if args.only else None
 
     device = torch.cuda.get_device_name()
     copies = copy_bandwidth()
     copy_gbps = max(copies.values())
     print(f"device: {device}; L2 {l2_bytes() >> 20} MiB; timer: {args.timer}")
     print(
-        f"D2D copy bandwidth (1 GiB, read + write): eager loop {copies['loop']:.0f} GB/s, "
-        f"graph replay {copies['graph']:.0f} GB/s; reference = the faster"
+        f"D2D copy (1 GiB, read + write): eager loop {copies['loop']:.0f} GB/s, graph replay "
+        f"{copies['graph']:.0f} GB/s; reference = {copy_gbps:.0f} GB/s\n"
     )
-    print(f"reference copy bandwidth: {copy_gbps:.0f} GB/s\n")
 
-    rows: list[Row] = []
-    cases = [("scale", d) for d in (torch.float16, torch.bfloat16, torch.float32)]
-    cases.append(("add_constant", torch.int32))
-    for log2 in args.sizes:
-        for name, dtype in cases:
-            rows.append(bench_kernel(name, dtype, 1 << log2, copy_gbps, args.timer))
-            torch.cuda.empty_cache()
+    rows: list[BandwidthRow] = []
+    overheads: list[OverheadRow] = []
+    errors: list[str] = []
+    for family in family_modules():
+        try:
+            module = load_family(family)
+            cases = module.bandwidth_cases()
+        except Exception:
+            errors.append(f"bench_cases/{family}.py:\n{traceback.format_exc()}")
+            continue
+        for case in cases:
+            if only and case.kernel not in only:
+                continue
+            try:
+                rows.append(bench_case(case, copy_gbps, args.timer))
+            except Exception:
+                errors.append(f"{case.kernel} {case.shape}:\n{traceback.format_exc()}")
+        if args.skip_overhead:
+            continue
+        try:
+            ocases = module.overhead_cases()
+        except Exception:
+            errors.append(f"bench_cases/{family}.py overhead_cases():\n{traceback.format_exc()}")
+            continue
+        for ocase in ocases:
+            if only and ocase.name.split()[0] not in only:
+                continue
+            try:
+                overheads.append(bench_overhead(ocase))
+            except Exception:
+                errors.append(f"overhead {ocase.name}:\n{traceback.format_exc()}")
 
-    header = (
-        f"{'kernel':<13}{'dtype':<10}{'elements':>10}{'ours us':>10}{'torch us':>10}"
-        f"{'ours GB/s':>11}{'torch GB/s':>12}{'ours/copy':>11}{'/same-size':>11}{'vs torch':>10}"
-    )
-    print(header)
-    print("-" * len(header))
-    for r in rows:
+    print_bandwidth(rows)
+    if overheads:
+        print("\nhost time per call (eager loop of 200 calls, median of 15 interleaved rounds):")
         print(
-            f"{r.kernel:<13}{r.dtype:<10}{'2^' + str(int(math.log2(r.elements))):>10}"
-            f"{r.ours_us:>10.1f}{r.torch_us:>10.1f}{r.ours_gbps:>11.0f}{r.torch_gbps:>12.0f}"
-            f"{r.copy_ratio:>11.1%}{r.same_size_copy_ratio:>11.1%}{r.speedup:>9.2f}x"
+            f"  {'case':<34}{'wrapper us':>11}{'bare us':>9}{'torch us':>10}{'vs bare':>9}{'vs torch':>10}"
         )
-
-    load_first, load_direct = warm_load_ms()
-    print(
-        f"\nwarm load (fresh process, disk cache warm): _jit_scale_module {load_first:.1f} ms, "
-        f"load_jit {load_direct:.1f} ms"
-    )
-
-    calls = overheads()
-    print("\nper-call wall time, 1-element tensor (median of 9 interleaved rounds x 200 calls):")
-    for label, us in calls.items():
-        print(f"  {label:<20}{us:>8.2f} us")
-
-    failures = []
-    for r in rows:
-        if r.copy_ratio < BW_TARGET:
-            failures.append(
-                f"{r.kernel} {r.dtype} 2^{int(math.log2(r.elements))}: "
-                f"{r.copy_ratio:.1%} of copy bandwidth < {BW_TARGET:.0%}"
+        for o in overheads:
+            print(
+                f"  {o.name:<34}{o.wrapper_us:>11.2f}{o.bare_us:>9.2f}{o.torch_us:>10.2f}"
+                f"{o.wrapper_us / o.bare_us:>8.3f}x{o.wrapper_us / o.torch_us:>9.3f}x"
             )
-        if r.speedup < 0.98:
-            failures.append(
-                f"{r.kernel} {r.dtype} 2^{int(math.log2(r.elements))}: "
-                f"slower than torch ({r.speedup:.2f}x)"
-            )
-    if max(load_first, load_direct) >= WARM_LOAD_TARGET_MS:
-        failures.append(
-            f"warm load {max(load_first, load_direct):.1f} ms >= {WARM_LOAD_TARGET_MS} ms"
-        )
-    for ours, ref in [
-        ("scale", "torch.mul"),
-        ("scale(out=)", "torch.mul(out=)"),
-        ("add_constant", "torch.add"),
-        ("add_constant(out=)", "torch.add(out=)"),
-    ]:
-        if calls[ours] > calls[ref] * 1.10:
-            failures.append(f"per-call {ours} {calls[ours]:.2f} us > {ref} {calls[ref]:.2f} us")
+    load_ms = warm_load_ms()
+    print(f"\nwarm load (fresh process, disk cache warm): _jit_scale_module {load_ms:.1f} ms")
+
+    failures = check_targets(rows, overheads, load_ms) + [f"error: {e}" for e in errors]
+    for e in errors:
+        print(f"\nERROR {e}", file=sys.stderr)
     print(
         "\n"
-        + ("all targets met" if not failures else "targets missed:\n  " + "\n  ".join(failures))
+        + (
+            "all targets met"
+            if not failures
+            else "targets missed:\n  " + "\n  ".join(f.splitlines()[0] for f in failures)
+        )
     )
-
     if args.json:
         args.json.write_text(
             json.dumps(
@@ -381,14 +418,14 @@ def main() -> int:
                     "copy_gbps": copy_gbps,
                     "copy_gbps_by_timer": copies,
                     "rows": [asdict(r) for r in rows],
-                    "warm_load_ms": {"_jit_scale_module": load_first, "load_jit": load_direct},
-                    "per_call_us": calls,
+                    "host_overhead_us": [asdict(o) for o in overheads],
+                    "warm_load_ms": load_ms,
                     "failures": failures,
                 },
                 indent=2,
             )
         )
-    return 1 if (args.check and failures) else 0
+    return 1 if (args.check and failures) or errors else 0
 
 
 if __name__ == "__main__":
