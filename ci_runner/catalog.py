@@ -10,11 +10,19 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ci_runner.markers import MARKER_BACKENDS
+from ci_runner.registration_syntax import (
+    DEFAULT_SYNTAX,
+    RegistrationSyntax,
+    SyntaxConfigError,
+    parse_syntax,
+)
 
 CATALOG_FILE = "pyproject.toml"
 DEFAULT_TIMEOUT_PER_FILE = 1200.0
-BACKENDS: tuple[str, ...] = tuple(sorted(set(MARKER_BACKENDS.values())))
+BACKENDS: tuple[str, ...] = DEFAULT_SYNTAX.backends  # the built-in ones; a catalog may add more
+ALL_GPUS = "all"  # gpus-per-file = "all": each file gets every GPU of the runner
+DEFAULT_FILE_PATTERNS: tuple[str, ...] = ("test_*.py", "bench_*.py")
+NEVER_COLLECTED: tuple[str, ...] = ("__init__.py", "conftest.py")
 
 
 class CatalogError(Exception):
@@ -29,7 +37,7 @@ class Suite:
     hw: str
     nightly: bool = False
     renamed_from: tuple[str, ...] = ()
-    gpus_per_file: int = 1
+    gpus_per_file: int | str = 1  # a count, or ALL_GPUS
     timeout_per_file: float | None = None
     runner: str | None = None
     job_timeout_minutes: float | None = None
@@ -42,6 +50,8 @@ class Catalog:
     root: Path
     registered_dir: str
     suites: tuple[Suite, ...] = field(default_factory=tuple)
+    syntax: RegistrationSyntax = DEFAULT_SYNTAX
+    file_patterns: tuple[str, ...] = DEFAULT_FILE_PATTERNS
 
     def get(self, name: str) -> Suite | None:
         """The suite called ``name``, or None."""
@@ -120,7 +130,22 @@ _SUITE_KEYS = {
 }
 
 
-def _parse_suite(raw: object, where: str) -> Suite:
+_HINT = ', e.g. [tool.ci-runner.extra-markers] register_mlx_ci = "mlx"'
+
+
+def _gpus_per_file(raw: dict, where: str) -> int | str:
+    gpus = raw.get("gpus-per-file", 1)
+    if gpus == ALL_GPUS:
+        return ALL_GPUS
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise CatalogError(
+            f'{where}: gpus-per-file must be an integer >= 0 or "{ALL_GPUS}" (every GPU of '
+            f"the runner), got {gpus!r}"
+        )
+    return gpus
+
+
+def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: each [[tool.ci-runner.suites]] entry must be a table")
     unknown = sorted(set(raw) - _SUITE_KEYS)
@@ -136,8 +161,11 @@ def _parse_suite(raw: object, where: str) -> Suite:
         raise CatalogError(f"{where}: name must be a non-empty string")
     where = f"{where} (suite {name!r})"
     hw = str(_expect(raw["hw"], str, where, "hw"))
-    if hw not in BACKENDS:
-        raise CatalogError(f"{where}: hw must be one of {', '.join(BACKENDS)}, got {hw!r}")
+    if hw not in backends:
+        raise CatalogError(
+            f"{where}: hw must be one of {', '.join(backends)}, got {hw!r}"
+            + ("" if hw in BACKENDS else f" (a new backend needs an extra-markers entry{_HINT})")
+        )
     renamed = _expect(raw.get("renamed-from", []), list, where, "renamed-from")
     for old in renamed:  # type: ignore[union-attr]
         _expect(old, str, where, "each renamed-from entry")
@@ -146,9 +174,7 @@ def _parse_suite(raw: object, where: str) -> Suite:
         _expect(timeout, (int, float), where, "timeout-per-file")
         if timeout <= 0:
             raise CatalogError(f"{where}: timeout-per-file must be positive, got {timeout}")
-    gpus = _expect(raw.get("gpus-per-file", 1), int, where, "gpus-per-file")
-    if gpus < 0:  # type: ignore[operator]
-        raise CatalogError(f"{where}: gpus-per-file must be >= 0, got {gpus}")
+    gpus = _gpus_per_file(raw, where)
     job_minutes = raw.get("job-timeout-minutes")
     if job_minutes is not None:
         _expect(job_minutes, (int, float), where, "job-timeout-minutes")
@@ -162,7 +188,7 @@ def _parse_suite(raw: object, where: str) -> Suite:
         hw=hw,
         nightly=bool(_expect(raw.get("nightly", False), bool, where, "nightly")),
         renamed_from=tuple(renamed),  # type: ignore[arg-type]
-        gpus_per_file=int(gpus),  # type: ignore[arg-type]
+        gpus_per_file=gpus,
         timeout_per_file=float(timeout) if timeout is not None else None,
         runner=runner,
         job_timeout_minutes=float(job_minutes) if job_minutes is not None else None,
@@ -187,14 +213,55 @@ def load_catalog(root: Path) -> Catalog:
     table = data.get("tool", {}).get("ci-runner")
     if not isinstance(table, dict):
         raise CatalogError(f"{path}: no [tool.ci-runner] table")
-    where = f"{path.name} [tool.ci-runner]"
+    return parse_catalog(table, root, f"{path.name} [tool.ci-runner]")
+
+
+_TOP_KEYS = {
+    "registered-dir",
+    "suites",
+    "suite-template",
+    "extra-markers",
+    "ignored-arguments",
+    "file-patterns",
+}
+
+
+def _file_patterns(table: dict, where: str) -> tuple[str, ...]:
+    patterns = table.get("file-patterns", list(DEFAULT_FILE_PATTERNS))
+    if (
+        not isinstance(patterns, list)
+        or not patterns
+        or not all(isinstance(p, str) and p.endswith(".py") and "/" not in p for p in patterns)
+    ):
+        raise CatalogError(
+            f"{where}: file-patterns must be a non-empty list of file-name globs ending in .py "
+            f'(e.g. ["test_*.py", "bench_*.py"] or ["*.py"]), got {patterns!r}'
+        )
+    return tuple(patterns)
+
+
+def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
+    """Validate a ``[tool.ci-runner]`` table already read from TOML (``where`` names it)."""
+    unknown = sorted(set(table) - _TOP_KEYS)
+    if unknown:
+        raise CatalogError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known keys: "
+            f"{', '.join(sorted(_TOP_KEYS))}"
+        )
     registered_dir = str(
         _expect(table.get("registered-dir", "registered"), str, where, "registered-dir")
     )
+    try:
+        syntax = parse_syntax(table, where)
+    except SyntaxConfigError as exc:
+        raise CatalogError(str(exc)) from None
     raw_suites = table.get("suites", [])
     if not isinstance(raw_suites, list) or not raw_suites:
         raise CatalogError(f"{where}: define at least one [[tool.ci-runner.suites]] entry")
-    suites = tuple(_parse_suite(raw, f"{where} suites[{i}]") for i, raw in enumerate(raw_suites))
+    suites = tuple(
+        _parse_suite(raw, f"{where} suites[{i}]", syntax.backends)
+        for i, raw in enumerate(raw_suites)
+    )
     seen: dict[str, str] = {}
     for suite in suites:
         for name in (suite.name, *suite.renamed_from):
@@ -203,4 +270,10 @@ def load_catalog(root: Path) -> Catalog:
                     f"{where}: suite name {name!r} is used twice ({seen[name]} and {suite.name})"
                 )
             seen[name] = suite.name
-    return Catalog(root=root, registered_dir=registered_dir, suites=suites)
+    return Catalog(
+        root=root,
+        registered_dir=registered_dir,
+        suites=suites,
+        syntax=syntax,
+        file_patterns=_file_patterns(table, where),
+    )

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import multiprocessing
 import os
@@ -15,7 +16,12 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ci_runner.catalog import Catalog, CatalogError
+from ci_runner.catalog import (
+    DEFAULT_FILE_PATTERNS,
+    NEVER_COLLECTED,
+    Catalog,
+    CatalogError,
+)
 from ci_runner.collect.entry_point import check_entry_point
 from ci_runner.collect.scan import parse_source, scan_markers, scan_tree
 from ci_runner.collect.suites import check_registration
@@ -23,7 +29,6 @@ from ci_runner.model import Problem, Registration
 
 __all__ = ["Collection", "collect", "discover_files", "is_registered_file", "scan_markers"]
 
-FILE_PREFIXES = ("test_", "bench_")
 _MARKER_TEXT = b"register_"
 MAX_WORKERS = 8
 FILES_PER_WORKER = 250  # below this many files per worker, one process is faster
@@ -42,9 +47,9 @@ class Collection:
         return not self.problems
 
 
-def is_registered_file(name: str) -> bool:
-    """True for the file names the runner collects: ``test_*.py`` and ``bench_*.py``."""
-    return name.endswith(".py") and name.startswith(FILE_PREFIXES)
+def is_registered_file(name: str, patterns: tuple[str, ...] = DEFAULT_FILE_PATTERNS) -> bool:
+    """True for the file names the runner collects (``patterns``: the catalog's file-patterns)."""
+    return name not in NEVER_COLLECTED and any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 def discover_files(catalog: Catalog) -> list[str]:
@@ -60,7 +65,11 @@ def discover_files(catalog: Catalog) -> list[str]:
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         rel_dir = Path(os.path.relpath(dirpath, root)).as_posix()
-        found.extend(f"{rel_dir}/{name}" for name in filenames if is_registered_file(name))
+        found.extend(
+            f"{rel_dir}/{name}"
+            for name in filenames
+            if is_registered_file(name, catalog.file_patterns)
+        )
     return sorted(found)
 
 
@@ -114,14 +123,14 @@ def _collect_file(catalog: Catalog, rel_path: str) -> tuple[list[Registration], 
         data = (catalog.root / rel_path).read_bytes()
     except OSError as exc:
         return [], [Problem(rel_path, 1, 1, f"cannot read: {exc.strerror or exc}")]
-    if _MARKER_TEXT not in data:
-        return [], [_no_registration(rel_path)]
+    if not _mentions_a_marker(data, catalog):
+        return [], [_no_registration(rel_path, catalog)]
     tree, problem = parse_source(data, rel_path)
     if tree is None:
         return [], [problem] if problem else []
-    registrations, problems = scan_tree(tree, rel_path, data)
+    registrations, problems = scan_tree(tree, rel_path, data, catalog.syntax)
     if not registrations and not problems:
-        problems.append(_no_registration(rel_path))
+        problems.append(_no_registration(rel_path, catalog))
     for reg in registrations:
         catalog_problem = check_registration(reg, catalog)
         if catalog_problem:
@@ -132,12 +141,23 @@ def _collect_file(catalog: Catalog, rel_path: str) -> tuple[list[Registration], 
     return registrations, problems
 
 
-def _no_registration(rel_path: str) -> Problem:
+def _mentions_a_marker(data: bytes, catalog: Catalog) -> bool:
+    """Cheap text prefilter: can this file contain a marker call at all?"""
+    if _MARKER_TEXT in data:
+        return True
+    return any(name.encode() in data for name in catalog.syntax.markers)
+
+
+def _no_registration(rel_path: str, catalog: Catalog) -> Problem:
+    patterns = "/".join(catalog.file_patterns)
+    if catalog.file_patterns == DEFAULT_FILE_PATTERNS:
+        fix = "rename helper modules so they do not start with test_ or bench_"
+    else:
+        fix = f"rename helper modules so they do not match the catalog's file-patterns {patterns}"
     return Problem(
         rel_path,
         1,
         1,
-        "no register_<backend>_ci(...) call: every test_*.py/bench_*.py file under the "
-        "registered directory must register (rename helper modules so they do not start "
-        "with test_ or bench_)",
+        f"no register_<backend>_ci(...) call: every {patterns} file under the registered "
+        f"directory must register ({fix})",
     )

@@ -7,7 +7,9 @@ A test file declares the suites it belongs to with, for example::
     register_cuda_ci(est_time=30, suite="base-b-kernel-unit-1-gpu-large")
 
 The calls do nothing at runtime. ``run_suite.py`` never imports test files: it reads these calls
-from the syntax tree, so every argument must be a literal.
+from the syntax tree, so every argument must be a literal. At runtime the markers accept any
+keyword (``min_gpus=``, a catalog's ``suite-template`` fields such as ``stage=`` and
+``runner_config=``); the runner validates them when it reads the file.
 """
 
 from __future__ import annotations
@@ -27,36 +29,81 @@ MARKER_PARAMETERS: tuple[str, ...] = ("est_time", "suite", "nightly", "disabled"
 
 
 def register_cuda_ci(
-    est_time: float, suite: str, nightly: bool = False, disabled: str | None = None
+    est_time: float,
+    suite: str | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+    **keywords: object,
 ) -> None:
     """Register this file for a CUDA suite (runtime no-op; parsed from the AST)."""
 
 
 def register_cpu_ci(
-    est_time: float, suite: str, nightly: bool = False, disabled: str | None = None
+    est_time: float,
+    suite: str | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+    **keywords: object,
 ) -> None:
     """Register this file for a CPU suite (runtime no-op; parsed from the AST)."""
 
 
 def register_amd_ci(
-    est_time: float, suite: str, nightly: bool = False, disabled: str | None = None
+    est_time: float,
+    suite: str | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+    **keywords: object,
 ) -> None:
     """Register this file for an AMD (ROCm) suite (runtime no-op; parsed from the AST)."""
 
 
 def register_npu_ci(
-    est_time: float, suite: str, nightly: bool = False, disabled: str | None = None
+    est_time: float,
+    suite: str | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+    **keywords: object,
 ) -> None:
     """Register this file for an NPU suite (runtime no-op; parsed from the AST)."""
 
 
 def register_xpu_ci(
-    est_time: float, suite: str, nightly: bool = False, disabled: str | None = None
+    est_time: float,
+    suite: str | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+    **keywords: object,
 ) -> None:
     """Register this file for an Intel XPU suite (runtime no-op; parsed from the AST)."""
 
 
 def register_musa_ci(
-    est_time: float, suite: str, nightly: bool = False, disabled: str | None = None
+    est_time: float,
+    suite: str | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+    **keywords: object,
 ) -> None:
     """Register this file for a Moore Threads MUSA suite (runtime no-op; parsed from the AST)."""
+
+
+def _extra_marker(
+    est_time: float,
+    suite: str | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+    **keywords: object,
+) -> None:
+    """Register this file for a backend the catalog declares (runtime no-op)."""
+
+
+def __getattr__(name: str) -> object:
+    """``register_<backend>_ci`` for any backend a catalog adds with ``extra-markers``.
+
+    So a repository's own marker module can re-export every marker it uses from here, e.g.
+    ``from ci_runner.markers import register_mlx_ci``.
+    """
+    if name.startswith("register_") and name.endswith("_ci") and len(name) > len("register__ci"):
+        return _extra_marker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

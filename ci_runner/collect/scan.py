@@ -2,23 +2,24 @@
 
 Accepted: a module-level expression statement that is the call itself, spelled by bare name
 (``register_cuda_ci(...)``), through an import alias (``from ci_runner import register_cuda_ci as
-reg``) or through a module attribute (``ci_runner.register_cuda_ci(...)``, ``cr.markers.
-register_cuda_ci(...)``). Every argument must be a literal. Anything else that mentions a marker
-is reported, so no registration is silently ignored.
+reg``, from any module: ``from sglang.test.ci.ci_register import register_cuda_ci``) or through a
+module attribute (``ci_runner.register_cuda_ci(...)``, ``cr.markers.register_cuda_ci(...)``).
+Which names are markers, and which arguments they take, comes from the catalog's
+:class:`~ci_runner.registration_syntax.RegistrationSyntax`. Anything else that mentions a marker
+is reported, and so is a module-level call of an unknown ``register_<name>_ci``, so no
+registration is silently ignored.
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
-import difflib
-import math
 import re
+from collections.abc import Mapping
 
-from ci_runner.markers import MARKER_BACKENDS, MARKER_PARAMETERS
+from ci_runner.collect.arguments import parse_call
 from ci_runner.model import Problem, Registration
-
-_MISSING = object()
+from ci_runner.registration_syntax import DEFAULT_SYNTAX, RegistrationSyntax
 
 
 def parse_source(source: str | bytes, rel_path: str) -> tuple[ast.Module | None, Problem | None]:
@@ -33,7 +34,9 @@ def parse_source(source: str | bytes, rel_path: str) -> tuple[ast.Module | None,
         return None, Problem(rel_path, 1, 1, f"cannot parse: {exc}")
 
 
-def scan_markers(source: str, rel_path: str) -> tuple[list[Registration], list[Problem]]:
+def scan_markers(
+    source: str, rel_path: str, syntax: RegistrationSyntax = DEFAULT_SYNTAX
+) -> tuple[list[Registration], list[Problem]]:
     """Registrations of one file plus every malformed, hidden or duplicated marker call.
 
     Catalog-independent: suite names are not checked here (see :mod:`ci_runner.collect.suites`).
@@ -41,38 +44,46 @@ def scan_markers(source: str, rel_path: str) -> tuple[list[Registration], list[P
     tree, problem = parse_source(source, rel_path)
     if tree is None:
         return [], [problem] if problem else []
-    return scan_tree(tree, rel_path, source)
+    return scan_tree(tree, rel_path, source, syntax)
 
 
 def scan_tree(
-    tree: ast.Module, rel_path: str, source: str | bytes | None = None
+    tree: ast.Module,
+    rel_path: str,
+    source: str | bytes | None = None,
+    syntax: RegistrationSyntax = DEFAULT_SYNTAX,
 ) -> tuple[list[Registration], list[Problem]]:
     """:func:`scan_markers` on an already parsed module.
 
     With ``source``, only the top-level statements whose lines mention a marker (or an alias of
     one) are walked; the result is the same, just faster on large trees.
     """
+    markers = syntax.markers
     if source is not None and _has_bare_carriage_return(source):
         source = None  # line numbers would not match "\n" counting: walk everything
-    statements = tree.body if source is None else _statements_mentioning_markers(tree, source)
-    aliases = _marker_aliases(statements)
-    if source is not None and set(aliases) - set(MARKER_BACKENDS):
-        statements = _statements_mentioning_markers(tree, source, aliases)
+    statements = (
+        tree.body if source is None else _statements_mentioning_markers(tree, source, markers)
+    )
+    aliases = _marker_aliases(statements, markers)
+    if source is not None and set(aliases) - set(markers):
+        statements = _statements_mentioning_markers(tree, source, markers, aliases)
     registrations: list[Registration] = []
     problems: list[Problem] = []
     for stmt in statements:
         call = stmt.value if isinstance(stmt, ast.Expr) else None
-        if isinstance(call, ast.Call) and (marker := _marker_of(call.func, aliases)):
-            registration, call_problems = _parse_call(call, marker, rel_path)
+        if isinstance(call, ast.Call) and (marker := _marker_of(call.func, aliases, markers)):
+            registration, call_problems = parse_call(call, marker, rel_path, syntax)
             problems.extend(call_problems)
             if registration is not None:
                 registrations.append(registration)
             arguments = [*call.args, *(kw.value for kw in call.keywords)]
             hidden_roots = [a for a in arguments if not isinstance(a, ast.Constant)]
         else:
+            if isinstance(call, ast.Call) and (unknown := unknown_marker_name(call.func)):
+                problems.append(_unknown_marker(call, unknown, syntax, rel_path))
             hidden_roots = [stmt]
         for root in hidden_roots:
-            problems.extend(_hidden_markers(root, stmt, aliases, rel_path))
+            problems.extend(_hidden_markers(root, stmt, aliases, markers, rel_path))
     unique, duplicates = _drop_duplicates(registrations)
     problems.extend(duplicates)
     problems.sort(key=lambda p: (p.line, p.col, p.message))
@@ -80,6 +91,38 @@ def scan_tree(
 
 
 _MARKER_PATTERN = r"register_\w+_ci"
+_MARKER_NAME = re.compile(r"register_(\w+)_ci\Z")
+
+
+def unknown_marker_name(func: ast.expr) -> str | None:
+    """``register_<x>_ci`` called by bare name or module attribute (known or not), else None."""
+    if isinstance(func, ast.Name):
+        name = func.id
+    elif isinstance(func, ast.Attribute) and _is_dotted_name(func.value):
+        name = func.attr
+    else:
+        return None
+    return name if _MARKER_NAME.match(name) else None
+
+
+def backend_of_marker_name(name: str) -> str:
+    """``register_mlx_ci`` -> ``mlx`` (the naming convention of markers)."""
+    match = _MARKER_NAME.match(name)
+    return match.group(1) if match else name
+
+
+def _unknown_marker(
+    call: ast.Call, name: str, syntax: RegistrationSyntax, rel_path: str
+) -> Problem:
+    return Problem(
+        rel_path,
+        call.lineno,
+        call.col_offset + 1,
+        f"unknown marker {name}(): the catalog declares no such marker (known: "
+        f"{', '.join(sorted(syntax.markers))}); if it registers for a backend of this "
+        f"repository, declare it: [tool.ci-runner.extra-markers] {name} = "
+        f'"{backend_of_marker_name(name)}"',
+    )
 
 
 def _has_bare_carriage_return(source: str | bytes) -> bool:
@@ -89,10 +132,14 @@ def _has_bare_carriage_return(source: str | bytes) -> bool:
 
 
 def _statements_mentioning_markers(
-    tree: ast.Module, source: str | bytes, aliases: dict[str, str] | None = None
+    tree: ast.Module,
+    source: str | bytes,
+    markers: Mapping[str, str],
+    aliases: dict[str, str] | None = None,
 ) -> list[ast.stmt]:
     """Top-level statements whose line span contains a marker name or alias, in order."""
-    words = [_MARKER_PATTERN, *(rf"\b{re.escape(a)}\b" for a in aliases or ())]
+    extra = [name for name in markers if not _MARKER_NAME.match(name)]
+    words = [_MARKER_PATTERN, *(rf"\b{re.escape(a)}\b" for a in [*extra, *(aliases or ())])]
     pattern = "|".join(words)
     if isinstance(source, bytes):
         matches = re.finditer(pattern.encode(), source)
@@ -117,14 +164,14 @@ def _statements_mentioning_markers(
     return selected
 
 
-def _marker_aliases(statements: list[ast.stmt]) -> dict[str, str]:
+def _marker_aliases(statements: list[ast.stmt], markers: Mapping[str, str]) -> dict[str, str]:
     """Local names bound to a marker by ``from <module> import register_x_ci [as name]``."""
     aliases: dict[str, str] = {}
     for stmt in statements:
         for node in iter_nodes(stmt) if _may_contain_imports(stmt) else ():
             if isinstance(node, ast.ImportFrom):
                 for alias in node.names:
-                    if alias.name in MARKER_BACKENDS:
+                    if alias.name in markers:
                         aliases[alias.asname or alias.name] = alias.name
     return aliases
 
@@ -155,16 +202,16 @@ def _is_dotted_name(node: ast.expr) -> bool:
     return isinstance(node, ast.Name)
 
 
-def _marker_of(node: ast.AST, aliases: dict[str, str]) -> str | None:
+def _marker_of(node: ast.AST, aliases: dict[str, str], markers: Mapping[str, str]) -> str | None:
     """The marker function that ``node`` names, or None."""
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
         if node.id in aliases:
             return aliases[node.id]
-        return node.id if node.id in MARKER_BACKENDS else None
+        return node.id if node.id in markers else None
     if (
         isinstance(node, ast.Attribute)
         and isinstance(node.ctx, ast.Load)
-        and node.attr in MARKER_BACKENDS
+        and node.attr in markers
         and _is_dotted_name(node.value)
     ):
         return node.attr
@@ -195,7 +242,11 @@ def _describe(stmt: ast.stmt) -> str:
 
 
 def _hidden_markers(
-    root: ast.AST, stmt: ast.stmt, aliases: dict[str, str], rel_path: str
+    root: ast.AST,
+    stmt: ast.stmt,
+    aliases: dict[str, str],
+    markers: Mapping[str, str],
+    rel_path: str,
 ) -> list[Problem]:
     """Every marker mentioned under ``root`` (which is not an accepted registration)."""
     where = _describe(stmt)
@@ -203,7 +254,7 @@ def _hidden_markers(
     called: set[int] = set()
     nodes = iter_nodes(root)
     for node in nodes:
-        if isinstance(node, ast.Call) and (marker := _marker_of(node.func, aliases)):
+        if isinstance(node, ast.Call) and (marker := _marker_of(node.func, aliases, markers)):
             called.add(id(node.func))
             problems.append(
                 Problem(
@@ -217,7 +268,7 @@ def _hidden_markers(
     for node in nodes:
         if id(node) in called:
             continue
-        marker = _marker_of(node, aliases)
+        marker = _marker_of(node, aliases, markers)
         if marker is None:
             continue
         problems.append(
@@ -232,160 +283,21 @@ def _hidden_markers(
     return problems
 
 
-def _parse_call(
-    call: ast.Call, marker: str, rel_path: str
-) -> tuple[Registration | None, list[Problem]]:
-    """Turn one accepted marker call into a Registration, or into Problems."""
-    problems: list[Problem] = []
-
-    def report(node: ast.AST, message: str) -> None:
-        problems.append(Problem(rel_path, node.lineno, node.col_offset + 1, message))
-
-    values: dict[str, ast.expr] = {}
-    unpacked = False
-    for index, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            report(arg, f"starred argument {ast.unparse(arg)} is not supported in {marker}()")
-            unpacked = True
-        elif index >= len(MARKER_PARAMETERS):
-            report(
-                arg,
-                f"too many positional arguments in {marker}(): at most "
-                f"{len(MARKER_PARAMETERS)} ({', '.join(MARKER_PARAMETERS)})",
-            )
-            break
-        else:
-            values[MARKER_PARAMETERS[index]] = arg
-    for keyword in call.keywords:
-        if keyword.arg is None:
-            report(keyword, f"**{ast.unparse(keyword.value)} is not supported in {marker}()")
-            unpacked = True
-        elif keyword.arg not in MARKER_PARAMETERS:
-            close = difflib.get_close_matches(keyword.arg, MARKER_PARAMETERS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            report(
-                keyword,
-                f"unknown argument {keyword.arg!r} in {marker}(); expected "
-                f"{', '.join(MARKER_PARAMETERS)}{hint}",
-            )
-        elif keyword.arg in values:
-            report(
-                keyword,
-                f"argument {keyword.arg!r} given twice in {marker}() (positionally and by keyword)",
-            )
-        else:
-            values[keyword.arg] = keyword.value
-    if not unpacked:
-        for required in ("est_time", "suite"):
-            if required not in values:
-                report(call, f"{marker}() is missing the required argument {required!r}")
-    checked: dict[str, object] = {}
-    for name, node in values.items():
-        value = _literal(node)
-        if value is _MISSING:
-            report(
-                node,
-                f"{name} must be a literal ({_EXPECTED[name]}), got `{ast.unparse(node)}`: "
-                "the runner reads registrations without running the file",
-            )
-            continue
-        error = _CHECKS[name](value)
-        if error:
-            report(node, f"{name} {error}")
-        else:
-            checked[name] = value
-    if problems:
-        return None, problems
-    est = checked["est_time"]
-    return (
-        Registration(
-            path=rel_path,
-            backend=MARKER_BACKENDS[marker],
-            suite=str(checked["suite"]),
-            est_time=float(est),  # type: ignore[arg-type]
-            nightly=bool(checked.get("nightly", False)),
-            disabled=checked.get("disabled"),  # type: ignore[arg-type]
-            line=call.lineno,
-            col=call.col_offset + 1,
-        ),
-        [],
-    )
-
-
-def _literal(node: ast.expr) -> object:
-    """The value of a literal constant (a signed number counts), else ``_MISSING``."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub | ast.UAdd)
-        and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) in (int, float)
-    ):
-        value = node.operand.value
-        return -value if isinstance(node.op, ast.USub) else value
-    return _MISSING
-
-
-def _type_name(value: object) -> str:
-    return "None" if value is None else type(value).__name__
-
-
-def _check_est_time(value: object) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"must be a number of seconds, got {value!r} ({_type_name(value)})"
-    if not math.isfinite(value) or value <= 0:
-        return f"must be a positive finite number of seconds, got {value!r}"
-    return None
-
-
-def _check_suite(value: object) -> str | None:
-    if not isinstance(value, str):
-        return f"must be a string, got {value!r} ({_type_name(value)})"
-    if not value.strip():
-        return "must be a non-empty suite name"
-    return None
-
-
-def _check_nightly(value: object) -> str | None:
-    if not isinstance(value, bool):
-        return f"must be True or False, got {value!r} ({_type_name(value)})"
-    return None
-
-
-def _check_disabled(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        return f"must be a reason string or None, got {value!r} ({_type_name(value)})"
-    if not value.strip():
-        return "must be a non-empty reason string (or None for enabled)"
-    return None
-
-
-_CHECKS = {
-    "est_time": _check_est_time,
-    "suite": _check_suite,
-    "nightly": _check_nightly,
-    "disabled": _check_disabled,
-}
-_EXPECTED = {
-    "est_time": "a positive number of seconds",
-    "suite": "a string",
-    "nightly": "True or False",
-    "disabled": "a reason string or None",
-}
-
-
 def _drop_duplicates(
     registrations: list[Registration],
 ) -> tuple[list[Registration], list[Problem]]:
-    """Keep the first registration per (backend, suite); report the others."""
+    """Keep the first registration per (backend, suite); report the others.
+
+    Disabled placeholders with ``suite=""`` belong to no suite, so they are never duplicates.
+    """
     first: dict[tuple[str, str], Registration] = {}
     problems: list[Problem] = []
+    unique: list[Registration] = []
     for reg in registrations:
         key = (reg.backend, reg.suite)
-        if key in first:
+        if not reg.suite:
+            unique.append(reg)
+        elif key in first:
             problems.append(
                 Problem(
                     reg.path,
@@ -397,4 +309,5 @@ def _drop_duplicates(
             )
         else:
             first[key] = reg
-    return list(first.values()), problems
+            unique.append(reg)
+    return unique, problems

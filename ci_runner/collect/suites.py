@@ -5,15 +5,7 @@ from __future__ import annotations
 import difflib
 
 from ci_runner.catalog import Catalog
-from ci_runner.markers import MARKER_BACKENDS
 from ci_runner.model import Problem, Registration
-
-MARKER_FOR_BACKEND: dict[str, str] = {hw: name for name, hw in MARKER_BACKENDS.items()}
-
-
-def marker_for(backend: str) -> str:
-    """The marker function of a backend, e.g. "cuda" -> "register_cuda_ci"."""
-    return MARKER_FOR_BACKEND.get(backend, f"register_{backend}_ci")
 
 
 def check_registration(reg: Registration, catalog: Catalog) -> Problem | None:
@@ -23,29 +15,38 @@ def check_registration(reg: Registration, catalog: Catalog) -> Problem | None:
 
 
 def _message(reg: Registration, catalog: Catalog) -> str | None:
+    if not reg.suite:
+        return None  # a disabled placeholder (suite=""): it belongs to no suite
+    marker_for = catalog.syntax.marker_for
     marker = marker_for(reg.backend)
+    name = f"{reg.suite!r}{reg.suite_origin}"
     suite = catalog.get(reg.suite)
     if suite is None:
         renamed = catalog.renamed(reg.suite)
         if renamed is not None:
-            return f"suite {reg.suite!r} was renamed to {renamed.name!r}; update the registration"
-        return unknown_suite_message(reg.suite, reg.backend, catalog)
+            return f"suite {name} was renamed to {renamed.name!r}; update the registration"
+        return unknown_suite_message(reg.suite, reg.backend, catalog, reg.suite_origin)
     if suite.hw != reg.backend:
         return (
-            f"suite {reg.suite!r} is a {suite.hw} suite, but {marker}() registers for "
+            f"suite {name} is a {suite.hw} suite, but {marker}() registers for "
             f"{reg.backend}; use {marker_for(suite.hw)}()"
         )
     if suite.nightly and not reg.nightly:
-        return f"suite {reg.suite!r} is a nightly suite: add nightly=True to {marker}()"
+        return f"suite {name} is a nightly suite: add nightly=True to {marker}()"
     if reg.nightly and not suite.nightly:
         return (
-            f"suite {reg.suite!r} is a per-commit suite: remove nightly=True "
+            f"suite {name} is a per-commit suite: remove nightly=True "
             "(or register for a nightly suite)"
+        )
+    if reg.min_gpus is not None and suite.gpus_per_file == 0:
+        return (
+            f"min_gpus={reg.min_gpus} cannot be honoured: suite {name} runs its files without "
+            "GPUs (gpus-per-file = 0 in the catalog)"
         )
     return None
 
 
-def unknown_suite_message(name: str, backend: str, catalog: Catalog) -> str:
+def unknown_suite_message(name: str, backend: str, catalog: Catalog, origin: str = "") -> str:
     """ "unknown cuda suite 'x'; did you mean 'y'?" (or the list of known suites)."""
     known = [s.name for s in catalog.for_hw(backend)]
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
@@ -55,4 +56,4 @@ def unknown_suite_message(name: str, backend: str, catalog: Catalog) -> str:
         hint = f"known {backend} suites: {', '.join(known)}"
     else:
         hint = f"the catalog defines no {backend} suite"
-    return f"unknown {backend} suite {name!r}; {hint}"
+    return f"unknown {backend} suite {name!r}{origin}; {hint}"

@@ -141,7 +141,9 @@ W = "pyproject.toml [tool.ci-runner]"
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"gpu"'),
-            f"{W} suites[0] (suite 'a'): hw must be one of amd, cpu, cuda, musa, npu, xpu, got 'gpu'",
+            f"{W} suites[0] (suite 'a'): hw must be one of amd, cpu, cuda, musa, npu, xpu, got "
+            "'gpu' (a new backend needs an extra-markers entry, e.g. "
+            '[tool.ci-runner.extra-markers] register_mlx_ci = "mlx")',
         ),
         (
             HEAD + suite_toml(name='"a"', hw="true"),
@@ -169,11 +171,18 @@ W = "pyproject.toml [tool.ci-runner]"
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', gpus_per_file="-1"),
-            f"{W} suites[0] (suite 'a'): gpus-per-file must be >= 0, got -1",
+            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer >= 0 or \"all\" "
+            "(every GPU of the runner), got -1",
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', gpus_per_file="1.5"),
-            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer, got 1.5",
+            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer >= 0 or \"all\" "
+            "(every GPU of the runner), got 1.5",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cuda"', gpus_per_file='"every"'),
+            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer >= 0 or \"all\" "
+            "(every GPU of the runner), got 'every'",
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', job_timeout_minutes="-5"),
@@ -192,6 +201,100 @@ W = "pyproject.toml [tool.ci-runner]"
 )
 def test_malformed_catalog_names_file_key_and_value(tmp_path, text, message):
     assert error_of(tmp_path, text) == message
+
+
+def test_gpus_per_file_all(tmp_path):
+    text = HEAD + suite_toml(name='"mg"', hw='"cuda"', gpus_per_file='"all"')
+    assert load_catalog(write(tmp_path, text)).get("mg").gpus_per_file == "all"
+
+
+def test_registration_syntax_keys(tmp_path):
+    text = (
+        HEAD
+        + 'suite-template = "{stage}-test-{runner_config}"\n'
+        + 'ignored-arguments = ["in_process_group"]\n'
+        + 'file-patterns = ["*.py"]\n'
+        + '[tool.ci-runner.extra-markers]\nregister_mlx_ci = "mlx"\n'
+        + suite_toml(name='"stage-a-unit-test-mlx"', hw='"mlx"')
+    )
+    catalog = load_catalog(write(tmp_path, text))
+    syntax = catalog.syntax
+    assert syntax.markers["register_mlx_ci"] == "mlx"
+    assert syntax.markers["register_cuda_ci"] == "cuda"
+    assert syntax.template_fields == ("stage", "runner_config")
+    assert syntax.suite_template.compose({"stage": "base-b", "runner_config": "1-gpu"}) == (
+        "base-b-test-1-gpu"
+    )
+    assert syntax.suite_template.decompose("base-b-kernel-unit-test-1-gpu") == {
+        "stage": "base-b-kernel-unit",
+        "runner_config": "1-gpu",
+    }
+    assert syntax.ignored_arguments == ("in_process_group",)
+    assert syntax.arguments[-4:] == ("min_gpus", "stage", "runner_config", "in_process_group")
+    assert catalog.file_patterns == ("*.py",)
+    assert catalog.get("stage-a-unit-test-mlx").hw == "mlx"
+
+
+def test_the_projects_own_catalog_declares_sglangs_template():
+    syntax = load_catalog(REPO_ROOT).syntax
+    assert syntax.suite_template.text == "{stage}-test-{runner_config}"
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        ('suite-templat = "{stage}"\n', "unknown key(s) suite-templat; known keys: extra-markers, "),
+        ("suite-template = 3\n", "suite-template must be a string, got 3"),
+        (
+            'suite-template = "base-{}"\n',
+            "suite-template 'base-{}': field {} must be a keyword argument name such as {stage}",
+        ),
+        (
+            'suite-template = "{stage!r}"\n',
+            "suite-template '{stage!r}': field {stage} takes no format spec or conversion",
+        ),
+        (
+            'suite-template = "{suite}-x"\n',
+            "suite-template '{suite}-x': field {suite} is already an argument of the markers",
+        ),
+        ('suite-template = "{a}-{a}"\n', "suite-template '{a}-{a}': field {a} appears twice"),
+        ('suite-template = "fixed"\n', "suite-template 'fixed' has no {field}"),
+        ('suite-template = "{stage"\n', "suite-template '{stage' is not a valid template"),
+        (
+            'ignored-arguments = "x"\n',
+            "ignored-arguments must be a list of argument names, got 'x'",
+        ),
+        (
+            'ignored-arguments = ["nightly"]\n',
+            "ignored-arguments: 'nightly' is an argument the runner reads",
+        ),
+        (
+            'ignored-arguments = ["a-b"]\n',
+            "ignored-arguments: 'a-b' is not an argument name",
+        ),
+        ('ignored-arguments = ["g", "g"]\n', "ignored-arguments lists a name twice"),
+        ("extra-markers = 3\n", "extra-markers must be a table of marker = backend"),
+        (
+            '[tool.ci-runner.extra-markers]\nregister_cuda_ci = "mlx"\n',
+            "extra-markers: register_cuda_ci is a built-in marker (backend 'cuda')",
+        ),
+        (
+            '[tool.ci-runner.extra-markers]\nregister_mlx_ci = "MLX"\n',
+            "extra-markers: register_mlx_ci must name a backend in lower case",
+        ),
+        (
+            '[tool.ci-runner.extra-markers]\n"my-marker" = "mlx"\n',
+            "extra-markers: 'my-marker' is not a Python function name",
+        ),
+        ('file-patterns = "test_*.py"\n', "file-patterns must be a non-empty list of file-name"),
+        ('file-patterns = ["test_*"]\n', "file-patterns must be a non-empty list of file-name"),
+        ("file-patterns = []\n", "file-patterns must be a non-empty list of file-name"),
+    ],
+)
+def test_malformed_syntax_keys_are_explained(tmp_path, extra, message):
+    error = error_of(tmp_path, HEAD + extra + GOOD)
+    assert error.startswith(W + ": "), error
+    assert message in error
 
 
 def test_find_root_walks_up_to_the_catalog(tmp_path):

@@ -176,12 +176,17 @@ P = "registered/test_x.py"
         (
             "register_cpu_ci(est_time=1, suite='s', nighty=True)",
             f"{P}:1:40: unknown argument 'nighty' in register_cpu_ci(); expected est_time, "
-            "suite, nightly, disabled; did you mean 'nightly'?",
+            "suite, nightly, disabled, min_gpus; did you mean 'nightly'?",
         ),
         (
             "register_cpu_ci(est_time=1, suite='s', gpus=2)",
             f"{P}:1:40: unknown argument 'gpus' in register_cpu_ci(); expected est_time, "
-            "suite, nightly, disabled",
+            "suite, nightly, disabled, min_gpus; did you mean 'min_gpus'?",
+        ),
+        (
+            "register_cpu_ci(est_time=1, suite='s', stage='x')",
+            f"{P}:1:40: unknown argument 'stage' in register_cpu_ci(); expected est_time, "
+            "suite, nightly, disabled, min_gpus",
         ),
         (
             "register_cpu_ci(1, 's', est_time=2)",
@@ -206,7 +211,29 @@ P = "registered/test_x.py"
         ),
         (
             "register_cpu_ci(est_time=0, suite='s')",
-            f"{P}:1:26: est_time must be a positive finite number of seconds, got 0",
+            f"{P}:1:26: est_time must be a positive finite number of seconds, got 0 (0 is "
+            'accepted only in a disabled registration: disabled="reason")',
+        ),
+        (
+            "register_cpu_ci(est_time=1, suite='')",
+            f'{P}:1:35: suite must be a non-empty suite name (suite="" is accepted only in a '
+            'disabled registration: disabled="reason")',
+        ),
+        (
+            "register_cpu_ci(est_time=1, suite='s', min_gpus=0)",
+            f"{P}:1:49: min_gpus must be at least 1 GPU, got 0",
+        ),
+        (
+            "register_cpu_ci(est_time=1, suite='s', min_gpus=True)",
+            f"{P}:1:49: min_gpus must be a whole number of GPUs, got True (bool)",
+        ),
+        (
+            "register_cpu_ci(est_time=1, suite='s', min_gpus=2.0)",
+            f"{P}:1:49: min_gpus must be a whole number of GPUs, got 2.0 (float)",
+        ),
+        (
+            "register_cpu_ci(est_time=1, suite='s', min_gpus=N)",
+            f"{P}:1:49: min_gpus must be a literal (a whole number of GPUs), got `N`",
         ),
         (
             "register_cpu_ci(est_time=-5, suite='s')",

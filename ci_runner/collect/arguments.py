@@ -1,0 +1,280 @@
+"""Read the arguments of one accepted marker call into a Registration, reporting every problem.
+
+Every argument must be a literal. The suite is named either by ``suite=`` or, when the catalog
+declares a ``suite-template``, by all of the template's fields (``stage=`` + ``runner_config=``),
+never both. ``est_time=0`` and ``suite=""`` are accepted only in a disabled registration: such a
+placeholder marks a helper file as registered without putting it in a suite.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import math
+from collections.abc import Callable
+
+from ci_runner.model import Problem, Registration
+from ci_runner.registration_syntax import MIN_GPUS, RegistrationSyntax
+
+_MISSING = object()
+Report = Callable[[ast.AST, str], None]
+
+
+def parse_call(
+    call: ast.Call, marker: str, rel_path: str, syntax: RegistrationSyntax
+) -> tuple[Registration | None, list[Problem]]:
+    """Turn one accepted marker call into a Registration, or into Problems."""
+    problems: list[Problem] = []
+
+    def report(node: ast.AST, message: str) -> None:
+        problems.append(Problem(rel_path, node.lineno, node.col_offset + 1, message))
+
+    values, keywords, unpacked = _bind(call, marker, syntax, report)
+    if not unpacked:
+        if "est_time" not in values:
+            report(call, f"{marker}() is missing the required argument 'est_time'")
+        _check_suite_form(call, marker, values, keywords, syntax, report)
+    checked: dict[str, object] = {}
+    for name, node in values.items():
+        value = _literal(node)
+        if value is _MISSING:
+            report(
+                node,
+                f"{name} must be a literal ({_expected(name, syntax)}), got `{ast.unparse(node)}`: "
+                "the runner reads registrations without running the file",
+            )
+            continue
+        error = _checker(name, syntax)(value)
+        if error:
+            report(node, f"{name} {error}")
+        else:
+            checked[name] = value
+    if not problems:
+        _check_placeholders(values, checked, report)
+    if problems:
+        return None, problems
+    return _registration(call, marker, rel_path, syntax, checked), []
+
+
+def _bind(
+    call: ast.Call, marker: str, syntax: RegistrationSyntax, report: Report
+) -> tuple[dict[str, ast.expr], dict[str, ast.keyword], bool]:
+    """Argument name -> value node (and keyword nodes); True when ``*``/``**`` hides some."""
+    positional = syntax.positional
+    accepted = syntax.arguments
+    values: dict[str, ast.expr] = {}
+    keywords: dict[str, ast.keyword] = {}
+    unpacked = False
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            report(arg, f"starred argument {ast.unparse(arg)} is not supported in {marker}()")
+            unpacked = True
+        elif index >= len(positional):
+            report(
+                arg,
+                f"too many positional arguments in {marker}(): at most {len(positional)} "
+                f"({', '.join(positional)})",
+            )
+            break
+        else:
+            values[positional[index]] = arg
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            report(keyword, f"**{ast.unparse(keyword.value)} is not supported in {marker}()")
+            unpacked = True
+        elif keyword.arg not in accepted:
+            close = difflib.get_close_matches(keyword.arg, accepted, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            report(
+                keyword,
+                f"unknown argument {keyword.arg!r} in {marker}(); expected "
+                f"{', '.join(accepted)}{hint}",
+            )
+        elif keyword.arg in values:
+            report(
+                keyword,
+                f"argument {keyword.arg!r} given twice in {marker}() (positionally and by keyword)",
+            )
+        else:
+            values[keyword.arg] = keyword.value
+            keywords[keyword.arg] = keyword
+    return values, keywords, unpacked
+
+
+def _check_suite_form(
+    call: ast.Call,
+    marker: str,
+    values: dict[str, ast.expr],
+    keywords: dict[str, ast.keyword],
+    syntax: RegistrationSyntax,
+    report: Report,
+) -> None:
+    """``suite=`` or every template field, never both, never only some fields."""
+    template = syntax.suite_template
+    fields = syntax.template_fields
+    given = [name for name in fields if name in values]
+    composed = " and ".join(f"{name}=" for name in fields)
+    if "suite" in values and given:
+        report(
+            keywords[given[0]],
+            f"suite= and {', '.join(f'{n}=' for n in given)} cannot be combined in {marker}(): "
+            f"name the suite either with suite= or with {composed} "
+            f"(which compose {template.describe() if template else ''})",
+        )
+    elif given and len(given) < len(fields):
+        missing = [name for name in fields if name not in values]
+        report(
+            call,
+            f"{marker}() gives {', '.join(f'{n}=' for n in given)} but not "
+            f"{', '.join(f'{n}=' for n in missing)}: the suite name "
+            f"{template.describe() if template else ''} needs all of {composed} "
+            "(or pass suite= alone)",
+        )
+    elif "suite" not in values and not given:
+        alternative = f" (or {composed}, which compose {template.describe()})" if template else ""
+        report(call, f"{marker}() is missing the required argument 'suite'{alternative}")
+
+
+def _check_placeholders(
+    values: dict[str, ast.expr], checked: dict[str, object], report: Report
+) -> None:
+    """``est_time=0`` and ``suite=""`` only in a disabled registration."""
+    if checked.get("disabled") is not None:
+        return
+    if checked.get("est_time") == 0:
+        report(
+            values["est_time"],
+            "est_time must be a positive finite number of seconds, got 0 (0 is accepted only "
+            'in a disabled registration: disabled="reason")',
+        )
+    if checked.get("suite") == "":
+        report(
+            values["suite"],
+            'suite must be a non-empty suite name (suite="" is accepted only in a disabled '
+            'registration: disabled="reason")',
+        )
+
+
+def _registration(
+    call: ast.Call,
+    marker: str,
+    rel_path: str,
+    syntax: RegistrationSyntax,
+    checked: dict[str, object],
+) -> Registration:
+    parts = tuple((name, str(checked[name])) for name in syntax.template_fields if name in checked)
+    template = syntax.suite_template
+    suite = template.compose(dict(parts)) if parts and template else str(checked["suite"])
+    est = checked["est_time"]
+    min_gpus = checked.get(MIN_GPUS)
+    return Registration(
+        path=rel_path,
+        backend=syntax.markers[marker],
+        suite=suite,
+        est_time=float(est),  # type: ignore[arg-type]
+        nightly=bool(checked.get("nightly", False)),
+        disabled=checked.get("disabled"),  # type: ignore[arg-type]
+        line=call.lineno,
+        col=call.col_offset + 1,
+        min_gpus=int(min_gpus) if min_gpus is not None else None,  # type: ignore[call-overload]
+        composed_from=parts,
+    )
+
+
+def _literal(node: ast.expr) -> object:
+    """The value of a literal constant (a signed number counts), else ``_MISSING``."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub | ast.UAdd)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
+        value = node.operand.value
+        return -value if isinstance(node.op, ast.USub) else value
+    return _MISSING
+
+
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _check_est_time(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number of seconds, got {value!r} ({_type_name(value)})"
+    if not math.isfinite(value) or value < 0:
+        return f"must be a positive finite number of seconds, got {value!r}"
+    return None
+
+
+def _check_suite(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"must be a string, got {value!r} ({_type_name(value)})"
+    if value and not value.strip():
+        return "must be a non-empty suite name"
+    return None
+
+
+def _check_nightly(value: object) -> str | None:
+    if not isinstance(value, bool):
+        return f"must be True or False, got {value!r} ({_type_name(value)})"
+    return None
+
+
+def _check_disabled(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return f"must be a reason string or None, got {value!r} ({_type_name(value)})"
+    if not value.strip():
+        return "must be a non-empty reason string (or None for enabled)"
+    return None
+
+
+def _check_min_gpus(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"must be a whole number of GPUs, got {value!r} ({_type_name(value)})"
+    if value < 1:
+        return f"must be at least 1 GPU, got {value!r}"
+    return None
+
+
+def _check_suite_part(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"must be a string, got {value!r} ({_type_name(value)})"
+    if not value.strip():
+        return "must be a non-empty string: it is part of the suite name"
+    return None
+
+
+def _check_ignored(value: object) -> str | None:
+    return None  # any literal: the argument has no effect here
+
+
+_CHECKS = {
+    "est_time": _check_est_time,
+    "suite": _check_suite,
+    "nightly": _check_nightly,
+    "disabled": _check_disabled,
+    MIN_GPUS: _check_min_gpus,
+}
+_EXPECTED = {
+    "est_time": "a positive number of seconds",
+    "suite": "a string",
+    "nightly": "True or False",
+    "disabled": "a reason string or None",
+    MIN_GPUS: "a whole number of GPUs",
+}
+
+
+def _checker(name: str, syntax: RegistrationSyntax) -> Callable[[object], str | None]:
+    if name in _CHECKS:
+        return _CHECKS[name]
+    return _check_suite_part if name in syntax.template_fields else _check_ignored
+
+
+def _expected(name: str, syntax: RegistrationSyntax) -> str:
+    if name in _EXPECTED:
+        return _EXPECTED[name]
+    return "a string" if name in syntax.template_fields else "a constant"
