@@ -22,9 +22,17 @@ def selection_lines(selection: Selection) -> list[str]:
     return lines
 
 
+def _gpu_note(gpus: int, all_gpus: bool) -> str:
+    """``, every GPU (at least 2)`` / ``, 2 GPUs``; nothing for the usual 0 or 1."""
+    if all_gpus:
+        return ", every GPU" + (f" (at least {gpus})" if gpus > 1 else "")
+    return f", {gpus} GPUs" if gpus > 1 else ""
+
+
 def plan_lines(plan: Plan, selection: Selection, shard_ids: list[int]) -> list[str]:
     """Plan figures, then each listed shard with its files (longest first)."""
     est = {f.path: f.est_time for f in selection.files}
+    gpus = {f.path: _gpu_note(f.gpus, f.all_gpus) for f in selection.files}
     lines = [
         f"plan: {plan.shard_count} shard(s), predicted makespan {_seconds(plan.makespan)}, "
         f"lower bound {_seconds(plan.lower_bound)} (max(longest file, total/{plan.shard_count})), "
@@ -36,7 +44,7 @@ def plan_lines(plan: Plan, selection: Selection, shard_ids: list[int]) -> list[s
             f"shard {shard_id + 1}/{plan.shard_count} (--auto-partition-id {shard_id}): "
             f"{len(files)} file(s), est total {_seconds(plan.shard_totals[shard_id])}"
         )
-        lines.extend(f"  - {path} (est {_seconds(est[path])})" for path in files)
+        lines.extend(f"  - {path} (est {_seconds(est[path])}{gpus[path]})" for path in files)
     return lines
 
 
@@ -49,7 +57,13 @@ def dry_run_document(selection: Selection, plan: Plan, shard_id: int | None) -> 
         "shard_count": plan.shard_count,
         "auto_partition_id": shard_id,
         "files": [
-            {"path": f.path, "est_time": f.est_time, "suite": f.suite, "gpus": f.gpus}
+            {
+                "path": f.path,
+                "est_time": f.est_time,
+                "suite": f.suite,
+                "gpus": f.gpus,
+                "all_gpus": f.all_gpus,
+            }
             for f in selection.files
         ],
         "disabled": [

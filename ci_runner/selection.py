@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ci_runner.catalog import Catalog, Suite
+from ci_runner.catalog import ALL_GPUS, Catalog, Suite
 from ci_runner.collect.suites import unknown_suite_message
 from ci_runner.execution.api import DisabledFile, FileToRun
 from ci_runner.model import Registration
@@ -85,7 +85,7 @@ def select(
     """Pick the registrations of the requested suites and merge them to one entry per file.
 
     A file registered for several of the suites runs once, with the largest est_time among its
-    enabled registrations (and that registration's suite; GPUs = the largest gpus-per-file).
+    enabled registrations (and that registration's suite; GPUs: see :func:`gpu_need`).
     A file is listed as disabled only when all its selected registrations are disabled.
     """
     suites = resolve_suites(catalog, suite_names, hw, nightly)
@@ -113,8 +113,40 @@ def _merge(
     path: str, regs: list[Registration], catalog: Catalog, rank: dict[str, int]
 ) -> FileToRun:
     main = min(regs, key=lambda r: (-r.est_time, rank[r.suite]))
-    gpus = max(_suite(catalog, r.suite).gpus_per_file for r in regs)
-    return FileToRun(path=path, suite=main.suite, est_time=main.est_time, gpus=gpus)
+    gpus, all_gpus, gpus_from = gpu_need(regs, catalog)
+    return FileToRun(
+        path=path,
+        suite=main.suite,
+        est_time=main.est_time,
+        gpus=gpus,
+        all_gpus=all_gpus,
+        gpus_from=gpus_from,
+    )
+
+
+def gpu_need(regs: list[Registration], catalog: Catalog) -> tuple[int, bool, str]:
+    """(GPUs, every GPU?, why) for a file with these enabled registrations.
+
+    Each registration needs its suite's ``gpus-per-file`` (``"all"``: every GPU of the runner,
+    at least 1) and, when given, its ``min_gpus``; the file needs the largest of these.
+    """
+    need, all_gpus, why = 0, False, ""
+    for reg in regs:
+        suite = _suite(catalog, reg.suite)
+        if suite.gpus_per_file == ALL_GPUS:
+            all_gpus = True
+            needs = [(1, f'gpus-per-file = "all" of suite {suite.name}')]
+        else:
+            count = int(suite.gpus_per_file)
+            needs = [(count, f"gpus-per-file = {count} of suite {suite.name}")]
+        if reg.min_gpus is not None:
+            needs.append(
+                (reg.min_gpus, f"min_gpus={reg.min_gpus} in its {suite.name} registration")
+            )
+        for count, reason in needs:
+            if count > need:
+                need, why = count, reason
+    return need, all_gpus, why
 
 
 def _suite(catalog: Catalog, name: str) -> Suite:

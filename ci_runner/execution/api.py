@@ -24,8 +24,8 @@ from ci_runner.env import (
     get_bool_env,
 )
 from ci_runner.execution.file_runner import RunSettings
-from ci_runner.execution.gpu_slots import SlotError, SlotSet, resolve_slots, slots_needed
-from ci_runner.execution.outcomes import DISABLED, NOT_RUN
+from ci_runner.execution.gpu_slots import SlotError, SlotSet, resolve_slots, skip_reason
+from ci_runner.execution.outcomes import DISABLED, NOT_RUN, SKIPPED
 from ci_runner.execution.process_tree import set_child_subreaper
 from ci_runner.execution.retry import RetryPolicy
 from ci_runner.execution.shard_runner import Job, ShardRunner, run_jobs
@@ -49,7 +49,9 @@ class FileToRun:
     path: str  # POSIX, relative to the root
     suite: str
     est_time: float
-    gpus: int = 1  # GPUs the file needs (the suite's gpus-per-file); 0 = none
+    gpus: int = 1  # GPUs the file needs (exactly; at least, with all_gpus); 0 = none
+    all_gpus: bool = False  # gpus-per-file = "all": the file gets every GPU of the runner
+    gpus_from: str = field(default="", compare=False)  # where the need comes from (skip reason)
 
 
 @dataclass(frozen=True)
@@ -283,14 +285,13 @@ def execute_shard(files: Sequence[FileToRun], ctx: ShardContext, args: argparse.
         slots: SlotSet = resolve_slots(ctx.hw, args.gpus, args.gpu_ids)
     except SlotError as exc:
         return usage_error(exc, prog="run_suite")
-    too_big = [f for f in files if slots_needed(f.gpus) > len(slots.ids)]
-    if too_big:
-        first = too_big[0]
-        return usage_error(
-            f"{first.path} (suite {first.suite}) needs {first.gpus} GPUs but this shard has "
-            f"{slots.describe()}; pass --gpus N or --gpu-ids on a machine with enough GPUs",
-            prog="run_suite",
-        )
+    skipped = [
+        placeholder(f.path, f.suite, f.est_time, SKIPPED, reason)
+        for f in files
+        if (reason := skip_reason(f.gpus, f.all_gpus, f.gpus_from, slots))
+    ]
+    skipped_paths = {r.path for r in skipped}
+    files = [f for f in files if f.path not in skipped_paths]
     policy = _retry_policy(args)
     nightly = bool(ctx.nightly or getattr(args, "nightly", False))
     info = RunInfo(
@@ -313,7 +314,7 @@ def execute_shard(files: Sequence[FileToRun], ctx: ShardContext, args: argparse.
     jobs = [
         Job(
             index=i, path=f.path, suite=f.suite, est_time=f.est_time, gpus=f.gpus,
-            timeout=timeout_for(
+            all_gpus=f.all_gpus, timeout=timeout_for(
                 f.suite, f.est_time, flag_timeout=args.timeout_per_file,
                 from_est=args.timeout_from_est_time, suite_timeouts=ctx.suite_timeouts,
             ),
@@ -321,8 +322,10 @@ def execute_shard(files: Sequence[FileToRun], ctx: ShardContext, args: argparse.
         for i, f in enumerate(files)
     ]  # fmt: skip
     start_results = [
-        placeholder(j.path, j.suite, j.est_time, NOT_RUN, "not started yet") for j in jobs
-    ] + [placeholder(d.path, d.suite, d.est_time, DISABLED, d.reason) for d in ctx.disabled]
+        *(placeholder(j.path, j.suite, j.est_time, NOT_RUN, "not started yet") for j in jobs),
+        *skipped,
+        *(placeholder(d.path, d.suite, d.est_time, DISABLED, d.reason) for d in ctx.disabled),
+    ]
     outcome = ShardOutcome(info)
     previous_subreaper = set_child_subreaper(True)
     try:
@@ -339,6 +342,7 @@ def execute_shard(files: Sequence[FileToRun], ctx: ShardContext, args: argparse.
             except OSError as exc:
                 return usage_error(f"cannot write a report file: {exc}", prog="run_suite")
             reports.console.header(info, len(jobs))
+            reports.console.skipped(skipped)
             runner = ShardRunner(
                 jobs, slots, settings, reports, stop,
                 continue_on_error=args.continue_on_error, fail_on_flaky=args.fail_on_flaky,

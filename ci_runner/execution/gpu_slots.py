@@ -5,9 +5,11 @@ Slot ids come from, in order: ``--gpu-ids 0,1,...``; ``--gpus N`` (the first N o
 in ``CUDA_VISIBLE_DEVICES`` or the lines of ``nvidia-smi -L``. Without any of these the shard has
 one anonymous slot, and files run one at a time with the environment untouched.
 
-A file takes ``max(gpus, 1)`` slots; a file that needs GPUs gets ``CUDA_VISIBLE_DEVICES`` set to
-its slots' ids. A file needing 0 GPUs still takes one slot, so on CPU suites the slot count is
-simply the number of files that run at once (1 unless ``--gpus``/``--gpu-ids`` is given).
+A file takes ``max(gpus, 1)`` slots, or every slot when its suite has ``gpus-per-file = "all"``;
+a file that needs GPUs gets ``CUDA_VISIBLE_DEVICES`` set to its slots' ids. A file needing 0 GPUs
+still takes one slot, so on CPU suites the slot count is simply the number of files that run at
+once (1 unless ``--gpus``/``--gpu-ids`` is given). A file that needs more GPUs than the shard has
+is skipped with the reason from :func:`skip_reason`.
 """
 
 from __future__ import annotations
@@ -129,3 +131,16 @@ class SlotPool:
 
 def slots_needed(gpus: int) -> int:
     return max(gpus, 1)
+
+
+def skip_reason(gpus: int, all_gpus: bool, gpus_from: str, slots: SlotSet) -> str | None:
+    """Why a file needing ``gpus`` (at least, with ``all_gpus``) cannot run here, or None."""
+    need = slots_needed(gpus)
+    if need <= len(slots.ids):
+        return None
+    amount = f"at least {need}" if all_gpus else str(need)
+    source = f" ({gpus_from})" if gpus_from else ""
+    return (
+        f"needs {amount} GPUs{source} but this runner has {slots.describe()}; "
+        f"run it on a runner with {need} or more GPUs"
+    )

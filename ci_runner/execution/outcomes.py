@@ -16,8 +16,9 @@ CRASHED = "crashed"  # ended by a signal it did not handle (SIGSEGV, SIGABRT, SI
 FLAKY = "flaky"  # failed, then passed on a retry
 NOT_RUN = "not_run"  # never started (fail-fast, interruption) or interrupted while running
 DISABLED = "disabled"  # registered with disabled="reason"
+SKIPPED = "skipped"  # needs more GPUs than the runner has; never started, does not fail the run
 
-STATUSES: tuple[str, ...] = (PASSED, FAILED, TIMEOUT, CRASHED, FLAKY, NOT_RUN, DISABLED)
+STATUSES: tuple[str, ...] = (PASSED, FAILED, TIMEOUT, CRASHED, FLAKY, NOT_RUN, DISABLED, SKIPPED)
 # Statuses that make the shard fail (flaky only with --fail-on-flaky).
 FAILING_STATUSES = frozenset({FAILED, TIMEOUT, CRASHED})
 

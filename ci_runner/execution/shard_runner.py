@@ -1,8 +1,8 @@
 """The shard loop: hand files to free slots longest first, collect results, stop when told.
 
 Scheduling: files are taken in plan order (longest est first); whenever slots are free, the
-first waiting file that fits starts (a file needs ``max(gpus, 1)`` slots), so smaller files
-fill slots a bigger one cannot use yet. With fail-fast (the default) no file starts after the
+first waiting file that fits starts (a file needs ``max(gpus, 1)`` slots, or every slot when its
+suite has ``gpus-per-file = "all"``), so smaller files fill slots a bigger one cannot use yet. With fail-fast (the default) no file starts after the
 first failure; files already running finish and are reported; the rest are not_run. On SIGTERM
 or SIGINT the running files' process trees are killed and every unfinished file is not_run.
 """
@@ -43,6 +43,7 @@ class Job:
     est_time: float
     gpus: int
     timeout: float
+    all_gpus: bool = False  # takes every slot of the shard
 
 
 @dataclass
@@ -104,7 +105,7 @@ class ShardRunner:
 
     def _launch(self, waiting: list[Job], running: dict[int, _Running]) -> None:
         for job in list(waiting):
-            ids = self.pool.try_take(slots_needed(job.gpus))
+            ids = self.pool.try_take(self.pool.size if job.all_gpus else slots_needed(job.gpus))
             if ids is None:
                 continue
             waiting.remove(job)

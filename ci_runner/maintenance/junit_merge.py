@@ -26,6 +26,7 @@ from ci_runner.cli_errors import usage_error
 PASSING = frozenset({"passed", "flaky"})
 NOT_PASSING = frozenset({"failed", "timeout", "crashed", "not_run"})
 DISABLED = "disabled"
+SKIPPED = "skipped"  # needed more GPUs than its runner had: reported, does not fail the check
 
 Key = tuple[str, str | None]  # (path, suite); suite None = any suite
 
@@ -45,6 +46,7 @@ class Entry:
     shard: str
     report: str
     element: TestSuite
+    reason: str = ""
 
 
 @dataclass
@@ -65,6 +67,7 @@ class MergeResult:
     unplanned: list[Entry]
     not_passing: list[Entry]
     status_counts: Counter
+    skipped: list[Entry] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -158,6 +161,7 @@ def load_reports(directory: Path) -> list[Entry]:
                     shard=props.get("shard", "?"),
                     report=str(report.relative_to(directory)),
                     element=suite,
+                    reason=props.get("reason", ""),
                 )
             )
     return entries
@@ -195,10 +199,11 @@ def check(plan: Plan, entries: Sequence[Entry]) -> MergeResult:
         for key, found in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
         if len(found) > 1
     }
-    not_passing = [e for e in entries if e.status not in PASSING and e.status != DISABLED]
+    not_passing = [e for e in entries if e.status not in (*PASSING, DISABLED, SKIPPED)]
+    skipped = [e for e in entries if e.status == SKIPPED]
     counts = Counter(e.status for e in entries if e.status != DISABLED)
     counts[DISABLED] = len({(e.path, e.suite) for e in entries if e.status == DISABLED})
-    return MergeResult(list(entries), missing, duplicated, unplanned, not_passing, counts)
+    return MergeResult(list(entries), missing, duplicated, unplanned, not_passing, counts, skipped)
 
 
 def merged_xml(entries: Sequence[Entry]) -> JUnitXml:
@@ -241,7 +246,15 @@ def summary_lines(result: MergeResult, markdown: bool = False) -> list[str]:
             f"{bullet}{_name((e.path, e.suite))}: {e.status} (shard {e.shard}, {e.elapsed:.1f}s)"
             for e in result.not_passing
         ]
+    if result.skipped:
+        lines.append(f"SKIPPED: {len(result.skipped)} file(s) needed more GPUs than their runner:")
+        lines += [
+            f"{bullet}{_name((e.path, e.suite))} (shard {e.shard}): {e.reason}"
+            for e in result.skipped
+        ]
     verdict = "OK: every planned file ran exactly once and passed" if result.ok else "FAILED"
+    if result.ok and result.skipped:
+        verdict = "OK: every planned file was reported exactly once; none failed"
     lines.append(f"**{verdict}**" if markdown else verdict)
     return lines
 

@@ -68,6 +68,13 @@ class ConsoleReport:
             )
             self.stream.flush()
 
+    def skipped(self, results: list[FileResult]) -> None:
+        """Files that will not run on this runner (too few GPUs), each with its reason."""
+        with self._lock:
+            for result in results:
+                self._print(f"[skipped] {result.path}  skipped  [{result.reason}]")
+            self.stream.flush()
+
     def attempt_ended(self, path: str, attempt: AttemptResult, why: str, again: bool) -> None:
         """A failed attempt: say whether (and why not) it is retried."""
         verdict = f"retrying: {why}" if again else f"not retried: {why}"
@@ -139,6 +146,7 @@ class ConsoleReport:
             ("failed", outcome.failing),
             ("flaky", outcome.flaky),
             ("not run", outcome.not_run),
+            ("skipped", outcome.skipped),
             ("disabled", outcome.disabled),
         ):
             if items:

@@ -9,6 +9,7 @@ from ci_runner.execution.outcomes import (
     FAILING_STATUSES,
     FLAKY,
     NOT_RUN,
+    SKIPPED,
     CaseResult,
     FileResult,
 )
@@ -37,7 +38,7 @@ class RunInfo:
 
 
 def placeholder(path: str, suite: str, est_time: float, status: str, reason: str) -> FileResult:
-    """A file that did not run (not_run or disabled): one skipped case that says why."""
+    """A file that did not run (not_run, skipped or disabled): one skipped case that says why."""
     case = CaseResult(
         name=path.rsplit("/", 1)[-1],
         classname=path.removesuffix(".py").replace("/", "."),
@@ -80,6 +81,10 @@ class ShardOutcome:
     @property
     def disabled(self) -> list[FileResult]:
         return self.with_status(DISABLED)
+
+    @property
+    def skipped(self) -> list[FileResult]:
+        return self.with_status(SKIPPED)
 
 
 def format_seconds(seconds: float) -> str:

@@ -22,6 +22,7 @@ _ICONS = {
     "timeout": "⏱️",
     "crashed": "💥",
     "not_run": "⏭️",
+    "skipped": "➖",
     "disabled": "🚫",
 }
 
@@ -81,6 +82,9 @@ def render_step_summary(outcome: ShardOutcome) -> str:
     if outcome.not_run:
         out += ["", f"### Not run ({len(outcome.not_run)})", ""]
         out += [f"- `{r.path}`: {_cell(r.reason)}" for r in outcome.not_run]
+    if outcome.skipped:
+        out += ["", f"### Skipped on this runner ({len(outcome.skipped)})", ""]
+        out += [f"- `{r.path}`: {_cell(r.reason)}" for r in outcome.skipped]
     return "\n".join(out) + "\n"
 
 

@@ -25,6 +25,7 @@ CATALOG = catalog_toml(
     suite_toml("cpu-suite", "cpu", gpus_per_file=0, timeout_per_file=60),
     suite_toml("gpu-suite", "cuda", gpus_per_file=1, timeout_per_file=60),
     suite_toml("gpu2-suite", "cuda", gpus_per_file=2, timeout_per_file=60),
+    suite_toml("gpu-all-suite", "cuda", gpus_per_file="all", timeout_per_file=60),
     registered_dir="registered",
 )
 
@@ -52,6 +53,24 @@ def pytest_file(body: str, est: float = 1, suite: str = "cpu-suite", marker: str
 def script_file(body: str, est: float = 1, suite: str = "cpu-suite", marker: str = "cpu") -> str:
     """A registered non-pytest file: ``body`` must define ``main() -> int``."""
     return _registered_file(body, est, suite, marker, use_pytest=False)
+
+
+def gpu_recorder(est: float, seconds: float, suite: str = "gpu-suite", extra: str = "") -> str:
+    """A CUDA-registered script that sleeps, then appends a JSON line to ``$SLOT_LOG``: its file,
+    ``CUDA_VISIBLE_DEVICES`` and start/end times. ``extra`` is appended to the registration
+    call's arguments (e.g. ``", min_gpus=2"``)."""
+    body = (
+        "import json\nimport os\nimport time\n\n\ndef main():\n"
+        "    start = time.time()\n"
+        f"    time.sleep({seconds})\n"
+        "    record = {'file': __file__, 'gpus': os.environ.get('CUDA_VISIBLE_DEVICES'),"
+        " 'start': start, 'end': time.time()}\n"
+        "    with open(os.environ['SLOT_LOG'], 'a') as log:\n"
+        "        log.write(json.dumps(record) + '\\n')\n"
+        "    return 0\n"
+    )
+    text = script_file(body, est=est, suite=suite, marker="cuda")
+    return text.replace(f'suite="{suite}")', f'suite="{suite}"{extra})', 1)
 
 
 def make_tree(root: Path, files: dict[str, str]) -> Path:

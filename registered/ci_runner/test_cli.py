@@ -232,6 +232,7 @@ def test_dry_run_json_schema_and_coverage(repo, capsys):
         "est_time": 10.0,
         "suite": "unit-cpu",
         "gpus": 0,
+        "all_gpus": False,
     }
     assert [f["path"] for f in doc["files"]] == sorted(f["path"] for f in doc["files"])
     assert doc["disabled"] == [
@@ -317,7 +318,13 @@ def test_file_in_two_selected_suites_runs_once(repo, capfd):
     doc = json.loads(capfd.readouterr().out)
     entry = [f for f in doc["files"] if f["path"] == "registered/test_extra.py"]
     assert entry == [
-        {"path": "registered/test_extra.py", "est_time": 9.0, "suite": "unit-cpu", "gpus": 0}
+        {
+            "path": "registered/test_extra.py",
+            "est_time": 9.0,
+            "suite": "unit-cpu",
+            "gpus": 0,
+            "all_gpus": False,
+        }
     ]
     assert run(repo, "--suite", "unit-cpu,extra-cpu") == 0
     ran = ran_files(repo)

@@ -12,7 +12,7 @@ from ci_runner.execution.gpu_slots import SlotError, SlotPool, resolve_slots
 register_cpu_ci(est_time=7, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from execution_tree import make_tree, run_suite, script_file  # noqa: E402
+from execution_tree import gpu_recorder, make_tree, run_suite  # noqa: E402
 
 
 def test_gpu_ids_flag_wins():
@@ -73,17 +73,7 @@ def test_pool_hands_out_lowest_free_ids():
 
 
 def sleeper(est: float, seconds: float, suite: str = "gpu-suite") -> str:
-    body = (
-        "import json\nimport os\nimport time\n\n\ndef main():\n"
-        "    start = time.time()\n"
-        f"    time.sleep({seconds})\n"
-        "    record = {'file': __file__, 'gpus': os.environ.get('CUDA_VISIBLE_DEVICES'),"
-        " 'start': start, 'end': time.time()}\n"
-        "    with open(os.environ['SLOT_LOG'], 'a') as log:\n"
-        "        log.write(json.dumps(record) + '\\n')\n"
-        "    return 0\n"
-    )
-    return script_file(body, est=est, suite=suite, marker="cuda")
+    return gpu_recorder(est, seconds, suite)
 
 
 def test_files_run_concurrently_each_pinned_to_free_gpus(tmp_path):
@@ -109,16 +99,6 @@ def test_files_run_concurrently_each_pinned_to_free_gpus(tmp_path):
     span = max(r["end"] for r in records) - min(r["start"] for r in records)
     assert span < 3.5, span
     assert "[gpu 0,1]" in proc.stdout
-
-
-def test_a_file_needing_more_gpus_than_the_shard_has_is_a_usage_error(tmp_path):
-    root = make_tree(tmp_path, {"test_pair.py": sleeper(est=1, seconds=0, suite="gpu2-suite")})
-    proc = run_suite(root, "--gpus", "1", hw="cuda", suite="gpu2-suite")
-    assert proc.returncode == 2
-    assert (
-        "registered/test_pair.py (suite gpu2-suite) needs 2 GPUs but this shard has 1 slot(s)"
-        in (proc.stderr)
-    )
 
 
 if __name__ == "__main__":
