@@ -1,5 +1,8 @@
 """``run_suite.py``: discover, validate, select, plan, then run (or print) one shard.
 
+``run_suite.py init`` instead writes a starting catalog for an existing tree
+(:mod:`ci_runner.adoption.init_command`).
+
 Exit codes: 0 success (an empty shard included), 1 test failures, 2 usage, catalog or
 registration errors.
 """
@@ -14,6 +17,7 @@ from pathlib import Path
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
 from ci_runner.cli_errors import usage_error
+from ci_runner.collect.scope import split_by_scope
 from ci_runner.collector import collect
 from ci_runner.env import EnvVarError
 from ci_runner.execution.api import (
@@ -24,10 +28,16 @@ from ci_runner.execution.api import (
     validate_execution_arguments,
 )
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
-from ci_runner.markers import MARKER_BACKENDS
+from ci_runner.model import Problem
 from ci_runner.plan_report import dry_run_document, plan_lines, selection_lines
 from ci_runner.planner import Plan, plan
-from ci_runner.selection import Selection, SelectionError, parse_suite_list, select
+from ci_runner.selection import (
+    Selection,
+    SelectionError,
+    parse_suite_list,
+    resolve_suites,
+    select,
+)
 
 MAX_SHARDS = 4096
 
@@ -37,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="run_suite.py",
         description="Run one shard of a CI suite of registered test files.",
+        epilog="To adopt the runner in an existing repository, `run_suite.py init --help` "
+        "writes a starting [tool.ci-runner] catalog from the registrations it finds.",
     )
     parser.add_argument(
         "--root",
@@ -47,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--hw",
         required=True,
-        choices=sorted(set(MARKER_BACKENDS.values())),
-        help="backend whose registrations to select",
+        metavar="HW",
+        help="backend whose registrations to select: amd, cpu, cuda, musa, npu, xpu, or one "
+        "the catalog adds with extra-markers",
     )
     parser.add_argument(
         "--suite", required=True, help="suite name, or a comma-separated list of suites"
@@ -60,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-empty",
         action="store_true",
         help="a suite that selects no enabled file is not an error",
+    )
+    parser.add_argument(
+        "--scoped-validation",
+        action="store_true",
+        help="fail only on registration problems in files that may belong to the selected "
+        "suites; print the others as warnings (default: any problem in the tree fails)",
     )
     parser.add_argument(
         "--auto-partition-id", type=int, metavar="I", help="0-based shard to run (needs the size)"
@@ -118,9 +137,14 @@ def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``run_suite.py`` and the ``run-suite`` console script."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["init"]:
+        from ci_runner.adoption.init_command import main as init_main
+
+        return init_main(arguments[1:])
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
         validate_arguments(parser, args)
         validate_execution_arguments(parser, args)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
@@ -140,18 +164,45 @@ def _load(args: argparse.Namespace) -> Catalog:
     return load_catalog(root)
 
 
-def _run(args: argparse.Namespace) -> int:
-    catalog = _load(args)
-    collection = collect(catalog)
-    if collection.problems:
-        for problem in collection.problems:
-            print(problem, file=sys.stderr)
-        files = len({p.path for p in collection.problems})
+def _report_problems(args: argparse.Namespace, catalog: Catalog, problems: list[Problem]) -> bool:
+    """Print registration problems; True when they must stop the run (see --scoped-validation)."""
+    blocking, warnings = problems, []
+    if args.scoped_validation and problems:
+        suites = resolve_suites(catalog, parse_suite_list(args.suite), args.hw, args.nightly)
+        scoped = split_by_scope(problems, catalog, suites)
+        blocking, warnings = scoped.blocking, scoped.warnings
+    for problem in warnings:
+        print(f"warning: {problem}", file=sys.stderr)
+    if warnings:
+        files = len({p.path for p in warnings})
         print(
-            f"{len(collection.problems)} registration problem(s) in {files} file(s); "
-            "nothing was run",
+            f"warning: {len(warnings)} registration problem(s) in {files} file(s) outside the "
+            "selected suites; not blocking this run (--scoped-validation), but "
+            "check_registered_tests.py still fails until they are fixed",
             file=sys.stderr,
         )
+    for problem in blocking:
+        print(problem, file=sys.stderr)
+    if blocking:
+        files = len({p.path for p in blocking})
+        scope = " that may belong to the selected suites" if args.scoped_validation else ""
+        print(
+            f"{len(blocking)} registration problem(s) in {files} file(s){scope}; nothing was run",
+            file=sys.stderr,
+        )
+    return bool(blocking)
+
+
+def _run(args: argparse.Namespace) -> int:
+    catalog = _load(args)
+    if args.hw not in catalog.syntax.backends:
+        return usage_error(
+            f"--hw {args.hw!r}: not a backend of this catalog; use one of "
+            f"{', '.join(catalog.syntax.backends)} (a new backend needs "
+            "[tool.ci-runner.extra-markers])"
+        )
+    collection = collect(catalog)
+    if _report_problems(args, catalog, collection.problems):
         return EXIT_USAGE
     selection = select(
         collection.registrations,

@@ -96,8 +96,14 @@ def test_bad_flags_exit_2_with_a_message(repo, capsys, flags, message):
 def test_hw_and_suite_are_required(capsys):
     assert main(["--suite", "x"]) == 2
     assert "the following arguments are required: --hw" in capsys.readouterr().err
-    assert main(["--hw", "tpu", "--suite", "x"]) == 2
-    assert "argument --hw: invalid choice: 'tpu'" in capsys.readouterr().err
+
+
+def test_hw_must_be_a_backend_of_the_catalog(repo, capsys):
+    assert main(["--root", str(repo), "--hw", "tpu", "--suite", "x"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --hw 'tpu': not a backend of this catalog; use one of amd, cpu, cuda, musa, npu, "
+        "xpu (a new backend needs [tool.ci-runner.extra-markers])\n"
+    )
 
 
 def test_help_exits_0(capsys):
