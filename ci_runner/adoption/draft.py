@@ -1,0 +1,197 @@
+"""Second pass of ``init``: the catalog a surveyed tree needs, and what the user must decide.
+
+* syntax: every ``register_<x>_ci`` the tree calls (new ones become ``extra-markers``); SGLang's
+  ``suite-template`` when registrations use ``stage=``/``runner_config=`` (or the template the
+  user passes); other unknown keywords become ``ignored-arguments``; ``file-patterns = ["*.py"]``
+  when registered files do not all match ``test_*.py``/``bench_*.py``;
+* suites: every suite name seen, with the backend of its registrations and ``nightly`` from
+  their majority; ``gpus-per-file`` guessed from an ``<N>-gpu`` part of the name;
+* conflicts: a suite registered for several backends, split nightly votes, accepted-but-ignored
+  arguments, files that register nothing; and the registrations no catalog can fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_runner.adoption.survey import Survey, survey_tree
+from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
+from ci_runner.collect.scan import backend_of_marker_name, parse_source, scan_tree
+from ci_runner.collector import is_registered_file
+from ci_runner.markers import MARKER_BACKENDS
+from ci_runner.model import Problem, Registration
+from ci_runner.registration_syntax import (
+    BUILTIN_KEYWORDS,
+    RegistrationSyntax,
+    SuiteTemplate,
+    parse_template,
+)
+
+SGLANG_TEMPLATE = "{stage}-test-{runner_config}"
+SHOWN_PER_CONFLICT = 5
+_GPU_COUNT = re.compile(r"(?:^|-)(\d+)-(?:gpu|npu)(?:-|$)")
+
+
+@dataclass(frozen=True)
+class DraftSuite:
+    """One suite of the drafted catalog."""
+
+    name: str
+    hw: str
+    nightly: bool
+    gpus_per_file: int | str
+    registrations: int
+    files: int
+
+
+@dataclass
+class Draft:
+    """The drafted catalog plus everything the user should look at."""
+
+    registered_dir: str
+    syntax: RegistrationSyntax
+    file_patterns: tuple[str, ...]
+    suites: list[DraftSuite] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # no catalog fixes these
+    files: int = 0
+    registration_count: int = 0
+
+
+def draft_catalog(root: Path, registered_dir: str, template_text: str | None = None) -> Draft:
+    """Survey the tree under ``root/registered_dir`` and draft its catalog."""
+    survey = survey_tree(root, registered_dir)
+    notes: list[str] = []
+    syntax = _syntax(survey, template_text, notes)
+    patterns = ("*.py",) if survey.outside_default_patterns else DEFAULT_FILE_PATTERNS
+    if survey.outside_default_patterns:
+        notes.append(
+            f'file-patterns = ["*.py"]: {len(survey.outside_default_patterns)} file(s) register '
+            f"without a test_/bench_ name (first: {survey.outside_default_patterns[0]})"
+        )
+    files = [f for f in survey.files if is_registered_file(f.rsplit("/", 1)[-1], patterns)]
+    registrations, problems, silent = _scan(root, files, syntax)
+    draft = Draft(registered_dir, syntax, patterns, files=len(files), notes=notes)
+    draft.registration_count = len(registrations)
+    draft.problems = problems
+    draft.suites, draft.conflicts = _suites(registrations)
+    if syntax.ignored_arguments:
+        draft.conflicts.append(
+            f"ignored-arguments = {list(syntax.ignored_arguments)}: registrations pass these "
+            "keywords; the runner accepts them as literals and ignores them (it runs every file "
+            "in its own process). Drop an entry to make that keyword an error instead"
+        )
+    if silent:
+        draft.conflicts.append(
+            f"{len(silent)} file(s) match the file patterns but register nothing; the runner "
+            f"reports each until it registers or is renamed: {_shown(silent)}"
+        )
+    return draft
+
+
+def _syntax(survey: Survey, template_text: str | None, notes: list[str]) -> RegistrationSyntax:
+    markers = dict(MARKER_BACKENDS)
+    for name in sorted(survey.markers):
+        if name not in markers:
+            markers[name] = backend_of_marker_name(name).lower()
+            notes.append(f"extra marker {name} for backend {markers[name]!r}")
+    template: SuiteTemplate | None = None
+    if template_text is None and {"stage", "runner_config"} & set(survey.keywords):
+        template_text = SGLANG_TEMPLATE
+        notes.append(
+            f"suite-template = {SGLANG_TEMPLATE!r}: registrations use stage=/runner_config="
+        )
+    if template_text:
+        template = parse_template(template_text, ("est_time", "suite", "nightly", "disabled"))
+    fields = set(template.fields) if template else set()
+    ignored = tuple(
+        sorted(k for k in survey.keywords if k not in fields and k not in BUILTIN_KEYWORDS)
+    )
+    return RegistrationSyntax(markers, template, ignored)
+
+
+def _scan(
+    root: Path, files: list[str], syntax: RegistrationSyntax
+) -> tuple[list[Registration], list[Problem], list[str]]:
+    registrations: list[Registration] = []
+    problems: list[Problem] = []
+    silent: list[str] = []
+    for rel_path in files:
+        data = (root / rel_path).read_bytes()
+        tree, problem = parse_source(data, rel_path)
+        if tree is None:
+            problems.extend([problem] if problem else [])
+            continue
+        found, file_problems = scan_tree(tree, rel_path, data, syntax)
+        registrations.extend(found)
+        problems.extend(file_problems)
+        if not found and not file_problems:
+            silent.append(rel_path)
+    return registrations, problems, silent
+
+
+def _suites(registrations: list[Registration]) -> tuple[list[DraftSuite], list[str]]:
+    by_name: dict[str, list[Registration]] = defaultdict(list)
+    for reg in registrations:
+        if reg.suite:  # suite="" placeholders belong to no suite
+            by_name[reg.suite].append(reg)
+    suites: list[DraftSuite] = []
+    conflicts: list[str] = []
+    for name, regs in by_name.items():
+        backends = Counter(r.backend for r in regs)
+        hw = min(backends, key=lambda b: (-backends[b], b))
+        if len(backends) > 1:
+            others = [r for r in regs if r.backend != hw]
+            conflicts.append(
+                f"suite {name!r} is registered for {_votes(backends)}; wrote hw = {hw!r}, a suite "
+                f"has one backend: rename the suite in these registrations: {_where(others)}"
+            )
+        mine = [r for r in regs if r.backend == hw]
+        votes = Counter(r.nightly for r in mine)
+        nightly = votes[True] > votes[False]
+        if len(votes) > 1:
+            minority = [r for r in mine if r.nightly != nightly]
+            conflicts.append(
+                f"suite {name!r}: {votes[True]} registration(s) say nightly=True, "
+                f"{votes[False]} say False; wrote nightly = {str(nightly).lower()} "
+                f"({'a tie' if votes[True] == votes[False] else 'the majority'}); until they "
+                f"agree the runner reports: {_where(minority)}"
+            )
+        suites.append(
+            DraftSuite(
+                name=name,
+                hw=hw,
+                nightly=nightly,
+                gpus_per_file=_guess_gpus(name, hw),
+                registrations=len(mine),
+                files=len({r.path for r in mine}),
+            )
+        )
+    suites.sort(key=lambda s: (s.hw, s.name))
+    return suites, conflicts
+
+
+def _guess_gpus(name: str, hw: str) -> int | str:
+    """0 for CPU suites; ``"all"`` for ``<N>-gpu`` names with N > 1; else 1."""
+    if hw == "cpu":
+        return 0
+    match = _GPU_COUNT.search(name)
+    return ALL_GPUS if match and int(match.group(1)) > 1 else 1
+
+
+def _votes(counter: Counter[str]) -> str:
+    return ", ".join(f"{key} ({count})" for key, count in counter.most_common())
+
+
+def _where(regs: list[Registration]) -> str:
+    return _shown([f"{r.path}:{r.line}" for r in regs])
+
+
+def _shown(items: list[str]) -> str:
+    head = ", ".join(items[:SHOWN_PER_CONFLICT])
+    more = len(items) - SHOWN_PER_CONFLICT
+    return head + (f" and {more} more" if more > 0 else "")

@@ -1,0 +1,206 @@
+"""``run_suite.py init``: write a starting ``[tool.ci-runner]`` catalog for an existing tree.
+
+It surveys the registrations, drafts the catalog (:mod:`ci_runner.adoption.draft`), checks that
+the text it is about to write loads as a catalog, writes it (appended to ``pyproject.toml`` by
+default; an existing catalog is replaced only with ``--force``) and prints where it wrote, the
+conflicts to decide, and the registration problems no catalog can fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+from ci_runner.adoption.catalog_text import catalog_text
+from ci_runner.adoption.draft import Draft, draft_catalog
+from ci_runner.catalog import CATALOG_FILE, CatalogError, parse_catalog
+from ci_runner.cli_errors import usage_error
+from ci_runner.exit_codes import EXIT_OK
+from ci_runner.registration_syntax import SyntaxConfigError
+
+REGISTERED_DIR_CANDIDATES = ("registered", "test/registered", "tests/registered")
+PROG = "run_suite.py init"
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]#]+?)\s*\]\]?\s*(#.*)?$")
+
+
+class InitError(Exception):
+    """``init`` cannot go on; the message says why and what to do."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Scan an existing tree of registered test files and write a starting "
+        "[tool.ci-runner] catalog for it: every suite seen, its backend, nightly from the "
+        "majority of its registrations, and the conflicts to decide.",
+    )
+    parser.add_argument(
+        "--root", metavar="DIR", default=".", help="repository root (default: current directory)"
+    )
+    parser.add_argument(
+        "--registered-dir",
+        metavar="DIR",
+        help="directory of the registered test files, relative to the root (default: the first "
+        f"of {', '.join(REGISTERED_DIR_CANDIDATES)} that exists)",
+    )
+    parser.add_argument(
+        "--suite-template",
+        metavar="TEMPLATE",
+        help="keyword arguments that compose suite names, e.g. '{stage}-test-{runner_config}' "
+        "(default: that one when registrations use stage=/runner_config=)",
+    )
+    parser.add_argument(
+        "--output",
+        metavar="PATH",
+        help="write the catalog to PATH ('-' for stdout) instead of appending it to the root's "
+        "pyproject.toml",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing [tool.ci-runner] catalog in the target file",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``run_suite.py init``; exit 0 written, 2 usage or refused."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return _init(args)
+    except (InitError, CatalogError, SyntaxConfigError) as exc:
+        return usage_error(exc, prog=PROG)
+
+
+def _init(args: argparse.Namespace) -> int:
+    root = Path(args.root).resolve()
+    if not root.is_dir():
+        raise InitError(f"--root {args.root}: not a directory")
+    registered_dir = _registered_dir(root, args.registered_dir)
+    draft = draft_catalog(root, registered_dir, args.suite_template)
+    if not draft.suites:
+        raise InitError(
+            f"no registration found under {registered_dir}/ ({draft.files} file(s) looked at): "
+            "nothing to write; register files with register_<backend>_ci(...) first"
+        )
+    text = catalog_text(draft)
+    _check_loads(text, root)
+    target = None if args.output == "-" else Path(args.output or root / CATALOG_FILE)
+    if target is None:
+        sys.stdout.write(text)
+    else:
+        _write(target, text, args.force)
+    _report(draft, target)
+    return EXIT_OK
+
+
+def _registered_dir(root: Path, given: str | None) -> str:
+    if given is not None:
+        if not (root / given).is_dir():
+            raise InitError(f"--registered-dir {given}: not a directory under {root}")
+        return Path(given).as_posix().strip("/")
+    for candidate in REGISTERED_DIR_CANDIDATES:
+        if (root / candidate).is_dir():
+            return candidate
+    raise InitError(
+        f"no registered directory found under {root} (looked for "
+        f"{', '.join(REGISTERED_DIR_CANDIDATES)}); pass --registered-dir DIR"
+    )
+
+
+def _check_loads(text: str, root: Path) -> None:
+    """The drafted text must load as a catalog; anything else is a bug worth a clear message."""
+    try:
+        parse_catalog(tomllib.loads(text)["tool"]["ci-runner"], root, "the drafted catalog")
+    except (tomllib.TOMLDecodeError, CatalogError) as exc:
+        raise InitError(f"the drafted catalog does not load ({exc}); nothing was written") from None
+
+
+def _write(target: Path, text: str, force: bool) -> None:
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        return
+    try:
+        old = target.read_text(encoding="utf-8")
+        data = tomllib.loads(old)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InitError(
+            f"{target}: cannot read it as TOML ({exc}); fix it, or write elsewhere with --output"
+        ) from None
+    if "ci-runner" in data.get("tool", {}):
+        if not force:
+            raise InitError(
+                f"{target} already has a [tool.ci-runner] catalog; pass --force to replace it, "
+                "or --output FILE to write the new one elsewhere"
+            )
+        old = _without_catalog(old, target, data)
+    target.write_text(old.rstrip("\n") + ("\n\n" if old.strip() else "") + text, encoding="utf-8")
+
+
+def _without_catalog(text: str, target: Path, data: dict) -> str:
+    """``text`` without its ``[tool.ci-runner]`` tables; everything else must parse unchanged."""
+    kept: list[str] = []
+    inside = False
+    for line in text.splitlines(keepends=True):
+        header = _HEADER.match(line)
+        if header:
+            name = re.sub(r"[\s\"']", "", header.group(1))
+            inside = name == "tool.ci-runner" or name.startswith("tool.ci-runner.")
+        if not inside:
+            kept.append(line)
+    result = "".join(kept)
+    expected = {**data, "tool": {k: v for k, v in data["tool"].items() if k != "ci-runner"}}
+    if not expected["tool"]:
+        del expected["tool"]
+    try:
+        same = tomllib.loads(result) == expected
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:
+        raise InitError(
+            f"{target}: could not remove the existing [tool.ci-runner] catalog line by line; "
+            "delete it by hand, or write the new one elsewhere with --output"
+        )
+    return result
+
+
+def _report(draft: Draft, target: Path | None) -> None:
+    out = sys.stderr if target is None else sys.stdout
+    backends = sorted({s.hw for s in draft.suites})
+    where = "stdout" if target is None else str(target.resolve())
+    print(
+        f"wrote [tool.ci-runner] to {where}: {len(draft.suites)} suite(s) on "
+        f"{', '.join(backends)}, from {draft.registration_count} registration(s) in "
+        f"{draft.files} file(s) under {draft.registered_dir}/",
+        file=out,
+    )
+    for note in draft.notes:
+        print(f"  {note}", file=out)
+    if draft.conflicts:
+        print(f"decide ({len(draft.conflicts)}; also written as comments):", file=out)
+        for conflict in draft.conflicts:
+            print(f"  - {conflict}", file=out)
+    if draft.problems:
+        files = len({p.path for p in draft.problems})
+        print(
+            f"{len(draft.problems)} registration problem(s) in {files} file(s) that no catalog "
+            "can fix (the runner reports them until the files change):",
+            file=out,
+        )
+        for problem in draft.problems:
+            print(f"  {problem}", file=out)
+    first = max(draft.suites, key=lambda s: (s.files, s.name))
+    nightly = " --nightly" if first.nightly else ""
+    print(
+        f"next: python run_suite.py --hw {first.hw} --suite {first.name}{nightly} --dry-run",
+        file=out,
+    )

@@ -1,0 +1,91 @@
+"""First pass of ``init``: which marker names and keyword arguments an existing tree uses.
+
+Nothing here knows a catalog yet. Every ``*.py`` under the registered directory (but
+``__init__.py`` and ``conftest.py``) is parsed; each module-level call of a ``register_<x>_ci``
+marker (by bare name, import alias or module attribute) counts. The result says which syntax the
+catalog must declare so that the strict collector accepts the tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_runner.catalog import DEFAULT_FILE_PATTERNS, NEVER_COLLECTED
+from ci_runner.collect.scan import parse_source, unknown_marker_name
+from ci_runner.collector import is_registered_file
+from ci_runner.markers import MARKER_PARAMETERS
+from ci_runner.registration_syntax import BUILTIN_KEYWORDS
+
+
+@dataclass
+class Survey:
+    """What the registrations of a tree look like."""
+
+    files: list[str] = field(default_factory=list)  # every candidate *.py, root-relative, sorted
+    markers: Counter[str] = field(default_factory=Counter)  # marker name -> calls
+    keywords: Counter[str] = field(default_factory=Counter)  # non-built-in keyword -> calls
+    unparsable: list[str] = field(default_factory=list)
+    # files with a marker call whose names the default patterns (test_*.py, bench_*.py) miss
+    outside_default_patterns: list[str] = field(default_factory=list)
+
+
+def python_files(root: Path, registered_dir: str) -> list[str]:
+    """Every ``*.py`` under the registered directory but ``__init__.py``/``conftest.py``."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root / registered_dir):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        rel_dir = Path(os.path.relpath(dirpath, root)).as_posix()
+        found.extend(
+            f"{rel_dir}/{name}"
+            for name in filenames
+            if name.endswith(".py") and name not in NEVER_COLLECTED
+        )
+    return sorted(found)
+
+
+def survey_tree(root: Path, registered_dir: str) -> Survey:
+    """Parse every candidate file once and count markers and keywords."""
+    survey = Survey(files=python_files(root, registered_dir))
+    core = {*MARKER_PARAMETERS, *BUILTIN_KEYWORDS}
+    for rel_path in survey.files:
+        data = (root / rel_path).read_bytes()
+        if b"register_" not in data:
+            continue
+        tree, _ = parse_source(data, rel_path)
+        if tree is None:
+            survey.unparsable.append(rel_path)
+            continue
+        calls = _marker_calls(tree)
+        for name, call in calls:
+            survey.markers[name] += 1
+            survey.keywords.update(kw.arg for kw in call.keywords if kw.arg and kw.arg not in core)
+        name = rel_path.rsplit("/", 1)[-1]
+        if calls and not is_registered_file(name, DEFAULT_FILE_PATTERNS):
+            survey.outside_default_patterns.append(rel_path)
+    return survey
+
+
+def _marker_calls(tree: ast.Module) -> list[tuple[str, ast.Call]]:
+    """(marker name, call) for every module-level ``register_<x>_ci`` call statement."""
+    aliases = {
+        alias.asname: alias.name
+        for stmt in tree.body
+        if isinstance(stmt, ast.ImportFrom)
+        for alias in stmt.names
+        if alias.asname and unknown_marker_name(ast.Name(alias.name))
+    }
+    calls: list[tuple[str, ast.Call]] = []
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            continue
+        func = stmt.value.func
+        name = unknown_marker_name(func)
+        if name is None and isinstance(func, ast.Name):
+            name = aliases.get(func.id)
+        if name is not None:
+            calls.append((name, stmt.value))
+    return calls
