@@ -15,6 +15,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ci_runner.adoption.init_command import DESCRIPTION as INIT_DESCRIPTION
+from ci_runner.adoption.init_command import add_init_arguments
+from ci_runner.adoption.init_command import main as init_main
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
 from ci_runner.cli_errors import usage_error
 from ci_runner.collect.scope import split_by_scope
@@ -46,9 +49,21 @@ def build_parser() -> argparse.ArgumentParser:
     """The full argument parser: selection, partitioning, output, then the execution flags."""
     parser = argparse.ArgumentParser(
         prog="run_suite.py",
+        usage="%(prog)s --hw HW --suite SUITE [options]\n"
+        "       %(prog)s init [--root DIR] [--registered-dir DIR] [--suite-template TEMPLATE] "
+        "[--output PATH] [--force]",
         description="Run one shard of a CI suite of registered test files.",
-        epilog="To adopt the runner in an existing repository, `run_suite.py init --help` "
-        "writes a starting [tool.ci-runner] catalog from the registrations it finds.",
+    )
+    commands = parser.add_subparsers(
+        title="subcommands (give one as the first argument)", metavar="COMMAND", dest="command"
+    )
+    add_init_arguments(
+        commands.add_parser(
+            "init",
+            help="adopt the runner in an existing repository: write a starting "
+            "[tool.ci-runner] catalog from its registrations (run_suite.py init --help)",
+            description=INIT_DESCRIPTION,
+        )
     )
     parser.add_argument(
         "--root",
@@ -112,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Cross-flag checks; errors exit 2 through ``parser.error``."""
+    if args.command == "init":
+        parser.error("init must be the first argument: run_suite.py init [--root DIR] ...")
     shard_id, size = args.auto_partition_id, args.auto_partition_size
     if (shard_id is None) != (size is None):
         parser.error("--auto-partition-id and --auto-partition-size must be given together")
@@ -139,8 +156,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``run_suite.py`` and the ``run-suite`` console script."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["init"]:
-        from ci_runner.adoption.init_command import main as init_main
-
         return init_main(arguments[1:])
     parser = build_parser()
     try:

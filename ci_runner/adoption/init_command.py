@@ -31,13 +31,15 @@ class InitError(Exception):
     """``init`` cannot go on; the message says why and what to do."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Scan an existing tree of registered test files and write a starting "
-        "[tool.ci-runner] catalog for it: every suite seen, its backend, nightly from the "
-        "majority of its registrations, and the conflicts to decide.",
-    )
+DESCRIPTION = (
+    "Scan an existing tree of registered test files and write a starting [tool.ci-runner] "
+    "catalog for it: every suite seen, its backend, nightly from the majority of its "
+    "registrations, and the conflicts to decide."
+)
+
+
+def add_init_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``init`` (also shown under the main parser's ``init`` subcommand)."""
     parser.add_argument(
         "--root", metavar="DIR", default=".", help="repository root (default: current directory)"
     )
@@ -64,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace an existing [tool.ci-runner] catalog in the target file",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    add_init_arguments(parser)
     return parser
 
 
