@@ -2,9 +2,11 @@
 
 A helper of ``test_docs.py`` (not a test file). ``cli_help(spec)`` runs the tool with
 ``--help`` in a subprocess whose ``argparse.ArgumentParser.print_help`` is replaced by a dump of
-the parser being printed (its option strings and subcommands, recursively), so the flags come
-from the very parser ``--help`` shows, not from a list kept by hand. ``undocumented(...)``
-returns one message per flag or subcommand that no document mentions literally.
+the parser being printed (its option strings, argparse subcommands and help text), so the flags
+come from the very parser ``--help`` shows, not from a list kept by hand. A subcommand that is
+dispatched before argparse is found where the help text points to it (``prog init --help``) and
+introspected the same way. ``undocumented(...)`` returns one message per flag or subcommand that
+no document mentions literally.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from typing import Any
 
 MARK = "@@docs-cli-help@@"
 
-# Runs in the subprocess: argv = [this, "path" | "module", target].
+# Runs in the subprocess: argv = [this, "path" | "module", target, *arguments before --help].
 _INTROSPECT = f"""
 import argparse, json, runpy, sys
 
 def describe(parser):
-    out = {{"prog": parser.prog, "options": [], "subcommands": {{}}}}
+    out = {{"prog": parser.prog, "options": [], "subcommands": {{}}, "text": parser.format_help()}}
     for action in parser._actions:
         if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
             continue
@@ -40,8 +42,8 @@ def print_help(self, file=None):
     sys.stdout.flush()
 
 argparse.ArgumentParser.print_help = print_help
-kind, target = sys.argv[1], sys.argv[2]
-sys.argv = [target, "--help"]
+kind, target, prefix = sys.argv[1], sys.argv[2], sys.argv[3:]
+sys.argv = [target, *prefix, "--help"]
 if kind == "module":
     runpy.run_module(target, run_name="__main__", alter_sys=True)
 else:
@@ -67,6 +69,7 @@ class CliHelp:
     prog: str
     options: tuple[tuple[str, ...], ...]
     subcommands: dict[str, CliHelp]
+    text: str = ""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CliHelp:
@@ -74,13 +77,27 @@ class CliHelp:
             prog=data["prog"],
             options=tuple(tuple(option) for option in data["options"]),
             subcommands={k: cls.from_json(v) for k, v in data["subcommands"].items()},
+            text=data.get("text", ""),
         )
 
 
-def cli_help(spec: CliSpec, root: Path, timeout: float = 60) -> CliHelp:
-    """Run ``spec`` with ``--help`` (cwd ``root``) and return the parser that help printed."""
+def pointed_subcommands(help_: CliHelp) -> list[str]:
+    """Subcommands the help text points to as ``<prog> NAME --help`` that argparse lacks."""
+    prog = help_.prog.split()[-1]
+    found = re.findall(rf"(?<![\w-]){re.escape(prog)}\s+([a-z][\w-]*)\s+--help", help_.text)
+    return [name for name in dict.fromkeys(found) if name not in help_.subcommands]
+
+
+def cli_help(
+    spec: CliSpec, root: Path, timeout: float = 60, prefix: tuple[str, ...] = ()
+) -> CliHelp:
+    """Run ``spec`` with ``--help`` (cwd ``root``) and return the parser that help printed.
+
+    Subcommands dispatched before argparse (see :func:`pointed_subcommands`) are added to
+    ``subcommands`` with their own parsers.
+    """
     proc = subprocess.run(
-        [sys.executable, "-c", _INTROSPECT, spec.kind, spec.target],
+        [sys.executable, "-c", _INTROSPECT, spec.kind, spec.target, *prefix],
         capture_output=True,
         text=True,
         cwd=root,
@@ -88,9 +105,13 @@ def cli_help(spec: CliSpec, root: Path, timeout: float = 60) -> CliHelp:
     )
     for line in proc.stdout.splitlines():
         if line.startswith(MARK):
-            return CliHelp.from_json(json.loads(line[len(MARK) :]))
+            help_ = CliHelp.from_json(json.loads(line[len(MARK) :]))
+            for name in [] if prefix else pointed_subcommands(help_):
+                help_.subcommands[name] = cli_help(spec, root, timeout, (name,))
+            return help_
+    shown = " ".join([spec.label, *prefix, "--help"])
     raise RuntimeError(
-        f"`{spec.label} --help` printed no argparse help (exit {proc.returncode}):\n"
+        f"`{shown}` printed no argparse help (exit {proc.returncode}):\n"
         f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
     )
 

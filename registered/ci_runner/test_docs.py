@@ -230,8 +230,14 @@ def test_broken_links_and_anchors_are_reported_with_file_and_line(tmp_path):
 
 FAKE_CLI = """\
     import argparse
+    import sys
 
-    parser = argparse.ArgumentParser(prog="tool.py")
+    if sys.argv[1:2] == ["init"]:  # dispatched before argparse, like run_suite.py init
+        init = argparse.ArgumentParser(prog="tool.py init")
+        init.add_argument("--force", action="store_true")
+        init.parse_args(sys.argv[2:])
+        sys.exit(0)
+    parser = argparse.ArgumentParser(prog="tool.py", epilog="New here? `tool.py init --help`.")
     parser.add_argument("--alpha")
     parser.add_argument("-b", "--beta", action="store_true")
     parser.add_argument("--hidden", help=argparse.SUPPRESS)
@@ -247,8 +253,12 @@ def test_undocumented_flags_and_subcommands_are_reported(tmp_path):
     spec = CliSpec("python tool.py", "path", "tool.py", ("tool.py",))
     help_ = cli_help(spec, tmp_path)
     assert help_.options == (("--alpha",), ("-b", "--beta"))
-    assert list(help_.subcommands) == ["sync"]
-    docs = "Use `--alpha A`, `--beta` (also `-b`) and --alpha-beta. `tool.py sync` syncs."
+    assert list(help_.subcommands) == ["sync", "init"]
+    assert help_.subcommands["init"].options == (("--force",),)
+    docs = (
+        "Use `--alpha A`, `--beta` (also `-b`) and --alpha-beta. `tool.py sync` syncs. "
+        "`tool.py init --force` starts over."
+    )
     assert undocumented(spec, help_, docs, "the docs") == [
         "`python tool.py sync --help` prints --gamma, but the docs never mention it: "
         "document the flag"
@@ -260,6 +270,10 @@ def test_undocumented_flags_and_subcommands_are_reported(tmp_path):
         "`python tool.py --help` lists the subcommand 'sync', but the docs never mention it "
         "(as 'tool.py sync'): document it",
         "`python tool.py sync --help` prints --gamma, but the docs never mention it: "
+        "document the flag",
+        "`python tool.py --help` lists the subcommand 'init', but the docs never mention it "
+        "(as 'tool.py init'): document it",
+        "`python tool.py init --help` prints --force, but the docs never mention it: "
         "document the flag",
     ]
 
