@@ -4,20 +4,29 @@
 Usage::
 
     python scripts/bench_discovery.py [--files 5000] [--repeat 3] [--workers N] [--skip-pytest]
+    python scripts/bench_discovery.py --shape sglang [--files 1500]
 
-Generates ``--files`` registered test files (in 50 folders, realistic size: imports, one or two
-registrations, a few tests, the ``__main__`` block) in a temporary repository, then times:
+Generates ``--files`` registered test files in a temporary repository, then times:
 
 * ``collect()``: discovery, parsing and validation of every registration (in process, best of
-  ``--repeat``), which must stay under 2 s for 5,000 files;
+  ``--repeat``), which must stay under 2 s for 5,000 files of the simple shape, and under 1 s
+  for 1,500 files of the SGLang shape;
 * ``run_suite.py --dry-run`` end to end in a fresh process (start-up, catalog, discovery,
   selection, planning, printing);
-* ``python -m pytest --collect-only -q`` on the same tree (one run; it imports every file).
+* ``python -m pytest --collect-only -q`` on the same tree (one run; it imports every file;
+  simple shape only, since SGLang-shaped files import ``sglang``).
+
+Shapes: ``simple`` (50 folders, realistic size: imports, one or two registrations, a few tests,
+the ``__main__`` block) and ``sglang`` (``registered/ci_runner/sglang_tree.py``: a tree shaped
+like SGLang's ``test/registered/``, every registration style, adopted with ``run_suite.py init``
+before timing).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import random
 import subprocess
@@ -30,10 +39,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "registered" / "ci_runner"))  # the shared tree builder
 
+import sglang_tree  # noqa: E402
 from tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
 
 from ci_runner.catalog import load_catalog  # noqa: E402
+from ci_runner.cli import main as run_suite_main  # noqa: E402
 from ci_runner.collector import collect  # noqa: E402
+
+DEFAULT_FILES = {"simple": 5000, "sglang": 1500}
+TARGET_SECONDS = {"simple": 2.0, "sglang": 1.0}
+# The suite the dry run selects, per shape.
+DRY_RUN_SUITE = {"simple": ("cpu", "unit-cpu"), "sglang": ("cuda", "base-b-test-1-gpu-large")}
 
 CATALOG = catalog_toml(
     suite_toml("unit-cpu", "cpu", gpus_per_file=0),
@@ -97,6 +113,18 @@ def generate(root: Path, count: int, seed: int = 0) -> None:
     write_tree(root, CATALOG, files, under="registered")
 
 
+def generate_sglang(root: Path, count: int, seed: int = 0) -> str:
+    """Write a SGLang-shaped tree and adopt it with ``run_suite.py init``; a one-line summary."""
+    files = sglang_tree.generate(count, seed)
+    sglang_tree.write(root, files)
+    with contextlib.redirect_stdout(io.StringIO()):
+        if run_suite_main(["init", "--root", str(root)]) != 0:
+            raise SystemExit("run_suite.py init failed on the generated tree")
+    regs = [r for f in files for r in f.regs]
+    composed = sum(1 for r in regs if r.stage is not None)
+    return f"SGLang shape: {composed / len(regs):.0%} of registrations use stage=/runner_config="
+
+
 def time_collect(root: Path, repeat: int, workers: int | None) -> tuple[float, float, int, int]:
     """(best, mean) seconds of catalog + collect(); and the file and registration counts."""
     times = []
@@ -118,24 +146,41 @@ def time_command(command: list[str], cwd: Path) -> tuple[float, subprocess.Compl
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--files", type=int, default=5000, help="files to generate (5000)")
+    parser.add_argument(
+        "--shape",
+        choices=sorted(DEFAULT_FILES),
+        default="simple",
+        help="tree to generate: simple (default) or sglang (SGLang's test/registered shape)",
+    )
+    parser.add_argument(
+        "--files", type=int, help="files to generate (default 5000; 1500 with --shape sglang)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="in-process collect() runs (3)")
     parser.add_argument(
         "--workers", type=int, help="collect() worker processes (default: one per CPU, max 8)"
     )
     parser.add_argument("--skip-pytest", action="store_true", help="skip pytest --collect-only")
     args = parser.parse_args(argv)
+    if args.files is None:
+        args.files = DEFAULT_FILES[args.shape]
     if args.files < 1 or args.repeat < 1:
         parser.error("--files and --repeat must be positive")
 
     with tempfile.TemporaryDirectory(prefix="bench-discovery-") as tmp:
         root = Path(tmp)
-        generate(root, args.files)
+        if args.shape == "sglang":
+            print(generate_sglang(root, args.files))
+        else:
+            generate(root, args.files)
         best, mean, files, registrations = time_collect(root, args.repeat, args.workers)
         print(
             f"tree: {files} files, {registrations} registrations, python {sys.version.split()[0]}"
         )
         print(f"collect() in process: best {best:.3f} s, mean {mean:.3f} s over {args.repeat} runs")
+        target = TARGET_SECONDS[args.shape]
+        verdict = "within" if best < target else "OVER"
+        print(f"target for this shape: under {target:g} s ({verdict})")
+        hw, suite = DRY_RUN_SUITE[args.shape]
         dry, done = time_command(
             [
                 sys.executable,
@@ -143,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
                 "--root",
                 str(root),
                 "--hw",
-                "cpu",
+                hw,
                 "--suite",
-                "unit-cpu",
+                suite,
                 "--dry-run",
                 "--auto-partition-id",
                 "0",
@@ -159,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run_suite.py --dry-run (fresh process, 8 shards): {dry:.3f} s")
         else:
             print(f"run_suite.py --dry-run failed:\n{done.stderr[-2000:]}", file=sys.stderr)
-        if args.skip_pytest:
+        if args.skip_pytest or args.shape == "sglang":
             return 0
         collect_only, done = time_command(
             [
