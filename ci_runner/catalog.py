@@ -197,6 +197,21 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
 
 def load_catalog(root: Path) -> Catalog:
     """Read and validate the catalog of the repository at ``root``."""
+    table, where = _read_table(root)
+    return parse_catalog(table, root, where)
+
+
+def load_syntax(root: Path) -> RegistrationSyntax:
+    """Only the registration syntax of the catalog at ``root`` (its suites may be incomplete)."""
+    table, where = _read_table(root)
+    try:
+        return parse_syntax(table, where)
+    except SyntaxConfigError as exc:
+        raise CatalogError(str(exc)) from None
+
+
+def _read_table(root: Path) -> tuple[dict, str]:
+    """The ``[tool.ci-runner]`` table of ``root/pyproject.toml`` and how messages name it."""
     path = root / CATALOG_FILE
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -213,7 +228,7 @@ def load_catalog(root: Path) -> Catalog:
     table = data.get("tool", {}).get("ci-runner")
     if not isinstance(table, dict):
         raise CatalogError(f"{path}: no [tool.ci-runner] table")
-    return parse_catalog(table, root, f"{path.name} [tool.ci-runner]")
+    return table, f"{path.name} [tool.ci-runner]"
 
 
 _TOP_KEYS = {

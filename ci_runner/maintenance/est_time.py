@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
-from ci_runner.catalog import CatalogError, find_root
+from ci_runner.catalog import CatalogError, find_root, load_syntax
 from ci_runner.cli_errors import usage_error
-from ci_runner.markers import MARKER_BACKENDS, MARKER_PARAMETERS
+from ci_runner.markers import MARKER_PARAMETERS
+from ci_runner.registration_syntax import DEFAULT_SYNTAX, RegistrationSyntax
 
 PASSING = frozenset({"passed", "flaky"})
 Key = tuple[str, str]  # (path, suite)
@@ -150,7 +151,7 @@ def measured_est(values: Sequence[float]) -> int:
 # ---------------------------------------------------------------------------- source
 
 
-def _marker_name(call: ast.Call) -> str | None:
+def _marker_name(call: ast.Call, syntax: RegistrationSyntax) -> str | None:
     func = call.func
     if isinstance(func, ast.Name):
         name = func.id
@@ -158,13 +159,34 @@ def _marker_name(call: ast.Call) -> str | None:
         name = func.attr
     else:
         return None
-    return name if name in MARKER_BACKENDS else None
+    return name if name in syntax.markers else None
+
+
+def _suite_name(call: ast.Call, syntax: RegistrationSyntax) -> str | None:
+    """The literal ``suite=``, or the name the catalog's suite-template composes; else None."""
+    suite = _argument(call, "suite")
+    if suite is not None:
+        return (
+            suite.value
+            if isinstance(suite, ast.Constant) and isinstance(suite.value, str)
+            else None
+        )
+    template = syntax.suite_template
+    if template is None:
+        return None
+    parts = {name: _argument(call, name) for name in template.fields}
+    values = {k: v.value for k, v in parts.items() if isinstance(v, ast.Constant)}
+    if len(values) != len(parts) or not all(isinstance(v, str) for v in values.values()):
+        return None
+    return template.compose(values)  # type: ignore[arg-type]
 
 
 def _argument(call: ast.Call, name: str) -> ast.expr | None:
     for keyword in call.keywords:
         if keyword.arg == name:
             return keyword.value
+    if name not in MARKER_PARAMETERS:
+        return None  # keyword-only
     index = MARKER_PARAMETERS.index(name)
     return call.args[index] if index < len(call.args) else None
 
@@ -173,8 +195,13 @@ def _char_col(line_text: str, byte_col: int) -> int:
     return len(line_text.encode("utf-8")[:byte_col].decode("utf-8"))
 
 
-def find_literals(source: str, rel_path: str) -> list[EstTimeLiteral]:
-    """Every module-level marker call's est_time literal (raises SyntaxError on bad Python)."""
+def find_literals(
+    source: str, rel_path: str, syntax: RegistrationSyntax = DEFAULT_SYNTAX
+) -> list[EstTimeLiteral]:
+    """Every module-level marker call's est_time literal (raises SyntaxError on bad Python).
+
+    The suite is ``suite=`` or, with the catalog's ``suite-template``, the composed name.
+    """
     tree = ast.parse(source, filename=rel_path)
     lines = source.splitlines(keepends=True)
     found: list[EstTimeLiteral] = []
@@ -182,11 +209,11 @@ def find_literals(source: str, rel_path: str) -> list[EstTimeLiteral]:
         if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
             continue
         call = statement.value
-        if _marker_name(call) is None:
+        if _marker_name(call, syntax) is None:
             continue
-        suite = _argument(call, "suite")
+        suite = _suite_name(call, syntax)
         est = _argument(call, "est_time")
-        if not (isinstance(suite, ast.Constant) and isinstance(suite.value, str)) or est is None:
+        if suite is None or est is None:
             continue  # malformed: the collector reports it
         is_number = (
             isinstance(est, ast.Constant)
@@ -200,7 +227,7 @@ def find_literals(source: str, rel_path: str) -> list[EstTimeLiteral]:
         found.append(
             EstTimeLiteral(
                 path=rel_path,
-                suite=suite.value,
+                suite=suite,
                 value=float(est.value) if is_number else None,  # type: ignore[union-attr]
                 line=est.lineno,
                 col=col,
@@ -264,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         root = args.root.resolve() if args.root else find_root(Path.cwd())
+        syntax = load_syntax(root)
         samples = load_samples(args.timings)
     except (CatalogError, EstTimeInputError) as exc:
         return usage_error(exc, prog="update_est_time")
@@ -277,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         file = root / path
         try:
-            literals = find_literals(file.read_text(encoding="utf-8"), path)
+            literals = find_literals(file.read_text(encoding="utf-8"), path, syntax)
         except (OSError, UnicodeDecodeError):
             notes.append(f"{path} [{suite}]: file not found under {root}, skipped")
             continue

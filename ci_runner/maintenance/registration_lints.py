@@ -15,11 +15,11 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ci_runner.catalog import CatalogError, find_root, load_catalog
+from ci_runner.catalog import CatalogError, find_root, load_catalog, load_syntax
 from ci_runner.cli_errors import usage_error
 from ci_runner.collector import collect, scan_markers
-from ci_runner.markers import MARKER_BACKENDS
 from ci_runner.model import Problem
+from ci_runner.registration_syntax import DEFAULT_SYNTAX, RegistrationSyntax
 
 
 def discover_packages(root: Path) -> list[str]:
@@ -48,8 +48,13 @@ def _python_files(root: Path, package: str) -> Iterable[Path]:
                 yield Path(dirpath) / name
 
 
-def package_offenders(root: Path, packages: Sequence[str]) -> list[Problem]:
-    """Every registration or malformed marker call in the package directories."""
+def package_offenders(
+    root: Path, packages: Sequence[str], syntax: RegistrationSyntax = DEFAULT_SYNTAX
+) -> list[Problem]:
+    """Every registration or malformed marker call in the package directories.
+
+    ``syntax``: the catalog's markers and arguments (extra backends, suite-template).
+    """
     offenders: list[Problem] = []
     for package in packages:
         for path in _python_files(root, package):
@@ -59,9 +64,9 @@ def package_offenders(root: Path, packages: Sequence[str]) -> list[Problem]:
             except (OSError, UnicodeDecodeError) as exc:
                 offenders.append(Problem(rel, 1, 1, f"cannot read: {exc}"))
                 continue
-            if not any(marker in source for marker in MARKER_BACKENDS):
+            if "register_" not in source and not any(m in source for m in syntax.markers):
                 continue  # cheap prefilter: no marker name, nothing to parse
-            registrations, problems = scan_markers(source, rel)
+            registrations, problems = scan_markers(source, rel, syntax)
             offenders.extend(
                 Problem(
                     r.path, r.line, r.col, f"registers a CI test ({r.backend}, suite {r.suite!r})"
@@ -107,6 +112,10 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
         registered_dir = load_catalog(root).registered_dir + "/"
     except CatalogError:  # a broken catalog is check_registered_tests' business
         registered_dir = "the registered directory"
+    try:
+        syntax = load_syntax(root)
+    except CatalogError:
+        syntax = DEFAULT_SYNTAX
     if args.package:
         missing = [p for p in args.package if not (root / p).is_dir()]
         if missing:
@@ -114,7 +123,7 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
         packages = args.package
     else:
         packages = discover_packages(root)
-    offenders = package_offenders(root, packages)
+    offenders = package_offenders(root, packages, syntax)
     if not offenders:
         return 0
     print("error: CI-registered test(s) found inside a package:", file=sys.stderr)

@@ -51,6 +51,29 @@ def test_registration_in_package_fails_with_file_line_and_where_tests_belong(tmp
     assert "ok.py" not in err and "markers_doc.py" not in err
 
 
+def test_catalog_registration_styles_count_in_packages_too(tmp_path, capsys):
+    catalog = CATALOG.replace(
+        'registered-dir = "tests/registered"\n',
+        'registered-dir = "tests/registered"\nsuite-template = "{stage}-test-{runner_config}"\n'
+        '[tool.ci-runner.extra-markers]\nregister_mlx_ci = "mlx"\n',
+    )
+    write_tree(
+        tmp_path,
+        catalog,
+        {
+            "pkg/__init__.py": "",
+            "pkg/t_mlx.py": 'register_mlx_ci(est_time=1, suite="m")\n',
+            "pkg/t_composed.py": 'register_cuda_ci(est_time=1, stage="base-b", runner_config="x")\n',
+            "pkg/t_unknown.py": 'register_ppu_ci(est_time=1, suite="p")\n',
+        },
+    )
+    assert main(["--root", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "pkg/t_mlx.py:1:1: registers a CI test (mlx, suite 'm')" in err
+    assert "pkg/t_composed.py:1:1: registers a CI test (cuda, suite 'base-b-test-x')" in err
+    assert "pkg/t_unknown.py:1:1: unknown marker register_ppu_ci()" in err
+
+
 def test_malformed_call_still_counts_as_a_misplaced_test(tmp_path, capsys):
     make_repo(
         tmp_path,

@@ -100,6 +100,34 @@ def test_write_rewrites_only_drifted_literals_and_keeps_everything_else(tmp_path
     assert test.read_text() == expected
 
 
+COMPOSED = """\
+from sglang.test.ci.ci_register import register_cuda_ci
+
+register_cuda_ci(est_time=60, stage="base-b", runner_config="1-gpu-large")  # composed
+register_cuda_ci(est_time=60, stage=STAGE, runner_config="1-gpu-large")  # not literal: skipped
+"""
+
+
+def test_composed_suites_are_matched_and_rewritten(tmp_path, capsys):
+    write_tree(
+        tmp_path,
+        '[tool.ci-runner]\nsuite-template = "{stage}-test-{runner_config}"\n',
+        {"registered/test_k.py": COMPOSED},
+    )
+    rel, suite = "registered/test_k.py", "base-b-test-1-gpu-large"
+    timings = write_timings(
+        tmp_path / "t.jsonl", [(rel, suite, e, "passed") for e in (200, 205, 210)]
+    )
+    assert main(["--root", str(tmp_path), "--timings", str(timings), "--write"]) == 0
+    assert f"drift: {rel} [{suite}]: declared est_time=60s, measured p90=210s" in (
+        capsys.readouterr().out
+    )
+    assert (tmp_path / rel).read_text() == COMPOSED.replace(
+        'est_time=60, stage="b', 'est_time=210, stage="b'
+    )
+    assert [lit.suite for lit in find_literals(COMPOSED, rel)] == []  # no template, no suite
+
+
 def test_check_exits_1_on_drift_and_0_when_honest(tmp_path, capsys):
     make_repo(tmp_path)
     rel = "registered/test_k.py"
