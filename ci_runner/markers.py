@@ -14,6 +14,17 @@ keyword (``min_gpus=``, a catalog's ``suite-template`` fields such as ``stage=``
 
 from __future__ import annotations
 
+# ``from ci_runner.markers import *`` gives the markers only (a repository's marker module can be
+# this one line); markers of extra backends are imported by name (see ``__getattr__``).
+__all__ = [
+    "register_amd_ci",
+    "register_cpu_ci",
+    "register_cuda_ci",
+    "register_musa_ci",
+    "register_npu_ci",
+    "register_xpu_ci",
+]
+
 # Marker function name -> backend (the value of ``--hw`` and of a suite's ``hw`` key).
 MARKER_BACKENDS: dict[str, str] = {
     "register_cuda_ci": "cuda",

@@ -243,7 +243,10 @@ def test_the_projects_own_catalog_declares_sglangs_template():
 @pytest.mark.parametrize(
     "extra,message",
     [
-        ('suite-templat = "{stage}"\n', "unknown key(s) suite-templat; known keys: extra-markers, "),
+        (
+            'suite-templat = "{stage}"\n',
+            "unknown key(s) suite-templat; known keys: extra-markers, ",
+        ),
         ("suite-template = 3\n", "suite-template must be a string, got 3"),
         (
             'suite-template = "base-{}"\n',
