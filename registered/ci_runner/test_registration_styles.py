@@ -270,6 +270,16 @@ def test_runtime_markers_accept_every_registration_style(name):
     assert marker(30, "s", False, None, min_gpus=2, in_process_group="g") is None
 
 
+def test_star_import_of_our_markers_is_a_complete_marker_module():
+    namespace: dict[str, object] = {}
+    exec(
+        "from ci_runner.markers import *\nfrom ci_runner.markers import register_mlx_ci", namespace
+    )
+    assert sorted(k for k in namespace if not k.startswith("__")) == sorted(
+        [*DEFAULT_SYNTAX.markers, "register_mlx_ci"]
+    )
+
+
 # --- end to end on a tree ------------------------------------------------------------------------
 
 CATALOG = catalog_toml(
