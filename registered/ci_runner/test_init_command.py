@@ -14,7 +14,7 @@ from ci_runner.catalog import load_catalog
 from ci_runner.cli import main
 from ci_runner.collector import collect
 
-register_cpu_ci(est_time=8, suite="base-a-test-cpu")
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import REPO_ROOT  # noqa: E402

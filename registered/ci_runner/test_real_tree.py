@@ -18,7 +18,7 @@ from ci_runner.cli import main
 from ci_runner.collector import collect
 from ci_runner.selection import SelectionError, select
 
-register_cpu_ci(est_time=15, suite="base-a-test-cpu")
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 import sglang_tree  # noqa: E402
