@@ -109,6 +109,24 @@ int64_t unwrap_unbound() {
   return N.unwrap();
 }
 
+int64_t match_aligned(TensorView x) {
+  using namespace host;
+  TensorMatcher({-1, -1})  //
+      .with_strides({-1, 1})
+      .with_alignment(16)
+      .verify(x, "x");
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(data_address(x)) % 16);
+}
+
+int64_t match_no_overlap(TensorView x) {
+  using namespace host;
+  TensorMatcher({-1, -1, -1})  //
+      .with_strides({-1, -1, -1})
+      .without_internal_overlap()
+      .verify(x, "x");
+  return 0;
+}
+
 int64_t runtime_check(int64_t value) {
   host::RuntimeCheck(value > 0, "value must be > 0, got ", value);
   return value;
@@ -127,6 +145,8 @@ EXPORTS = [
     "match_pinned",
     "unwrap_unbound",
     "runtime_check",
+    "match_aligned",
+    "match_no_overlap",
 ]
 
 
@@ -299,6 +319,67 @@ def test_runtime_check_message(probe) -> None:
         match=r"Runtime check failed at tensor_matcher_probe\.cpp:\d+: value must be > 0, got -2",
     ):
         probe.runtime_check(-2)
+
+
+def i16(*shape: int) -> torch.Tensor:
+    return torch.zeros(*shape, dtype=torch.int16)  # CPU allocations are 64-byte aligned
+
+
+def test_with_alignment_accepts_aligned_views(probe) -> None:
+    base = i16(6, 24)
+    assert probe.match_aligned(base) == 0
+    assert probe.match_aligned(base[:, :8]) == 0  # row stride 48 bytes
+    assert probe.match_aligned(base[2:]) == 0  # storage offset 96 bytes
+    assert probe.match_aligned(base[:1, 8:]) == 0  # one row: its stride does not matter
+    assert probe.match_aligned(i16(0, 3)) == 0  # empty: nothing is accessed
+    assert probe.match_aligned(base[:, 1:][:0]) == 0
+
+
+def test_with_alignment_rejects_a_misaligned_data_address(probe) -> None:
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "match_aligned: tensor 'x' is not 16-byte aligned: its data address is 2 bytes past "
+            "a 16-byte boundary (a view with a storage offset?); tensor: shape=[6, 23]"
+        ),
+    ):
+        probe.match_aligned(i16(6, 24)[:, 1:])
+
+
+def test_with_alignment_rejects_a_misaligned_row_stride(probe) -> None:
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "tensor 'x' is not 16-byte aligned: the stride of dim 0 is 12 elements (24 bytes), "
+            "not a multiple of 16 bytes; tensor: shape=[4, 8], strides=[12, 1]"
+        ),
+    ):
+        probe.match_aligned(i16(4, 12)[:, :8])
+
+
+def test_data_address_includes_the_storage_offset(probe) -> None:
+    # A 16-byte offset stays aligned: the check reads the view's own address, not the storage's.
+    base = i16(3, 16)
+    assert probe.match_aligned(base.view(-1)[8:].view(5, 8)) == 0
+
+
+def test_without_internal_overlap(probe) -> None:
+    assert probe.match_no_overlap(torch.zeros(2, 3, 4)) == 0
+    assert probe.match_no_overlap(torch.zeros(2, 3, 8)[:, :, :4]) == 0  # gaps are fine
+    assert probe.match_no_overlap(torch.zeros(4, 3, 2).permute(2, 1, 0)) == 0
+    assert probe.match_no_overlap(torch.zeros(1, 1, 4).expand(1, 1, 4)) == 0
+    assert probe.match_no_overlap(torch.zeros(0, 3, 4)) == 0
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "tensor 'x' has internal overlap (dim 0 of size 5 has stride 0, which revisits "
+            "elements): a tensor the kernel writes must not alias itself"
+        ),
+    ):
+        probe.match_no_overlap(torch.zeros(1, 3, 4).expand(5, 3, 4))
+    rows_overlap = torch.zeros(64).as_strided((1, 4, 8), (32, 4, 1))  # rows 4 apart, 8 long
+    with pytest.raises(RuntimeError, match=r"tensor 'x' has internal overlap \(dim 1 of size 4"):
+        probe.match_no_overlap(rows_overlap)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@
 //   scale.cuh:97)
 #pragma once
 
-#include <sgl_kernel/utils.h>  // For DebugInfo, PanicError, details::concat
+#include <sgl_kernel/utils.h>  // For DebugInfo, PanicError, details::concat, dtype_bytes
 
 #ifdef __CUDACC__
 #include <sgl_kernel/utils.cuh>  // For fp16_t, bf16_t, fp8_e4m3_t, fp8_e5m2_t
@@ -25,6 +25,7 @@
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -183,6 +184,13 @@ inline std::string device_type_name(DLDeviceType type) {
 /// "cuda:0", "cpu:0".
 inline std::string device_name(DLDevice device) {
   return device_type_name(device.device_type) + ":" + std::to_string(device.device_id);
+}
+
+/// The address of element 0 of `view`: its data pointer plus the DLPack byte offset (torch
+/// exports views with the storage offset already in the data pointer and a byte offset of 0,
+/// but DLPack allows either). Kernels that index a tensor should start from this address.
+inline void* data_address(const tvm::ffi::TensorView& view) {
+  return static_cast<char*>(view.data_ptr()) + view.byte_offset();
 }
 
 namespace details {
@@ -476,6 +484,27 @@ class TensorMatcher {
     return std::move(*this);
   }
 
+  /// Also require every access of `bytes` bytes along the last dimension to be aligned, as a
+  /// vectorised kernel needs: the data address (see data_address) and the stride in bytes of
+  /// every other dimension of size > 1 must be multiples of `bytes` (a power of two). Empty
+  /// tensors pass. The last dimension's size is not checked (kernels check it with a message of
+  /// their own); pair this with `with_strides({..., 1})` or contiguity.
+  TensorMatcher&& with_alignment(std::size_t bytes, DebugInfo location = {}) && {
+    if (bytes == 0 || (bytes & (bytes - 1)) != 0) {
+      panic(location, "TensorMatcher: with_alignment(", bytes, ") is not a power of two");
+    }
+    m_alignment = bytes;
+    return std::move(*this);
+  }
+
+  /// Also require that no two elements share memory (a stride of 0, or rows that overlap): for
+  /// tensors a kernel writes. Sufficient test: with the dimensions of size > 1 sorted by stride,
+  /// each stride exceeds the farthest offset the smaller-stride dimensions reach.
+  TensorMatcher&& without_internal_overlap() && {
+    m_no_overlap = true;
+    return std::move(*this);
+  }
+
   /// Checks `view`, named "tensor #k" (k counts the verify calls from 1).
   const TensorMatcher&& verify(const tvm::ffi::TensorView& view, DebugInfo location = {}) const&& {
     const std::string name = "tensor #" + std::to_string(m_verified + 1);
@@ -492,6 +521,8 @@ class TensorMatcher {
     check_strides(view, name, location);
     check_dtype(view, name, location);
     check_device(view, name, location);
+    if (m_alignment != 0) check_alignment(view, name, location);
+    if (m_no_overlap) check_no_overlap(view, name, location);
     return std::move(*this);
   }
 
@@ -714,6 +745,78 @@ class TensorMatcher {
     }
   }
 
+  void check_alignment(const tvm::ffi::TensorView& view,
+                       std::string_view name,
+                       const DebugInfo& location) const {
+    if (view.numel() == 0) return;
+    const auto address = reinterpret_cast<std::uintptr_t>(data_address(view));
+    if (const auto misalignment = address % m_alignment; misalignment != 0) {
+      fail(view,
+           name,
+           location,
+           "is not ",
+           m_alignment,
+           "-byte aligned: its data address is ",
+           misalignment,
+           " bytes past a ",
+           m_alignment,
+           "-byte boundary (a view with a storage offset?)");
+    }
+    const auto elem_bytes = static_cast<std::int64_t>(dtype_bytes(view.dtype()));
+    const auto alignment = static_cast<std::int64_t>(m_alignment);
+    for (std::int64_t dim = 0; dim + 1 < view.ndim(); ++dim) {
+      if (view.size(dim) <= 1) continue;
+      const std::int64_t stride_bytes = view.stride(dim) * elem_bytes;
+      if (stride_bytes % alignment != 0) {
+        fail(view,
+             name,
+             location,
+             "is not ",
+             m_alignment,
+             "-byte aligned: the stride of dim ",
+             dim,
+             " is ",
+             view.stride(dim),
+             " elements (",
+             stride_bytes,
+             " bytes), not a multiple of ",
+             m_alignment,
+             " bytes");
+      }
+    }
+  }
+
+  void check_no_overlap(const tvm::ffi::TensorView& view,
+                        std::string_view name,
+                        const DebugInfo& location) const {
+    if (view.numel() == 0) return;
+    // (|stride|, size, dim) of every dimension of size > 1, by increasing stride.
+    std::vector<std::array<std::int64_t, 3>> dims;
+    for (std::int64_t dim = 0; dim < view.ndim(); ++dim) {
+      const std::int64_t size = view.size(dim);
+      if (size <= 1) continue;
+      const std::int64_t stride = view.stride(dim);
+      dims.push_back({stride < 0 ? -stride : stride, size, dim});
+    }
+    std::sort(dims.begin(), dims.end());
+    std::int64_t reach = 0;  // the farthest offset reached by the dimensions checked so far
+    for (const auto& [stride, size, dim] : dims) {
+      if (stride <= reach) {
+        fail(view,
+             name,
+             location,
+             "has internal overlap (dim ",
+             dim,
+             " of size ",
+             size,
+             " has stride ",
+             view.stride(dim),
+             ", which revisits elements): a tensor the kernel writes must not alias itself");
+      }
+      reach += stride * (size - 1);
+    }
+  }
+
   std::vector<SizeRef> m_shape;
   std::optional<std::vector<SizeRef>> m_strides;
   // Unspecified dtype/device still bind through these, so chained verifies must agree.
@@ -726,6 +829,8 @@ class TensorMatcher {
   bool m_dtype_given = false;
   bool m_device_given = false;
   mutable int m_verified = 0;
+  std::size_t m_alignment = 0;  // 0: not checked
+  bool m_no_overlap = false;
 };
 
 }  // namespace host

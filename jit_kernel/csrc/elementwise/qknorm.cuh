@@ -1,0 +1,185 @@
+// fused_inplace_qknorm: per-head RMSNorm of q [T, Hq, D] and k [T, Hk, D] in place, one launch,
+// fp16/bf16, fp32 math, head_dim D in {64, 128, 256, 512} dispatched in C++. A persistent grid
+// (SM count x resident CTAs per SM, per device) walks the heads of both tensors.
+#include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
+#include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
+#include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, group_sum, dispatch_rows
+#include <sgl_kernel/runtime.cuh>    // For runtime::get_sm_count, runtime::get_blocks_per_sm
+#include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimary, PDLTriggerSecondary
+
+#include <dlpack/dlpack.h>
+#include <tvm/ffi/container/tensor.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace {
+
+template <typename T>
+struct QKNormParams {
+  T* q;
+  T* k;
+  const T* q_weight;
+  const T* k_weight;
+  std::int64_t q_token_stride;  // elements
+  std::int64_t q_head_stride;
+  std::int64_t k_token_stride;
+  std::int64_t k_head_stride;
+  std::uint32_t num_q_heads;
+  std::uint32_t num_heads;  // q heads + k heads
+  std::uint32_t num_items;  // tokens * num_heads (< 2^31, checked on the host)
+  std::uint32_t num_packs;  // 16-byte packs per head (D / 8)
+  float inv_dim;            // 1 / D
+  float eps;
+};
+
+/// Item i is head i % num_heads of token i / num_heads (q heads first, then k heads), so
+/// consecutive groups touch neighbouring memory. kGroup lanes (4..32, a power of two) own one
+/// head; the loop is uniform across the CTA, so every lane reaches every shuffle.
+template <std::uint32_t kGroup, int kPacks, bool kUsePDL, typename T>
+__global__ void __launch_bounds__(host::norm::kWarpPathThreads)
+    qknorm_kernel(const QKNormParams<T> p) {
+  using namespace device::norm;
+  static_assert(kGroup > 0, "qknorm_kernel: heads are owned by lanes of one warp");
+  using Rows = RowGroups<kGroup>;
+
+  device::PDLWaitPrimary<kUsePDL>();
+
+  const std::uint32_t rank = Rows::rank();
+  const std::uint32_t groups_per_cta = Rows::per_cta();
+  const std::uint32_t item_step = gridDim.x * groups_per_cta;  // < 2^32: grid is SM-bounded
+  for (std::uint32_t base = blockIdx.x * groups_per_cta; base < p.num_items; base += item_step) {
+    const std::uint32_t item = base + Rows::index();
+    const bool valid = item < p.num_items;
+    const std::uint32_t safe_item = valid ? item : 0u;
+    const std::uint32_t token = safe_item / p.num_heads;
+    const std::uint32_t head = safe_item - token * p.num_heads;
+    const bool is_q = head < p.num_q_heads;
+    T* row = is_q ? p.q + token * p.q_token_stride + head * p.q_head_stride
+                  : p.k + token * p.k_token_stride + (head - p.num_q_heads) * p.k_head_stride;
+    const T* weight_row = is_q ? p.q_weight : p.k_weight;
+    const std::uint32_t packs = valid ? p.num_packs : 0u;
+
+    RowSlice<T, kPacks> x, weight;
+    x.load(row, rank, kGroup, packs);
+    weight.load(weight_row, rank, kGroup, packs);  // L1-resident after the first heads
+    const float sum = group_sum<kGroup>(x.sum_squares());
+    x.scale(weight, rms_scale(sum, p.inv_dim, p.eps));
+    x.store(row, rank, kGroup, packs);
+  }
+
+  device::PDLTriggerSecondary<kUsePDL>();
+}
+
+/// True for the head sizes fused_inplace_qknorm supports.
+inline bool is_head_dim_supported(std::int64_t head_dim) {
+  return head_dim == 64 || head_dim == 128 || head_dim == 256 || head_dim == 512;
+}
+
+/// In place: q[t, h, :] = rmsnorm(q[t, h, :]) * q_weight, k[t, h, :] = rmsnorm(k[t, h, :]) *
+/// k_weight.
+///   q: [T, Hq, D] fp16/bf16, strides (any, any, 1), CUDA, 16-byte aligned, no internal overlap
+///   k: [T, Hk, D] the same (same T, D, dtype, device); must not share memory with q
+///   q_weight, k_weight: [D] contiguous, same dtype/device, 16-byte aligned
+/// D in {64, 128, 256, 512}. Nothing to do (T == 0 or no heads) launches nothing.
+template <typename T, bool kUsePDL>
+void fused_inplace_qknorm(tvm::ffi::TensorView q,
+                          tvm::ffi::TensorView k,
+                          tvm::ffi::TensorView q_weight,
+                          tvm::ffi::TensorView k_weight,
+                          float eps) {
+  using namespace host;
+
+  auto T_ = SymbolicSize{"num_tokens"};
+  auto Hq = SymbolicSize{"num_q_heads"};
+  auto Hk = SymbolicSize{"num_k_heads"};
+  auto D = SymbolicSize{"head_dim"};
+  auto q_token_stride = SymbolicSize{"q_token_stride"};
+  auto q_head_stride = SymbolicSize{"q_head_stride"};
+  auto k_token_stride = SymbolicSize{"k_token_stride"};
+  auto k_head_stride = SymbolicSize{"k_head_stride"};
+  auto device = SymbolicDevice{};
+  TensorMatcher({T_, Hq, D})  //
+      .with_strides({q_token_stride, q_head_stride, 1})
+      .with_device<kDLCUDA>(device)
+      .with_dtype<T>()
+      .verify(q, "q");
+  const std::int64_t dim = D.unwrap();
+  RuntimeCheck(is_head_dim_supported(dim),
+               "fused_inplace_qknorm: head_dim ",
+               dim,
+               " (q.size(2)) is not supported: it must be one of 64, 128, 256, 512");
+  TensorMatcher({T_, Hq, D})  //
+      .with_strides({q_token_stride, q_head_stride, 1})
+      .with_alignment(16)
+      .without_internal_overlap()
+      .verify(q, "q");
+  TensorMatcher({T_, Hk, D})  //
+      .with_strides({k_token_stride, k_head_stride, 1})
+      .with_alignment(16)
+      .without_internal_overlap()
+      .with_device<kDLCUDA>(device)
+      .with_dtype<T>()
+      .verify(k, "k");
+  TensorMatcher({D})  //
+      .with_alignment(16)
+      .with_device<kDLCUDA>(device)
+      .with_dtype<T>()
+      .verify(q_weight, "q_weight")
+      .verify(k_weight, "k_weight");
+
+  const std::int64_t tokens = T_.unwrap();
+  const std::int64_t num_heads = Hq.unwrap() + Hk.unwrap();
+  const std::int64_t num_items = tokens * num_heads;
+  RuntimeCheck(num_items < (std::int64_t{1} << 31),
+               "fused_inplace_qknorm: ",
+               tokens,
+               " tokens x ",
+               num_heads,
+               " heads is too many (at most 2^31 - 1 heads per call)");
+  RuntimeCheck(
+      num_items == 0 || Hq.unwrap() == 0 || Hk.unwrap() == 0 || data_address(q) != data_address(k),
+      "fused_inplace_qknorm: q and k are the same memory; they must be different heads");
+
+  const auto params = QKNormParams<T>{
+      .q = static_cast<T*>(data_address(q)),
+      .k = static_cast<T*>(data_address(k)),
+      .q_weight = static_cast<const T*>(data_address(q_weight)),
+      .k_weight = static_cast<const T*>(data_address(k_weight)),
+      .q_token_stride = q_token_stride.unwrap(),
+      .q_head_stride = q_head_stride.unwrap(),
+      .k_token_stride = k_token_stride.unwrap(),
+      .k_head_stride = k_head_stride.unwrap(),
+      .num_q_heads = static_cast<std::uint32_t>(Hq.unwrap()),
+      .num_heads = static_cast<std::uint32_t>(num_heads),
+      .num_items = static_cast<std::uint32_t>(num_items),
+      .num_packs = static_cast<std::uint32_t>(dim / 8),
+      .inv_dim = 1.0f / static_cast<float>(dim),
+      .eps = eps,
+  };
+  if (num_items == 0) return;  // also keeps the occupancy query off empty calls
+  const DLDevice dev = device.unwrap();
+  norm::dispatch_rows(
+      params.num_packs,
+      [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t groups_per_cta) {
+        // head_dim <= 512 (64 packs) always gets a warp group with kWarpPacks packs per lane; the
+        // other plans are not instantiated.
+        if constexpr (kGroup != 0 && kPacks == norm::kWarpPacks) {
+          constexpr auto kernel = qknorm_kernel<kGroup, kPacks, kUsePDL, T>;
+          // Persistent: at most one wave of resident CTAs on this device, each looping over heads.
+          const int device_id = dev.device_id;
+          const std::int64_t resident =
+              static_cast<std::int64_t>(runtime::get_sm_count(device_id)) *
+              std::max(1,
+                       runtime::get_blocks_per_sm(kernel, static_cast<int>(threads), 0, device_id));
+          const std::int64_t grid =
+              std::min(div_ceil(num_items, std::int64_t{groups_per_cta}), resident);
+          LaunchKernel(static_cast<unsigned>(grid), threads, dev)
+              .enable_pdl(kUsePDL)(kernel, params);
+        } else {
+          Panic("fused_inplace_qknorm: no warp-group plan for head_dim ", dim);
+        }
+      });
+}
+
+}  // namespace

@@ -1,0 +1,138 @@
+// rmsnorm: out[i, :] = input[i, :] * rsqrt(mean(input[i, :]^2) + eps) * weight, fp16/bf16, fp32
+// math. Rows of any stride; every row size (8..16384, multiple of 8) dispatched in C++.
+#include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
+#include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
+#include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows
+#include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimary, PDLTriggerSecondary
+
+#include <dlpack/dlpack.h>
+#include <tvm/ffi/container/tensor.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace {
+
+template <typename T>
+struct RMSNormParams {
+  T* out;
+  const T* input;
+  const T* weight;
+  std::int64_t out_stride;    // elements between rows
+  std::int64_t input_stride;  // elements between rows
+  std::int64_t num_rows;
+  std::uint32_t num_packs;  // 16-byte packs per row (D / 8)
+  float inv_dim;            // 1 / D
+  float eps;
+};
+
+/// Rows are split among groups of kGroup lanes (0: the whole CTA); each thread keeps kPacks
+/// packs of its row in registers: one read, fp32 reduction, one write. The loop over rows is
+/// uniform across the CTA (every lane reaches every shuffle / barrier).
+template <std::uint32_t kGroup, int kPacks, bool kUsePDL, typename T>
+__global__ void __launch_bounds__(kGroup == 0 ? host::norm::kCtaMaxThreads
+                                              : host::norm::kWarpPathThreads)
+    rmsnorm_kernel(const RMSNormParams<T> p) {
+  using namespace device::norm;
+  using Rows = RowGroups<kGroup>;
+  __shared__ CtaSumScratch scratch;
+
+  device::PDLWaitPrimary<kUsePDL>();
+
+  const std::uint32_t rank = Rows::rank();
+  const std::uint32_t step = Rows::size();
+  const std::int64_t rows_per_cta = Rows::per_cta();
+  const std::int64_t row_step = static_cast<std::int64_t>(gridDim.x) * rows_per_cta;
+  std::uint32_t call = 0;
+  for (std::int64_t base = blockIdx.x * rows_per_cta; base < p.num_rows; base += row_step) {
+    const std::int64_t row = base + Rows::index();
+    const bool valid = row < p.num_rows;
+    const std::int64_t safe_row = valid ? row : 0;
+    const std::uint32_t packs = valid ? p.num_packs : 0u;
+
+    RowSlice<T, kPacks> x;
+    x.load(p.input + safe_row * p.input_stride, rank, step, packs);
+    const float partial = x.sum_squares();
+    const float sum = row_sum<kGroup>(partial, scratch, call++);
+    // The weight (L1/L2-resident: every row reads it) is loaded after the reduction, so its
+    // registers are not live across it; that keeps occupancy up.
+    RowSlice<T, kPacks> weight;
+    weight.load(p.weight, rank, step, packs);
+    x.scale(weight, rms_scale(sum, p.inv_dim, p.eps));
+    x.store(p.out + safe_row * p.out_stride, rank, step, packs);
+  }
+
+  device::PDLTriggerSecondary<kUsePDL>();
+}
+
+/// out = rmsnorm(input) * weight.
+///   input:  [N, D] fp16/bf16, strides (any, 1), 16-byte aligned rows, CUDA
+///   weight: [D] contiguous, same dtype/device, 16-byte aligned
+///   out:    [N, D] strides (any, 1), same dtype/device, 16-byte aligned, rows must not overlap;
+///           out may be input itself (in place)
+/// D: a multiple of 8 in [8, 16384]. N == 0 launches nothing.
+template <typename T, bool kUsePDL>
+void rmsnorm(tvm::ffi::TensorView out,
+             tvm::ffi::TensorView input,
+             tvm::ffi::TensorView weight,
+             float eps) {
+  using namespace host;
+
+  auto N = SymbolicSize{"num_rows"};
+  auto D = SymbolicSize{"hidden_size"};
+  auto input_stride = SymbolicSize{"input_stride"};
+  auto out_stride = SymbolicSize{"out_stride"};
+  auto device = SymbolicDevice{};
+  TensorMatcher({N, D})  //
+      .with_strides({input_stride, 1})
+      .with_device<kDLCUDA>(device)
+      .with_dtype<T>()
+      .verify(input, "input");
+  const std::int64_t dim = D.unwrap();
+  RuntimeCheck(norm::is_row_supported(dim),
+               "rmsnorm: hidden size ",
+               dim,
+               " (input.size(1)) is not supported: it must be a multiple of 8 in [8, ",
+               norm::kMaxRowElems,
+               "]");
+  TensorMatcher({N, D})  //
+      .with_strides({input_stride, 1})
+      .with_alignment(16)
+      .verify(input, "input");
+  TensorMatcher({D})  //
+      .with_alignment(16)
+      .with_device<kDLCUDA>(device)
+      .with_dtype<T>()
+      .verify(weight, "weight");
+  TensorMatcher({N, D})  //
+      .with_strides({out_stride, 1})
+      .with_alignment(16)
+      .without_internal_overlap()
+      .with_device<kDLCUDA>(device)
+      .with_dtype<T>()
+      .verify(out, "out");
+
+  const auto params = RMSNormParams<T>{
+      .out = static_cast<T*>(data_address(out)),
+      .input = static_cast<const T*>(data_address(input)),
+      .weight = static_cast<const T*>(data_address(weight)),
+      .out_stride = out_stride.unwrap(),
+      .input_stride = input_stride.unwrap(),
+      .num_rows = N.unwrap(),
+      .num_packs = static_cast<std::uint32_t>(dim / 8),
+      .inv_dim = 1.0f / static_cast<float>(dim),
+      .eps = eps,
+  };
+  const DLDevice dev = device.unwrap();
+  norm::dispatch_rows(
+      params.num_packs,
+      [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {
+        // One row group per row (grid-stride loop only beyond 2^31 - 1 CTAs).
+        const std::int64_t grid = std::min<std::int64_t>(
+            div_ceil(params.num_rows, std::int64_t{rows_per_cta}), 0x7fffffff);
+        LaunchKernel(static_cast<unsigned>(grid), threads, dev)
+            .enable_pdl(kUsePDL)(rmsnorm_kernel<kGroup, kPacks, kUsePDL, T>, params);
+      });
+}
+
+}  // namespace

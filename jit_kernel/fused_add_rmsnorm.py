@@ -1,0 +1,101 @@
+"""``fused_add_rmsnorm(input, residual, weight, eps=1e-6)``: residual add + RMSNorm, in place.
+
+``residual += input`` then ``input = rmsnorm(residual) * weight`` (the usual pre-norm step of a
+transformer layer) for float16 and bfloat16 in one pass: each row of both tensors is read once
+and written once. One module per dtype holds every row size (dispatched in C++).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from jit_kernel.utils import (
+    ModuleTable,
+    cache_once,
+    is_arch_support_pdl,
+    load_jit,
+    make_cpp_args,
+    raise_argument_type_error,
+    register_precompile,
+)
+
+if TYPE_CHECKING:
+    from tvm_ffi.module import Module
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
+#: The largest hidden size (row length); it must also be a multiple of 8 (16-byte packs).
+MAX_HIDDEN_SIZE = 16384
+
+
+@cache_once
+def _jit_fused_add_rmsnorm_module(dtype: torch.dtype) -> Module:
+    """Build (or load from the cache) the fused_add_rmsnorm module for ``dtype``."""
+    if dtype not in SUPPORTED_DTYPES:
+        raise RuntimeError(
+            f"fused_add_rmsnorm: unsupported dtype {dtype}; supported: float16, bfloat16"
+        )
+    args = make_cpp_args(dtype, is_arch_support_pdl())
+    return load_jit(
+        "fused_add_rmsnorm",
+        *args,
+        cuda_files=["elementwise/fused_add_rmsnorm.cuh"],
+        cuda_wrappers=[("fused_add_rmsnorm", f"fused_add_rmsnorm<{args}>")],
+    )
+
+
+register_precompile(_jit_fused_add_rmsnorm_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
+
+_modules = ModuleTable(_jit_fused_add_rmsnorm_module, "fused_add_rmsnorm", "input")
+
+
+def can_use_fused_add_rmsnorm(hidden_size: int, dtype: torch.dtype) -> bool:
+    """True when ``fused_add_rmsnorm`` supports rows of ``hidden_size`` elements of ``dtype``.
+
+    float16/bfloat16 and a hidden size that is a multiple of 8 in [8, 16384]. Needs no GPU and
+    compiles nothing; never raises. (Pointers and row strides must also be 16-byte aligned.)
+    """
+    return (
+        dtype in SUPPORTED_DTYPES
+        and type(hidden_size) is int
+        and 8 <= hidden_size <= MAX_HIDDEN_SIZE
+        and hidden_size % 8 == 0
+    )
+
+
+def fused_add_rmsnorm(
+    input: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+) -> None:
+    """In place: ``residual += input``; then ``input = rmsnorm(residual) * weight``. Returns None.
+
+    Per element, in fp32: ``r = round(input + residual)`` is stored to ``residual``; the row's
+    ``rstd = rsqrt(mean(r ** 2) + eps)`` is computed from those rounded values (exactly what the
+    updated ``residual`` holds), and ``round((r * rstd) * weight)`` is stored to ``input``.
+
+    ``input``, ``residual``: ``[N, D]`` CUDA float16/bfloat16, same dtype and device, unit
+    stride along D, any non-overlapping row stride each; they must be different memory.
+    ``weight``: ``[D]``, contiguous, same dtype and device. ``D`` must be a multiple of 8 in
+    [8, 16384] (see :func:`can_use_fused_add_rmsnorm`); every pointer and row stride must be
+    16-byte aligned (misaligned views are rejected, never read wrongly). ``N == 0`` launches
+    nothing.
+
+    Raises TypeError for a non-tensor ``input``/``residual``/``weight`` or a non-number
+    ``eps``; RuntimeError (naming the tensor and what was expected) for a CPU tensor, an
+    unsupported dtype, a rank/shape/dtype/device mismatch, an unsupported ``D``, a misaligned
+    view, overlapping rows, or ``input`` and ``residual`` being the same memory.
+    """
+    try:
+        (_modules.get(input.dtype) or _modules.miss(input.dtype, input)).fused_add_rmsnorm(
+            input, residual, weight, eps
+        )
+    except (AttributeError, TypeError) as error:
+        raise_argument_type_error(
+            "fused_add_rmsnorm",
+            error,
+            tensors={"input": input, "residual": residual, "weight": weight},
+            numbers={"eps": eps},
+        )

@@ -1,0 +1,247 @@
+// RMSNorm building blocks for fp16/bf16 rows held in registers: 16-byte packs, per-thread row
+// slices, group (sub-warp / warp) and CTA sum reductions, the fp32 RMS scale, and the host-side
+// launch plan that picks threads-per-row and packs-per-thread from the runtime row length.
+//
+// A row of D elements is D / 8 packs of 16 bytes. A group of G threads owns one row: thread r of
+// the group holds packs r, r + G, ..., r + (kPacks - 1) * G (coalesced: consecutive threads read
+// consecutive 16-byte packs). G is a compile-time 4..32 (lanes of one warp, several rows per CTA,
+// shuffle reduction) or 0 = the whole CTA (one row per CTA, blockDim.x threads, shared-memory
+// reduction). The row is read once, reduced in fp32, scaled and written from registers.
+#pragma once
+
+#include <sgl_kernel/type.cuh>   // For packed_t, device::cast, fp32x2_t
+#include <sgl_kernel/utils.cuh>  // For SGL_DEVICE, kWarpThreads, kFullMask
+#include <sgl_kernel/vec.cuh>    // For AlignedVector
+
+#include <cstddef>
+#include <cstdint>
+
+namespace device::norm {
+
+/// Bytes of every global access.
+inline constexpr std::uint32_t kPackBytes = 16;
+
+/// 16 bytes as four 32-bit words (each a packed pair of fp16/bf16). Raw words rather than
+/// AlignedVector<packed_t<T>, 4>: fp16x2_t/bf16x2_t have user-defined copy assignment, which
+/// splits every copy of such a vector into four 32-bit loads/stores; words keep one 128-bit
+/// access per pack.
+using Pack = AlignedVector<std::uint32_t, kPackBytes / sizeof(std::uint32_t)>;
+
+/// Elements per pack (8 for fp16/bf16).
+template <typename T>
+inline constexpr std::uint32_t kPackElems = kPackBytes / sizeof(T);
+
+/// The pair of T packed in `bits`, converted to fp32.
+template <typename T>
+SGL_DEVICE fp32x2_t unpack_pair(std::uint32_t bits) {
+  packed_t<T> pair;
+  static_assert(sizeof(pair) == sizeof(bits), "a packed pair of a 2-byte type");
+  __builtin_memcpy(&pair, &bits, sizeof(bits));
+  return cast<fp32x2_t>(pair);
+}
+
+/// `value` rounded to a pair of T (round to nearest even), as 32 bits.
+template <typename T>
+SGL_DEVICE std::uint32_t pack_pair(fp32x2_t value) {
+  const packed_t<T> pair = cast<packed_t<T>>(value);
+  std::uint32_t bits;
+  __builtin_memcpy(&bits, &pair, sizeof(bits));
+  return bits;
+}
+
+/// The kPacks packs of one row a thread owns: packs first, first + step, ... Packs at or past
+/// `num_packs` are not accessed and read as zeros (they add nothing to the sum of squares).
+template <typename T, int kPacks>
+struct RowSlice {
+  static_assert(sizeof(T) == 2, "RowSlice: fp16/bf16 element types only");
+  static constexpr int kWords = static_cast<int>(Pack::kSize);
+
+  Pack pack[kPacks];
+
+  /// Loads the owned packs of the row at `row` (16-byte aligned). num_packs == 0 loads nothing.
+  SGL_DEVICE void load(const T* row,
+                       std::uint32_t first,
+                       std::uint32_t step,
+                       std::uint32_t num_packs) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
+      if (index < num_packs) {
+        pack[k].load(static_cast<const void*>(row), index);
+      } else {
+        pack[k].fill(0u);
+      }
+    }
+  }
+
+  /// Stores the owned packs that lie below `num_packs`.
+  SGL_DEVICE void store(T* row,
+                        std::uint32_t first,
+                        std::uint32_t step,
+                        std::uint32_t num_packs) const {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
+      if (index < num_packs) pack[k].store(static_cast<void*>(row), index);
+    }
+  }
+
+  /// This thread's part of the sum of squares, in fp32.
+  SGL_DEVICE float sum_squares() const {
+    float even = 0.0f, odd = 0.0f;  // two chains for instruction-level parallelism
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < kWords; ++j) {
+        const fp32x2_t v = unpack_pair<T>(pack[k][j]);
+        even = fmaf(v.x, v.x, even);
+        odd = fmaf(v.y, v.y, odd);
+      }
+    }
+    return even + odd;
+  }
+
+  /// this = round(fp32(this) + fp32(other)): the residual add of fused_add_rmsnorm.
+  SGL_DEVICE void add(const RowSlice& other) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < kWords; ++j) {
+        const fp32x2_t a = unpack_pair<T>(pack[k][j]);
+        const fp32x2_t b = unpack_pair<T>(other.pack[k][j]);
+        pack[k][j] = pack_pair<T>(fp32x2_t{a.x + b.x, a.y + b.y});
+      }
+    }
+  }
+
+  /// this = round((fp32(this) * scale) * fp32(weight)), one rounding per element.
+  SGL_DEVICE void scale(const RowSlice& weight, float scale) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < kWords; ++j) {
+        const fp32x2_t x = unpack_pair<T>(pack[k][j]);
+        const fp32x2_t w = unpack_pair<T>(weight.pack[k][j]);
+        pack[k][j] = pack_pair<T>(fp32x2_t{(x.x * scale) * w.x, (x.y * scale) * w.y});
+      }
+    }
+  }
+};
+
+/// Sum over the aligned group of kGroup lanes (a power of two <= 32) holding `value`; every lane
+/// of the group gets the same (bit-identical) result. All 32 lanes of the warp must call it.
+template <std::uint32_t kGroup>
+SGL_DEVICE float group_sum(float value) {
+  static_assert(kGroup >= 1 && kGroup <= kWarpThreads && (kGroup & (kGroup - 1)) == 0,
+                "group_sum: the group is a power of two of at most 32 lanes");
+#pragma unroll
+  for (std::uint32_t offset = kGroup / 2; offset > 0; offset /= 2) {
+    value += __shfl_xor_sync(kFullMask, value, static_cast<int>(offset), kWarpThreads);
+  }
+  return value;
+}
+
+/// Shared memory of cta_sum: two buffers used alternately, so consecutive calls (one per row of
+/// a loop) need one __syncthreads each. Declare it `__shared__`.
+struct CtaSumScratch {
+  float partial[2][kWarpThreads];
+};
+
+/// Sum over the CTA (blockDim.x a multiple of 32, at most 1024) with one __syncthreads; every
+/// thread gets the same result. Every thread of the CTA must call it the same number of times;
+/// `call` counts the calls (0, 1, 2, ...) and selects the buffer.
+///
+/// Why two buffers suffice: call c writes buffer c % 2 before its barrier and reads it after. The
+/// next write of that buffer (call c + 2) comes after the barrier of call c + 1, which every
+/// thread reaches only after finishing its reads of call c.
+SGL_DEVICE float cta_sum(float value, CtaSumScratch& scratch, std::uint32_t call) {
+  const std::uint32_t warp = threadIdx.x / kWarpThreads;
+  const std::uint32_t lane = threadIdx.x % kWarpThreads;
+  float* partial = scratch.partial[call & 1u];
+  value = group_sum<kWarpThreads>(value);
+  if (lane == 0) partial[warp] = value;
+  __syncthreads();
+  const std::uint32_t num_warps = blockDim.x / kWarpThreads;
+  return group_sum<kWarpThreads>(lane < num_warps ? partial[lane] : 0.0f);
+}
+
+/// 1 / sqrt(mean of squares + eps) from the row's sum of squares (inv_dim = 1 / D).
+SGL_DEVICE float rms_scale(float sum_squares, float inv_dim, float eps) {
+  return rsqrtf(sum_squares * inv_dim + eps);
+}
+
+/// Who owns which row: groups of kGroup lanes (kGroup in 1..32), or the whole CTA (kGroup == 0).
+template <std::uint32_t kGroup>
+struct RowGroups {
+  static constexpr bool kIsCta = kGroup == 0;
+
+  /// Threads per row.
+  SGL_DEVICE static std::uint32_t size() { return kIsCta ? blockDim.x : kGroup; }
+  /// This thread's rank within its row's group.
+  SGL_DEVICE static std::uint32_t rank() { return kIsCta ? threadIdx.x : threadIdx.x % kGroup; }
+  /// This thread's group within the CTA.
+  SGL_DEVICE static std::uint32_t index() { return kIsCta ? 0u : threadIdx.x / kGroup; }
+  /// Rows per CTA.
+  SGL_DEVICE static std::uint32_t per_cta() { return kIsCta ? 1u : blockDim.x / kGroup; }
+};
+
+/// The sum over the row's group: shuffles for a warp group, cta_sum for a CTA group.
+template <std::uint32_t kGroup>
+SGL_DEVICE float row_sum(float value, CtaSumScratch& scratch, std::uint32_t call) {
+  if constexpr (kGroup == 0) {
+    return cta_sum(value, scratch, call);
+  } else {
+    return group_sum<kGroup>(value);
+  }
+}
+
+}  // namespace device::norm
+
+namespace host::norm {
+
+/// Packs per thread of the CTA path, and its largest CTA: rows up to 4 * 512 packs = 16384
+/// fp16/bf16 elements stay in registers.
+inline constexpr int kCtaPacks = 4;
+inline constexpr std::uint32_t kCtaMaxThreads = 512;
+/// CTA size of the warp-group path (several rows per CTA).
+inline constexpr std::uint32_t kWarpPathThreads = 128;
+/// Packs per thread of the warp-group path below one warp per row.
+inline constexpr int kWarpPacks = 2;
+
+/// Largest row (fp16/bf16 elements) the launch plan supports.
+inline constexpr std::int64_t kMaxRowElems = 8 * kCtaPacks * kCtaMaxThreads;  // 16384
+
+/// True when rows of `row_elems` 2-byte elements are supported: a multiple of 8 (whole 16-byte
+/// packs), 8 <= row_elems <= 16384.
+inline bool is_row_supported(std::int64_t row_elems) {
+  return row_elems >= 8 && row_elems <= kMaxRowElems && row_elems % 8 == 0;
+}
+
+/// The plan for rows of `num_packs` 16-byte packs. Calls
+/// `launch.template operator()<kGroup, kPacks>(threads_per_cta, rows_per_cta)` once:
+///   packs <=    8: 4 lanes x 2 packs     packs <=  64: 32 lanes x 2 packs
+///   packs <=   16: 8 lanes x 2 packs     packs <= 128: 32 lanes x 4 packs
+///   packs <=   32: 16 lanes x 2 packs    else: one CTA of 64..512 threads x 4 packs per row
+/// (warp groups run 128-thread CTAs). num_packs must satisfy is_row_supported(8 * num_packs).
+template <typename Launch>
+void dispatch_rows(std::uint32_t num_packs, Launch&& launch) {
+  constexpr std::uint32_t kCtaThreads = kWarpPathThreads;
+  if (num_packs <= 8) {
+    launch.template operator()<4, kWarpPacks>(kCtaThreads, kCtaThreads / 4);
+  } else if (num_packs <= 16) {
+    launch.template operator()<8, kWarpPacks>(kCtaThreads, kCtaThreads / 8);
+  } else if (num_packs <= 32) {
+    launch.template operator()<16, kWarpPacks>(kCtaThreads, kCtaThreads / 16);
+  } else if (num_packs <= 64) {
+    launch.template operator()<32, kWarpPacks>(kCtaThreads, kCtaThreads / 32);
+  } else if (num_packs <= 128) {
+    launch.template operator()<32, 4>(kCtaThreads, kCtaThreads / 32);
+  } else {
+    // Enough warps that kCtaPacks packs per thread cover the row (129..2048 packs: 64..512).
+    const std::uint32_t per_thread = (num_packs + kCtaPacks - 1) / kCtaPacks;
+    const std::uint32_t threads = (per_thread + 31u) / 32u * 32u;
+    launch.template operator()<0, kCtaPacks>(threads, 1u);
+  }
+}
+
+}  // namespace host::norm

@@ -1,0 +1,105 @@
+"""``rmsnorm(input, weight, eps=1e-6, out=None)``: RMSNorm of the rows of a 2-D tensor.
+
+``out[i, :] = input[i, :] * rsqrt(mean(input[i, :] ** 2) + eps) * weight`` for float16 and
+bfloat16, computed in fp32 and rounded once. One module per dtype holds every row size
+(dispatched in C++); each row is read once into registers, reduced and written back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from jit_kernel.utils import (
+    ModuleTable,
+    cache_once,
+    is_arch_support_pdl,
+    load_jit,
+    make_cpp_args,
+    raise_argument_type_error,
+    register_precompile,
+)
+
+if TYPE_CHECKING:
+    from tvm_ffi.module import Module
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
+#: The largest hidden size (row length); it must also be a multiple of 8 (16-byte packs).
+MAX_HIDDEN_SIZE = 16384
+
+
+@cache_once
+def _jit_rmsnorm_module(dtype: torch.dtype) -> Module:
+    """Build (or load from the cache) the rmsnorm module for ``dtype`` (all hidden sizes)."""
+    if dtype not in SUPPORTED_DTYPES:
+        raise RuntimeError(f"rmsnorm: unsupported dtype {dtype}; supported: float16, bfloat16")
+    args = make_cpp_args(dtype, is_arch_support_pdl())
+    return load_jit(
+        "rmsnorm",
+        *args,
+        cuda_files=["elementwise/rmsnorm.cuh"],
+        cuda_wrappers=[("rmsnorm", f"rmsnorm<{args}>")],
+    )
+
+
+register_precompile(_jit_rmsnorm_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
+
+_modules = ModuleTable(_jit_rmsnorm_module, "rmsnorm", "input")  # dtype -> module
+
+
+def can_use_rmsnorm(hidden_size: int, dtype: torch.dtype) -> bool:
+    """True when ``rmsnorm`` supports rows of ``hidden_size`` elements of ``dtype``.
+
+    float16/bfloat16 and a hidden size that is a multiple of 8 in [8, 16384]. Needs no GPU and
+    compiles nothing; never raises. (Pointers and row strides must also be 16-byte aligned,
+    which depends on the tensors, not on the sizes.)
+    """
+    return (
+        dtype in SUPPORTED_DTYPES
+        and type(hidden_size) is int
+        and 8 <= hidden_size <= MAX_HIDDEN_SIZE
+        and hidden_size % 8 == 0
+    )
+
+
+def rmsnorm(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Return ``input * rsqrt(mean(input ** 2, dim=-1) + eps) * weight`` (row-wise RMSNorm).
+
+    Out of place: without ``out`` the result is a NEW tensor (``torch.empty_like(input)``) and
+    ``input`` is left unchanged; with ``out`` it is written there and ``out`` is returned
+    (``out=input`` normalises in place).
+
+    ``input``: ``[N, D]`` CUDA float16/bfloat16 with unit stride along D and any row stride
+    (e.g. a column slice ``x[:, :D]`` of a wider tensor). ``weight``: ``[D]``, contiguous, same
+    dtype and device. ``out``: ``[N, D]``, same dtype and device, unit stride along D, any
+    non-overlapping row stride. ``D`` must be a multiple of 8 in [8, 16384] (see
+    :func:`can_use_rmsnorm`); every pointer and row stride must be 16-byte aligned (a view
+    such as ``x[:, 1:]`` is rejected, never read wrongly). The arithmetic is fp32:
+    ``(x * rstd) * weight`` rounded once to the dtype. ``N == 0`` launches nothing.
+
+    Raises TypeError for a non-tensor ``input``/``weight``/``out`` or a non-number ``eps``;
+    RuntimeError (naming the tensor and what was expected) for a CPU tensor, an unsupported
+    dtype, a rank/shape/dtype/device mismatch, an unsupported ``D``, a misaligned view or an
+    ``out`` whose rows overlap.
+    """
+    try:
+        if out is None:
+            out = torch.empty_like(input)
+        (_modules.get(input.dtype) or _modules.miss(input.dtype, input)).rmsnorm(
+            out, input, weight, eps
+        )
+    except (AttributeError, TypeError) as error:
+        raise_argument_type_error(
+            "rmsnorm",
+            error,
+            tensors={"input": input, "weight": weight},
+            optional={"out": out},
+            numbers={"eps": eps},
+        )
+    return out
