@@ -1,0 +1,155 @@
+"""Gated activations: ``silu_and_mul``, ``gelu_and_mul``, ``gelu_tanh_and_mul(input, out=None)``.
+
+``out = act(input[..., :d]) * input[..., d:]`` where ``input[..., :d]`` is the gate half and
+``input[..., d:]`` the up half of the last dim ``2 * d``; ``act`` is SiLU, GELU (exact, erf
+form) or GELU with the tanh approximation, as torch.nn.functional.silu / gelu(approximate=
+"none") / gelu(approximate="tanh"). Computed in float32 (accurate expf/erff/tanhf, no fast
+math) and rounded once. One module per dtype holds the three activations and every size
+(dispatched in C++); 16-byte vectors whenever the row size and pointers allow, two (gate, up)
+vector pairs in flight per thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from jit_kernel.utils import (
+    ModuleTable,
+    cache_once,
+    is_arch_support_pdl,
+    load_jit,
+    make_cpp_args,
+    raise_argument_type_error,
+    register_precompile,
+)
+
+if TYPE_CHECKING:
+    from tvm_ffi.module import Module
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
+
+
+@cache_once
+def _jit_activation_module(dtype: torch.dtype) -> Module:
+    """Build (or load from the cache) the module of the three gated activations for ``dtype``."""
+    if dtype not in SUPPORTED_DTYPES:
+        raise RuntimeError(
+            f"activation: unsupported dtype {dtype}; supported: float16, bfloat16, float32"
+        )
+    args = make_cpp_args(dtype, is_arch_support_pdl())
+    return load_jit(
+        "activation",
+        *args,
+        cuda_files=["elementwise/activation.cuh"],
+        cuda_wrappers=[(op, f"{op}<{args}>") for op in OPS],
+    )
+
+
+register_precompile(_jit_activation_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
+
+
+def _builder(op: str):
+    """The module getter of ``op``'s ModuleTable: an unsupported dtype raises naming ``op``."""
+
+    def build(dtype: torch.dtype) -> Module:
+        if dtype not in SUPPORTED_DTYPES:
+            raise RuntimeError(
+                f"{op}: unsupported dtype {dtype}; supported: float16, bfloat16, float32"
+            )
+        return _jit_activation_module(dtype)
+
+    return build
+
+
+# dtype -> module (the same module for all three; one table each for the error messages)
+_silu_modules = ModuleTable(_builder("silu_and_mul"), "silu_and_mul", "input")
+_gelu_modules = ModuleTable(_builder("gelu_and_mul"), "gelu_and_mul", "input")
+_gelu_tanh_modules = ModuleTable(_builder("gelu_tanh_and_mul"), "gelu_tanh_and_mul", "input")
+
+
+def can_use_activation(d: int, dtype: torch.dtype) -> bool:
+    """True when the gated activations support ``d`` output elements per row of ``dtype``.
+
+    float16/bfloat16/float32 and any ``d >= 0`` below 2**31 (odd sizes use narrower vectors).
+    Needs no GPU, compiles nothing, never raises.
+    """
+    return dtype in SUPPORTED_DTYPES and type(d) is int and 0 <= d < 2**31
+
+
+def _out_like(input: torch.Tensor, op: str) -> torch.Tensor:
+    """An uninitialised output of shape ``input.shape[:-1] + (input.shape[-1] // 2,)``."""
+    shape = input.shape
+    try:
+        half = shape[-1] // 2
+    except IndexError:
+        raise RuntimeError(
+            f"{op}: tensor 'input' must have an even last dim (2 * d) but has shape []"
+        ) from None
+    return input.new_empty((*shape[:-1], half))
+
+
+def silu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Return ``silu(input[..., :d]) * input[..., d:]`` (written into ``out`` when given).
+
+    ``input``: CUDA, float16/bfloat16/float32, any rank >= 1 with an even last dim ``2 * d``;
+    a non-contiguous ``input`` is copied to a contiguous one first. ``out``: optional,
+    ``input.shape[:-1] + (d,)``, same dtype and device, contiguous, not overlapping ``input``.
+    ``silu(x) = x / (1 + exp(-x))`` in float32, the product rounded once. Raises TypeError for a
+    non-tensor argument, RuntimeError (naming the tensor) for a CPU tensor, an unsupported
+    dtype, an odd last dim or a mismatched ``out``.
+    """
+    try:
+        if not input.is_contiguous():
+            input = input.contiguous()
+        if out is None:
+            out = _out_like(input, "silu_and_mul")
+        module = _silu_modules.get(input.dtype) or _silu_modules.miss(input.dtype, input)
+        module.silu_and_mul(out, input)
+    except (AttributeError, TypeError) as error:
+        raise_argument_type_error(
+            "silu_and_mul", error, tensors={"input": input}, optional={"out": out}
+        )
+    return out
+
+
+def gelu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Return ``gelu(input[..., :d]) * input[..., d:]`` with the exact (erf) GELU.
+
+    ``gelu(x) = x / 2 * (1 + erf(x / sqrt(2)))`` (torch's ``approximate="none"``). Shapes, dtypes,
+    ``out`` and errors as :func:`silu_and_mul`.
+    """
+    try:
+        if not input.is_contiguous():
+            input = input.contiguous()
+        if out is None:
+            out = _out_like(input, "gelu_and_mul")
+        module = _gelu_modules.get(input.dtype) or _gelu_modules.miss(input.dtype, input)
+        module.gelu_and_mul(out, input)
+    except (AttributeError, TypeError) as error:
+        raise_argument_type_error(
+            "gelu_and_mul", error, tensors={"input": input}, optional={"out": out}
+        )
+    return out
+
+
+def gelu_tanh_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Return ``gelu_tanh(input[..., :d]) * input[..., d:]`` (tanh-approximated GELU).
+
+    ``gelu_tanh(x) = x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))`` (torch's
+    ``approximate="tanh"``). Shapes, dtypes, ``out`` and errors as :func:`silu_and_mul`.
+    """
+    try:
+        if not input.is_contiguous():
+            input = input.contiguous()
+        if out is None:
+            out = _out_like(input, "gelu_tanh_and_mul")
+        module = _gelu_tanh_modules.get(input.dtype) or _gelu_tanh_modules.miss(input.dtype, input)
+        module.gelu_tanh_and_mul(out, input)
+    except (AttributeError, TypeError) as error:
+        raise_argument_type_error(
+            "gelu_tanh_and_mul", error, tensors={"input": input}, optional={"out": out}
+        )
+    return out

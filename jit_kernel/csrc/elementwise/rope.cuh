@@ -1,0 +1,370 @@
+// apply_rope_inplace: rotary position embedding of q and k in place, NeoX (rotate-half) or GPT-J
+// (interleaved pairs) style, partial rotary (rope_dim <= head_dim), from an fp32 cache
+// cos_sin_cache[max_pos, rope_dim] whose row p holds cos(p * f_i) for i < rope_dim / 2 followed
+// by sin(p * f_i).
+#include <sgl_kernel/tensor.h>     // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
+#include <sgl_kernel/utils.h>      // For panic, DebugInfo, div_ceil
+#include <sgl_kernel/vec_width.h>  // For widest_common_alignment, address_bits
+#include <sgl_kernel/runtime.cuh>  // For runtime::get_sm_count, runtime::get_blocks_per_sm
+#include <sgl_kernel/type.cuh>     // For device::cast, fp16_t, bf16_t, fp32_t
+#include <sgl_kernel/utils.cuh>  // For LaunchKernel, SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
+#include <sgl_kernel/vec.cuh>    // For AlignedVector
+
+#include <dlpack/dlpack.h>
+#include <tvm/ffi/container/tensor.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+inline constexpr int kRopeTargetBlock = 256;  // threads per block aimed at
+inline constexpr int kRopeMaxBlock = 512;     // one head's chunks alone may need up to 512
+inline constexpr int kRopeUnroll = 2;         // heads per thread with loads in flight together
+inline constexpr std::int64_t kRopeMaxDim = 1024;
+
+template <typename T>
+struct RopeParams {
+  T* q;
+  T* k;
+  const fp32_t* cos_sin;  // [max_pos, rope_dim]
+  const void* positions;
+  std::int64_t q_token_stride;  // elements
+  std::int64_t q_head_stride;
+  std::int64_t k_token_stride;
+  std::int64_t k_head_stride;
+  std::int64_t position_stride;
+  std::int64_t num_tokens;
+  std::int64_t max_pos;
+  int num_q_heads;
+  int num_heads;       // q heads then k heads
+  int rope_dim;        // elements rotated at the start of every head
+  int chunks;          // vector chunks per head (threads that share one head)
+  int heads_per_pass;  // heads handled side by side for one token (blockDim.x / chunks)
+  int cs_vec_bytes;    // widest aligned load of the cos/sin cache: 16, 8 or 4
+};
+
+/// dst[0..N) = src[0..N) from the fp32 cache, with the widest loads `vec_bytes` allows.
+template <int N>
+SGL_DEVICE void load_cos_sin(const fp32_t* src, fp32_t (&dst)[N], int vec_bytes) {
+  if constexpr (N % 4 == 0) {
+    if (vec_bytes == 16) {
+#pragma unroll
+      for (int i = 0; i < N; i += 4) {
+        device::AlignedVector<fp32_t, 4> v;
+        v.load(src + i);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) dst[i + j] = v[j];
+      }
+      return;
+    }
+  }
+  if constexpr (N % 2 == 0) {
+    if (vec_bytes >= 8) {
+#pragma unroll
+      for (int i = 0; i < N; i += 2) {
+        device::AlignedVector<fp32_t, 2> v;
+        v.load(src + i);
+        dst[i] = v[0];
+        dst[i + 1] = v[1];
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) dst[i] = src[i];
+}
+
+/// (a, b) -> (a cos - b sin, b cos + a sin) in fp32 with every product and sum rounded on its
+/// own (no FMA contraction), exactly as float32 torch computes x1 * cos - x2 * sin.
+SGL_DEVICE void rotate(float& a, float& b, float c, float s) {
+  const float ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+  const float rb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+  a = ra;
+  b = rb;
+}
+
+/// Threads: blockDim.x = chunks * heads_per_pass for one token, blockDim.y tokens per block; the
+/// grid strides over groups of blockDim.y tokens. Thread (c, slot) owns chunk c of every head
+/// slot, slot + heads_per_pass, ... of its token: it reads the token's position and its cos/sin
+/// values once, then rotates those heads (kRopeUnroll at a time, loads first). NeoX: chunk c is
+/// elements [c*V, c*V+V) of the first half of the rotary part and the same of the second half;
+/// GPT-J: elements [c*V, c*V+V) of the rotary part (V/2 interleaved pairs). Tokens whose
+/// position is outside [0, max_pos) are left unchanged.
+template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
+__global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T> p) {
+  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));  // elements per vector
+  constexpr int kCosSin = kNeox ? kVec : kVec / 2;               // cos (and sin) values per chunk
+  static_assert(kCosSin >= 1, "a GPT-J chunk needs at least one (even, odd) pair");
+  using vec_t = device::AlignedVector<T, kVec>;
+  constexpr int kParts = kNeox ? 2 : 1;  // vectors per head and chunk
+
+  const int chunk = static_cast<int>(threadIdx.x) % p.chunks;
+  const int slot = static_cast<int>(threadIdx.x) / p.chunks;
+  const int half = p.rope_dim / 2;
+  const int first = chunk * kVec;  // the chunk's first element (first half for NeoX)
+  const int heads_step = p.heads_per_pass;
+
+  device::PDLWaitPrimary<kUsePDL>();  // q, k and positions may come from the previous kernel
+
+  for (std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+       token < p.num_tokens;
+       token += static_cast<std::int64_t>(gridDim.x) * blockDim.y) {
+    const auto pos =
+        static_cast<std::int64_t>(static_cast<const Pos*>(p.positions)[token * p.position_stride]);
+    if (pos < 0 || pos >= p.max_pos) continue;  // never read outside the cache
+    const fp32_t* row = p.cos_sin + pos * p.rope_dim;
+    fp32_t cos_v[kCosSin];
+    fp32_t sin_v[kCosSin];
+    load_cos_sin<kCosSin>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
+    load_cos_sin<kCosSin>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
+
+    T* const q_token = p.q + token * p.q_token_stride;
+    T* const k_token = p.k + token * p.k_token_stride;
+    for (int head0 = slot; head0 < p.num_heads; head0 += heads_step * kRopeUnroll) {
+      vec_t x[kRopeUnroll][kParts];
+      T* base[kRopeUnroll];
+#pragma unroll
+      for (int u = 0; u < kRopeUnroll; ++u) {
+        const int head = head0 + u * heads_step;
+        if (head < p.num_heads) {
+          base[u] =
+              head < p.num_q_heads
+                  ? q_token + static_cast<std::int64_t>(head) * p.q_head_stride
+                  : k_token + static_cast<std::int64_t>(head - p.num_q_heads) * p.k_head_stride;
+          x[u][0].load(base[u] + first);
+          if constexpr (kNeox) x[u][1].load(base[u] + half + first);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kRopeUnroll; ++u) {
+        const int head = head0 + u * heads_step;
+        if (head < p.num_heads) {
+          if constexpr (kNeox) {
+#pragma unroll
+            for (int j = 0; j < kVec; ++j) {
+              float a = device::cast<fp32_t>(x[u][0][j]);
+              float b = device::cast<fp32_t>(x[u][1][j]);
+              rotate(a, b, cos_v[j], sin_v[j]);
+              x[u][0][j] = device::cast<T>(a);
+              x[u][1][j] = device::cast<T>(b);
+            }
+            x[u][0].store(base[u] + first);
+            x[u][1].store(base[u] + half + first);
+          } else {
+#pragma unroll
+            for (int j = 0; j < kCosSin; ++j) {
+              float a = device::cast<fp32_t>(x[u][0][2 * j]);
+              float b = device::cast<fp32_t>(x[u][0][2 * j + 1]);
+              rotate(a, b, cos_v[j], sin_v[j]);
+              x[u][0][2 * j] = device::cast<T>(a);
+              x[u][0][2 * j + 1] = device::cast<T>(b);
+            }
+            x[u][0].store(base[u] + first);
+          }
+        }
+      }
+    }
+  }
+
+  device::PDLTriggerSecondary<kUsePDL>();
+}
+
+// ---------------------------------------------------------------- host side
+
+/// Raises "apply_rope_inplace: tensor '<name>' <what...>; tensor: shape=..., ...".
+template <typename... Args>
+[[noreturn]] void rope_fail_tensor(const tvm::ffi::TensorView& view,
+                                   const char* name,
+                                   const Args&... what) {
+  host::panic(host::DebugInfo{},
+              "apply_rope_inplace: tensor '",
+              name,
+              "' ",
+              what...,
+              "; tensor: ",
+              host::details::describe(view));
+}
+
+template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
+void launch_rope(const RopeParams<T>& params, DLDevice device) {
+  using namespace host;
+  constexpr auto kernel = rope_kernel<T, kNeox, kVecBytes, Pos, kUsePDL>;
+  const int block_x = params.chunks * params.heads_per_pass;
+  const int block_y = static_cast<int>(std::min<std::int64_t>(
+      std::max(1, kRopeTargetBlock / block_x), std::max<std::int64_t>(params.num_tokens, 1)));
+  const std::int64_t wanted = div_ceil(params.num_tokens, std::int64_t{block_y});
+  if (wanted == 0) return;
+  const std::int64_t resident =
+      static_cast<std::int64_t>(runtime::get_sm_count(device.device_id)) *
+      runtime::get_blocks_per_sm(kernel, block_x * block_y, 0, device.device_id);
+  const auto grid = std::max<std::int64_t>(1, std::min(wanted, resident));
+  LaunchKernel(static_cast<unsigned>(grid),
+               dim3(static_cast<unsigned>(block_x), static_cast<unsigned>(block_y)),
+               device)
+      .enable_pdl(kUsePDL)(kernel, params);
+}
+
+template <typename T, bool kNeox, typename Pos, bool kUsePDL>
+void dispatch_rope_width(const RopeParams<T>& params, int vec_bytes, DLDevice device) {
+  // Widths below one element (NeoX) or one (even, odd) pair (GPT-J) are never chosen.
+  constexpr int kMin = static_cast<int>(sizeof(T)) * (kNeox ? 1 : 2);
+  switch (vec_bytes) {
+    case 16:
+      return launch_rope<T, kNeox, 16, Pos, kUsePDL>(params, device);
+    case 8:
+      if constexpr (8 >= kMin) return launch_rope<T, kNeox, 8, Pos, kUsePDL>(params, device);
+      break;
+    case 4:
+      if constexpr (4 >= kMin) return launch_rope<T, kNeox, 4, Pos, kUsePDL>(params, device);
+      break;
+    case 2:
+      if constexpr (2 >= kMin) return launch_rope<T, kNeox, 2, Pos, kUsePDL>(params, device);
+      break;
+    default:
+      break;
+  }
+  host::panic(host::DebugInfo{}, "apply_rope_inplace: internal error: vector width ", vec_bytes);
+}
+
+/// Rotates q [T, Hq, D] and k [T, Hk, D] in place (dtype T; any token and head strides, last
+/// stride 1, no self-overlap) at positions[T] (int32/int64, any stride) from cos_sin_cache
+/// [max_pos, rope_dim] (fp32, contiguous). rope_dim: 0, or the cache's size(1) (a check).
+template <typename T, bool kUsePDL>
+void apply_rope_inplace(tvm::ffi::TensorView q,
+                        tvm::ffi::TensorView k,
+                        tvm::ffi::TensorView cos_sin_cache,
+                        tvm::ffi::TensorView positions,
+                        bool is_neox,
+                        std::int64_t rope_dim) {
+  using namespace host;
+  auto num_tokens = SymbolicSize{"num_tokens"};
+  auto num_q_heads = SymbolicSize{"num_q_heads"};
+  auto num_k_heads = SymbolicSize{"num_k_heads"};
+  auto head_dim = SymbolicSize{"head_dim"};
+  auto max_pos = SymbolicSize{"max_position"};
+  auto cache_dim = SymbolicSize{"rope_dim"};
+  auto device = SymbolicDevice{};
+  TensorMatcher({num_tokens, num_q_heads, head_dim})  //
+      .with_strides({-1, -1, 1})
+      .with_device<kDLCUDA>(device)
+      .without_internal_overlap()
+      .with_dtype<T>()
+      .verify(q, "q");
+  TensorMatcher({num_tokens, num_k_heads, head_dim})  //
+      .with_strides({-1, -1, 1})
+      .with_device<kDLCUDA>(device)
+      .without_internal_overlap()
+      .with_dtype<T>()
+      .verify(k, "k");
+  TensorMatcher({max_pos, cache_dim})  //
+      .with_device<kDLCUDA>(device)
+      .with_dtype<fp32_t>()
+      .verify(cos_sin_cache, "cos_sin_cache");
+  TensorMatcher({num_tokens})  //
+      .with_strides({-1})
+      .with_device<kDLCUDA>(device)
+      .with_dtype<std::int32_t, std::int64_t>()
+      .verify(positions, "positions");
+
+  const std::int64_t rd = cache_dim.unwrap();
+  const std::int64_t dim = head_dim.unwrap();
+  if (rope_dim != 0 && rope_dim != rd) {
+    panic(DebugInfo{},
+          "apply_rope_inplace: rope_dim=",
+          rope_dim,
+          " does not match cos_sin_cache.size(1) = ",
+          rd,
+          " (a row holds rope_dim / 2 cos values, then rope_dim / 2 sin values)");
+  }
+  if (rd <= 0 || rd % 2 != 0 || rd > kRopeMaxDim) {
+    rope_fail_tensor(cos_sin_cache,
+                     "cos_sin_cache",
+                     "has rope_dim = size(1) = ",
+                     rd,
+                     "; it must be even and in [2, ",
+                     kRopeMaxDim,
+                     "]");
+  }
+  if (rd > dim) {
+    panic(DebugInfo{},
+          "apply_rope_inplace: rope_dim ",
+          rd,
+          " (cos_sin_cache.size(1)) exceeds head_dim ",
+          dim);
+  }
+  const std::int64_t hq = num_q_heads.unwrap();
+  const std::int64_t hk = num_k_heads.unwrap();
+  const std::int64_t tokens = num_tokens.unwrap();
+  if (hq + hk > (std::int64_t{1} << 30)) {
+    panic(DebugInfo{}, "apply_rope_inplace: too many heads (", hq, " + ", hk, ")");
+  }
+  if (tokens == 0 || hq + hk == 0) return;
+
+  // The widest vector aligned for every head start and for the chunk layout of the style.
+  constexpr std::int64_t kElem = sizeof(T);
+  const auto bytes_if = [](bool used, std::int64_t value) { return used ? value : 0; };
+  const std::int64_t vec_bytes =
+      widest_common_alignment(16,
+                              {bytes_if(hq > 0, address_bits(data_address(q))),
+                               bytes_if(hk > 0, address_bits(data_address(k))),
+                               bytes_if(hq > 0 && tokens > 1, q.stride(0) * kElem),
+                               bytes_if(hq > 1, q.stride(1) * kElem),
+                               bytes_if(hk > 0 && tokens > 1, k.stride(0) * kElem),
+                               bytes_if(hk > 1, k.stride(1) * kElem),
+                               (is_neox ? rd / 2 : rd) * kElem});
+  if (!is_neox && vec_bytes < 2 * kElem) {
+    panic(DebugInfo{},
+          "apply_rope_inplace: GPT-J style (is_neox=False) rotates (even, odd) element pairs and "
+          "needs the data addresses and strides of q and k in multiples of ",
+          2 * kElem,
+          " bytes; got alignment ",
+          vec_bytes,
+          " (a view at an odd element offset?)");
+  }
+  const auto rd32 = static_cast<int>(rd);
+  const int chunks = static_cast<int>((is_neox ? rd / 2 : rd) * kElem / vec_bytes);
+  const auto heads = static_cast<int>(hq + hk);
+  int per_pass = chunks >= kRopeTargetBlock ? 1 : std::min(heads, kRopeTargetBlock / chunks);
+  per_pass = div_ceil(heads, div_ceil(heads, per_pass));  // balance the passes over the heads
+
+  RopeParams<T> params{};
+  params.q = static_cast<T*>(data_address(q));
+  params.k = static_cast<T*>(data_address(k));
+  params.cos_sin = static_cast<const fp32_t*>(data_address(cos_sin_cache));
+  params.positions = data_address(positions);
+  params.q_token_stride = q.stride(0);
+  params.q_head_stride = q.stride(1);
+  params.k_token_stride = k.stride(0);
+  params.k_head_stride = k.stride(1);
+  params.position_stride = positions.stride(0);
+  params.num_tokens = tokens;
+  params.max_pos = max_pos.unwrap();
+  params.num_q_heads = static_cast<int>(hq);
+  params.num_heads = heads;
+  params.rope_dim = rd32;
+  params.chunks = chunks;
+  params.heads_per_pass = per_pass;
+  params.cs_vec_bytes = static_cast<int>(
+      widest_common_alignment(16, {address_bits(params.cos_sin), rd * 4, (rd / 2) * 4}));
+
+  const DLDevice dev = device.unwrap();
+  const int width = static_cast<int>(vec_bytes);
+  const bool pos64 = is_type<std::int64_t>(positions.dtype());
+  if (is_neox) {
+    if (pos64) {
+      dispatch_rope_width<T, true, std::int64_t, kUsePDL>(params, width, dev);
+    } else {
+      dispatch_rope_width<T, true, std::int32_t, kUsePDL>(params, width, dev);
+    }
+  } else {
+    if (pos64) {
+      dispatch_rope_width<T, false, std::int64_t, kUsePDL>(params, width, dev);
+    } else {
+      dispatch_rope_width<T, false, std::int32_t, kUsePDL>(params, width, dev);
+    }
+  }
+}
+
+}  // namespace

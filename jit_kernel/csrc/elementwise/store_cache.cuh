@@ -1,0 +1,462 @@
+// store_cache: k_cache[indices[i]] = k[i] and v_cache[indices[i]] = v[i], a row copy by bytes
+// (any dtype). Out-of-range indices never write: unchecked, their rows are skipped; checked, the
+// first one is reported as an error after the copy.
+#include <sgl_kernel/tensor.h>     // For data_address, details::describe, dtype_name, device_name
+#include <sgl_kernel/utils.h>      // For panic, DebugInfo, div_ceil, next_pow2, dtype_bytes
+#include <sgl_kernel/vec_width.h>  // For widest_common_alignment, address_bits
+#include <sgl_kernel/runtime.cuh>  // For runtime::get_sm_count, runtime::get_blocks_per_sm
+#include <sgl_kernel/utils.cuh>  // For LaunchKernel, RuntimeDeviceCheck, PDLWaitPrimary, PDLTriggerSecondary
+#include <sgl_kernel/vec.cuh>  // For AlignedVector
+
+#include <cuda_runtime.h>
+#include <dlpack/dlpack.h>
+#include <tvm/ffi/container/tensor.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace {
+
+inline constexpr int kStoreCacheBlock = 256;  // threads per block
+inline constexpr int kStoreCacheUnroll = 4;   // independent vectors in flight per thread
+inline constexpr std::int64_t kMaxVecBytes = 16;
+
+/// Everything the kernel needs; byte strides, so any dtype copies the same way.
+struct StoreCacheParams {
+  const char* k;
+  const char* v;
+  char* k_cache;
+  char* v_cache;
+  const void* indices;
+  std::int64_t k_stride;        // bytes between consecutive rows of k
+  std::int64_t v_stride;        // ... of v
+  std::int64_t k_cache_stride;  // ... of k_cache
+  std::int64_t v_cache_stride;  // ... of v_cache
+  std::int64_t index_stride;    // elements between consecutive entries of indices
+  std::int64_t num_rows;        // rows of k and v (= entries of indices)
+  std::int64_t num_slots;       // rows of k_cache and v_cache
+  std::uint32_t k_vecs;         // vectors in one k row
+  std::uint32_t row_vecs;       // vectors in one k row plus one v row
+  std::uint32_t group_log2;     // a row is copied by 1 << group_log2 consecutive threads
+  unsigned long long* error;    // checked mode: {first bad row, bad row count}; else nullptr
+};
+
+/// An unsigned vector of kBytes bytes (the copy never looks at the values).
+template <int kBytes>
+struct ByteVector;
+template <>
+struct ByteVector<16> {
+  using type = device::AlignedVector<std::uint32_t, 4>;
+};
+template <>
+struct ByteVector<8> {
+  using type = device::AlignedVector<std::uint32_t, 2>;
+};
+template <>
+struct ByteVector<4> {
+  using type = device::AlignedVector<std::uint32_t, 1>;
+};
+template <>
+struct ByteVector<2> {
+  using type = device::AlignedVector<std::uint16_t, 1>;
+};
+template <>
+struct ByteVector<1> {
+  using type = device::AlignedVector<std::uint8_t, 1>;
+};
+
+/// A group of 1 << group_log2 threads copies one row i: it loads indices[i] once, skips the row
+/// when the index is outside [0, num_slots) (recording it in checked mode), then copies the k row
+/// and the v row as one sequence of kVecBytes vectors, kStoreCacheUnroll loads in flight per
+/// thread. Groups stride over the rows (the grid is at most one wave of resident blocks).
+template <int kVecBytes, typename Index, bool kUsePDL>
+__global__ void __launch_bounds__(kStoreCacheBlock) store_cache_kernel(const StoreCacheParams p) {
+  using vec_t = typename ByteVector<kVecBytes>::type;
+  const std::uint32_t group_size = 1u << p.group_log2;
+  const std::uint32_t lane = threadIdx.x & (group_size - 1);
+  const std::int64_t num_groups =
+      (static_cast<std::int64_t>(gridDim.x) * kStoreCacheBlock) >> p.group_log2;
+  std::int64_t row =
+      (static_cast<std::int64_t>(blockIdx.x) * kStoreCacheBlock + threadIdx.x) >> p.group_log2;
+
+  device::PDLWaitPrimary<kUsePDL>();  // indices, k and v may come from the previous kernel
+
+  for (; row < p.num_rows; row += num_groups) {
+    const auto slot =
+        static_cast<std::int64_t>(static_cast<const Index*>(p.indices)[row * p.index_stride]);
+    if (slot < 0 || slot >= p.num_slots) {
+      if (p.error != nullptr && lane == 0) {
+        atomicMin(&p.error[0], static_cast<unsigned long long>(row));
+        atomicAdd(&p.error[1], 1ull);
+      }
+      continue;
+    }
+    const void* k_src = p.k + row * p.k_stride;
+    const void* v_src = p.v + row * p.v_stride;
+    void* k_dst = p.k_cache + slot * p.k_cache_stride;
+    void* v_dst = p.v_cache + slot * p.v_cache_stride;
+    for (std::uint32_t first = lane; first < p.row_vecs; first += group_size * kStoreCacheUnroll) {
+      vec_t data[kStoreCacheUnroll];
+#pragma unroll
+      for (int u = 0; u < kStoreCacheUnroll; ++u) {
+        const std::uint32_t i = first + u * group_size;
+        if (i < p.k_vecs) {
+          data[u].load(k_src, i);
+        } else if (i < p.row_vecs) {
+          data[u].load(v_src, i - p.k_vecs);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kStoreCacheUnroll; ++u) {
+        const std::uint32_t i = first + u * group_size;
+        if (i < p.k_vecs) {
+          data[u].store(k_dst, i);
+        } else if (i < p.row_vecs) {
+          data[u].store(v_dst, i - p.k_vecs);
+        }
+      }
+    }
+  }
+
+  device::PDLTriggerSecondary<kUsePDL>();
+}
+
+// ---------------------------------------------------------------- host side
+
+/// Raises "store_cache: tensor '<name>' <what...>; tensor: shape=..., strides=..., ...".
+template <typename... Args>
+[[noreturn]] void fail_tensor(const tvm::ffi::TensorView& view,
+                              const char* name,
+                              const Args&... what) {
+  host::panic(host::DebugInfo{},
+              "store_cache: tensor '",
+              name,
+              "' ",
+              what...,
+              "; tensor: ",
+              host::details::describe(view));
+}
+
+/// A tensor seen as rows: dim 0 counts the rows, the other dims (dense) form one row.
+struct Rows {
+  char* data;
+  std::int64_t rows;
+  std::int64_t row_bytes;
+  std::int64_t stride_bytes;  // 0 when there is at most one row (the stride is meaningless)
+};
+
+inline Rows as_rows(const tvm::ffi::TensorView& view, const char* name, DLDevice device) {
+  if (view.ndim() < 2) {
+    fail_tensor(view, name, "must have at least 2 dims [rows, ...] but has ", view.ndim());
+  }
+  const DLDevice actual = view.device();
+  if (actual.device_type != device.device_type || actual.device_id != device.device_id) {
+    fail_tensor(view,
+                name,
+                "device mismatch: expected ",
+                host::device_name(device),
+                " (bound by 'k') but got ",
+                host::device_name(actual));
+  }
+  const DLDataType dtype = view.dtype();
+  if (dtype.bits % 8 != 0 || dtype.lanes != 1) {
+    fail_tensor(view, name, "has dtype ", host::dtype_name(dtype), ", which is not whole bytes");
+  }
+  std::int64_t elements = 1;  // elements of one row; also the dense stride of the next dim
+  for (std::int64_t dim = view.ndim() - 1; dim >= 1; --dim) {
+    if (view.size(dim) != 1 && view.stride(dim) != elements) {
+      fail_tensor(view,
+                  name,
+                  "must have contiguous rows (dims 1.. dense) but dim ",
+                  dim,
+                  " has stride ",
+                  view.stride(dim),
+                  " where ",
+                  elements,
+                  " was expected");
+    }
+    elements *= view.size(dim);
+  }
+  const auto elem_bytes = static_cast<std::int64_t>(host::dtype_bytes(dtype));
+  const std::int64_t rows = view.size(0);
+  return Rows{static_cast<char*>(host::data_address(view)),
+              rows,
+              elements * elem_bytes,
+              rows > 1 ? view.stride(0) * elem_bytes : 0};
+}
+
+inline bool same_dtype(DLDataType a, DLDataType b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+/// Validated arguments, ready to launch.
+struct StoreCachePlan {
+  StoreCacheParams params;
+  DLDevice device;
+  bool int64_indices;
+  int vec_bytes;
+};
+
+inline StoreCachePlan plan_store_cache(const tvm::ffi::TensorView& k,
+                                       const tvm::ffi::TensorView& v,
+                                       const tvm::ffi::TensorView& k_cache,
+                                       const tvm::ffi::TensorView& v_cache,
+                                       const tvm::ffi::TensorView& indices) {
+  using namespace host;
+  const DLDevice device = k.device();
+  if (device.device_type != kDLCUDA) {
+    fail_tensor(k, "k", "device mismatch: expected cuda but got ", device_name(device));
+  }
+  const Rows k_rows = as_rows(k, "k", device);
+  const Rows v_rows = as_rows(v, "v", device);
+  const Rows kc_rows = as_rows(k_cache, "k_cache", device);
+  const Rows vc_rows = as_rows(v_cache, "v_cache", device);
+
+  if (!same_dtype(k_cache.dtype(), k.dtype())) {
+    fail_tensor(k_cache,
+                "k_cache",
+                "dtype mismatch: expected ",
+                dtype_name(k.dtype()),
+                " (bound by 'k') but got ",
+                dtype_name(k_cache.dtype()));
+  }
+  if (!same_dtype(v_cache.dtype(), v.dtype())) {
+    fail_tensor(v_cache,
+                "v_cache",
+                "dtype mismatch: expected ",
+                dtype_name(v.dtype()),
+                " (bound by 'v') but got ",
+                dtype_name(v_cache.dtype()));
+  }
+  if (kc_rows.row_bytes != k_rows.row_bytes) {
+    fail_tensor(k_cache,
+                "k_cache",
+                "row size mismatch: its rows have ",
+                kc_rows.row_bytes,
+                " bytes but the rows of 'k' have ",
+                k_rows.row_bytes);
+  }
+  if (vc_rows.row_bytes != v_rows.row_bytes) {
+    fail_tensor(v_cache,
+                "v_cache",
+                "row size mismatch: its rows have ",
+                vc_rows.row_bytes,
+                " bytes but the rows of 'v' have ",
+                v_rows.row_bytes);
+  }
+  if (v_rows.rows != k_rows.rows) {
+    fail_tensor(v, "v", "shape mismatch at dim 0: expected ", k_rows.rows, " rows (as 'k')");
+  }
+  if (vc_rows.rows != kc_rows.rows) {
+    fail_tensor(v_cache,
+                "v_cache",
+                "shape mismatch at dim 0: expected ",
+                kc_rows.rows,
+                " rows (as 'k_cache')");
+  }
+  // A k row plus a v row below 2 GiB keeps every vector index of a row within 31 bits.
+  constexpr std::int64_t kMaxRowBytes = std::int64_t{1} << 31;
+  if (k_rows.row_bytes + v_rows.row_bytes >= kMaxRowBytes) {
+    fail_tensor(k,
+                "k",
+                "has rows too large: a k row (",
+                k_rows.row_bytes,
+                " bytes) plus a v row (",
+                v_rows.row_bytes,
+                " bytes) must be smaller than 2 GiB");
+  }
+
+  if (indices.ndim() != 1) {
+    fail_tensor(
+        indices, "indices", "rank mismatch: expected 1 dims [num_rows] but got ", indices.ndim());
+  }
+  if (indices.size(0) != k_rows.rows) {
+    fail_tensor(indices,
+                "indices",
+                "shape mismatch at dim 0 ('num_rows'): expected ",
+                k_rows.rows,
+                " (the rows of 'k') but got ",
+                indices.size(0));
+  }
+  const bool is_int64 = is_type<std::int64_t>(indices.dtype());
+  if (!is_int64 && !is_type<std::int32_t>(indices.dtype())) {
+    fail_tensor(indices,
+                "indices",
+                "dtype mismatch: expected one of [int32, int64] but got ",
+                dtype_name(indices.dtype()));
+  }
+  const DLDevice index_device = indices.device();
+  if (index_device.device_type != device.device_type ||
+      index_device.device_id != device.device_id) {
+    fail_tensor(indices,
+                "indices",
+                "device mismatch: expected ",
+                device_name(device),
+                " (bound by 'k') but got ",
+                device_name(index_device));
+  }
+
+  // The widest vector aligned for every row start of all four tensors and for both row sizes.
+  const auto vec_bytes = static_cast<int>(widest_common_alignment(kMaxVecBytes,
+                                                                  {address_bits(k_rows.data),
+                                                                   address_bits(v_rows.data),
+                                                                   address_bits(kc_rows.data),
+                                                                   address_bits(vc_rows.data),
+                                                                   k_rows.stride_bytes,
+                                                                   v_rows.stride_bytes,
+                                                                   kc_rows.stride_bytes,
+                                                                   vc_rows.stride_bytes,
+                                                                   k_rows.row_bytes,
+                                                                   v_rows.row_bytes}));
+  const auto k_vecs = static_cast<std::uint32_t>(k_rows.row_bytes / vec_bytes);
+  const auto row_vecs = static_cast<std::uint32_t>(k_vecs + v_rows.row_bytes / vec_bytes);
+  // One warp for rows of >= 32 vectors (>= 512 B at 16 B), else the smallest power of two that
+  // covers the row, so that short rows do not leave most lanes idle.
+  const std::uint32_t group = next_pow2(std::clamp<std::uint32_t>(row_vecs, 1, 32));
+  std::uint32_t group_log2 = 0;
+  while ((1u << group_log2) < group) ++group_log2;
+
+  StoreCacheParams params{};
+  params.k = k_rows.data;
+  params.v = v_rows.data;
+  params.k_cache = kc_rows.data;
+  params.v_cache = vc_rows.data;
+  params.indices = data_address(indices);
+  params.k_stride = k_rows.stride_bytes;
+  params.v_stride = v_rows.stride_bytes;
+  params.k_cache_stride = kc_rows.stride_bytes;
+  params.v_cache_stride = vc_rows.stride_bytes;
+  params.index_stride = indices.stride(0);
+  params.num_rows = k_rows.rows;
+  params.num_slots = kc_rows.rows;
+  params.k_vecs = k_vecs;
+  params.row_vecs = row_vecs;
+  params.group_log2 = group_log2;
+  params.error = nullptr;
+  return StoreCachePlan{params, device, is_int64, vec_bytes};
+}
+
+template <int kVecBytes, typename Index, bool kUsePDL>
+void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
+  using namespace host;
+  constexpr auto kernel = store_cache_kernel<kVecBytes, Index, kUsePDL>;
+  const std::int64_t wanted =
+      div_ceil(params.num_rows << params.group_log2, std::int64_t{kStoreCacheBlock});
+  if (wanted == 0) return;
+  const std::int64_t resident =
+      static_cast<std::int64_t>(runtime::get_sm_count(device.device_id)) *
+      runtime::get_blocks_per_sm(kernel, kStoreCacheBlock, 0, device.device_id);
+  const auto grid = std::max<std::int64_t>(1, std::min(wanted, resident));
+  LaunchKernel(static_cast<unsigned>(grid), kStoreCacheBlock, device)
+      .enable_pdl(use_pdl)(kernel, params);
+}
+
+template <typename Index, bool kUsePDL>
+void dispatch_width(const StoreCachePlan& plan, bool use_pdl) {
+  switch (plan.vec_bytes) {
+    case 16:
+      return launch_store_cache<16, Index, kUsePDL>(plan.params, plan.device, use_pdl);
+    case 8:
+      return launch_store_cache<8, Index, kUsePDL>(plan.params, plan.device, use_pdl);
+    case 4:
+      return launch_store_cache<4, Index, kUsePDL>(plan.params, plan.device, use_pdl);
+    case 2:
+      return launch_store_cache<2, Index, kUsePDL>(plan.params, plan.device, use_pdl);
+    default:
+      return launch_store_cache<1, Index, kUsePDL>(plan.params, plan.device, use_pdl);
+  }
+}
+
+template <bool kUsePDL>
+void run_store_cache(const StoreCachePlan& plan, bool use_pdl) {
+  if (plan.int64_indices) {
+    dispatch_width<std::int64_t, kUsePDL>(plan, use_pdl);
+  } else {
+    dispatch_width<std::int32_t, kUsePDL>(plan, use_pdl);
+  }
+}
+
+/// k_cache[indices[i]] = k[i], v_cache[indices[i]] = v[i] for every i with
+/// 0 <= indices[i] < k_cache.size(0); rows with another index are skipped (nothing written).
+/// k, v, k_cache, v_cache: rank >= 2, dim 0 the rows (any stride), the other dims dense; k_cache
+/// has k's dtype and row size, v_cache v's; both caches have the same number of rows. indices:
+/// int32/int64 [num_rows], any stride. All on one CUDA device.
+template <bool kUsePDL>
+void store_cache(tvm::ffi::TensorView k,
+                 tvm::ffi::TensorView v,
+                 tvm::ffi::TensorView k_cache,
+                 tvm::ffi::TensorView v_cache,
+                 tvm::ffi::TensorView indices) {
+  const StoreCachePlan plan = plan_store_cache(k, v, k_cache, v_cache, indices);
+  run_store_cache<kUsePDL>(plan, kUsePDL);
+}
+
+/// store_cache, then a check: if any index was out of range, raises an error naming the first
+/// such row, its index and the cache size (the in-range rows are stored all the same). `error` is
+/// an int64 [2] scratch tensor on the same device. Synchronizes the stream; not capturable.
+template <bool kUsePDL>
+void store_cache_checked(tvm::ffi::TensorView k,
+                         tvm::ffi::TensorView v,
+                         tvm::ffi::TensorView k_cache,
+                         tvm::ffi::TensorView v_cache,
+                         tvm::ffi::TensorView indices,
+                         tvm::ffi::TensorView error) {
+  using namespace host;
+  StoreCachePlan plan = plan_store_cache(k, v, k_cache, v_cache, indices);
+  const DLDevice error_device = error.device();
+  if (!is_type<std::int64_t>(error.dtype()) || error.ndim() != 1 || error.size(0) != 2 ||
+      !error.is_contiguous() || error_device.device_type != plan.device.device_type ||
+      error_device.device_id != plan.device.device_id) {
+    fail_tensor(
+        error, "error", "must be a contiguous int64 [2] tensor on ", device_name(plan.device));
+  }
+  if (plan.params.num_rows == 0) return;
+
+  const cudaStream_t stream = LaunchKernel::resolve_device(plan.device);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  RuntimeDeviceCheck(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) {
+    panic(DebugInfo{},
+          "store_cache: checked=True synchronizes the stream to read the result back and cannot "
+          "run inside CUDA graph capture; capture with checked=False (out-of-range rows are "
+          "skipped)");
+  }
+  auto* slots = static_cast<unsigned long long*>(data_address(error));
+  RuntimeDeviceCheck(cudaMemsetAsync(slots, 0xff, sizeof(unsigned long long), stream));
+  RuntimeDeviceCheck(cudaMemsetAsync(slots + 1, 0, sizeof(unsigned long long), stream));
+  plan.params.error = slots;
+  run_store_cache<kUsePDL>(plan, /*use_pdl=*/false);  // the memsets must finish first
+
+  unsigned long long found[2] = {0, 0};
+  RuntimeDeviceCheck(cudaMemcpyAsync(found, slots, sizeof(found), cudaMemcpyDeviceToHost, stream));
+  RuntimeDeviceCheck(cudaStreamSynchronize(stream));
+  if (found[1] == 0) return;
+
+  const auto row = static_cast<std::int64_t>(found[0]);
+  const char* entry = static_cast<const char*>(plan.params.indices) +
+                      row * plan.params.index_stride * (plan.int64_indices ? 8 : 4);
+  std::int64_t value = 0;
+  std::int32_t narrow = 0;
+  void* target = plan.int64_indices ? static_cast<void*>(&value) : static_cast<void*>(&narrow);
+  const std::size_t bytes = plan.int64_indices ? sizeof(value) : sizeof(narrow);
+  RuntimeDeviceCheck(cudaMemcpyAsync(target, entry, bytes, cudaMemcpyDeviceToHost, stream));
+  RuntimeDeviceCheck(cudaStreamSynchronize(stream));
+  if (!plan.int64_indices) value = narrow;
+  const std::int64_t more = static_cast<std::int64_t>(found[1]) - 1;
+  panic(DebugInfo{},
+        "store_cache: indices[",
+        row,
+        "] = ",
+        value,
+        " is out of range for k_cache/v_cache with ",
+        plan.params.num_slots,
+        " rows (valid: 0 <= index < ",
+        plan.params.num_slots,
+        ")",
+        more > 0 ? " and " + std::to_string(more) + " more out-of-range indices" : std::string{},
+        "; rows with in-range indices were stored, the others were skipped");
+}
+
+}  // namespace
