@@ -11,7 +11,7 @@ vector pairs in flight per thread.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import torch
 
@@ -79,16 +79,13 @@ def can_use_activation(d: int, dtype: torch.dtype) -> bool:
     return dtype in SUPPORTED_DTYPES and type(d) is int and 0 <= d < 2**31
 
 
-def _out_like(input: torch.Tensor, op: str) -> torch.Tensor:
-    """An uninitialised output of shape ``input.shape[:-1] + (input.shape[-1] // 2,)``."""
-    shape = input.shape
-    try:
-        half = shape[-1] // 2
-    except IndexError:
+def _raise_argument_error(op: str, error: BaseException, input: object, out: object) -> NoReturn:
+    """The error path of the three wrappers: a 0-dim input, else a non-tensor argument."""
+    if isinstance(error, IndexError) and isinstance(input, torch.Tensor) and input.dim() == 0:
         raise RuntimeError(
             f"{op}: tensor 'input' must have an even last dim (2 * d) but has shape []"
         ) from None
-    return input.new_empty((*shape[:-1], half))
+    raise_argument_type_error(op, error, tensors={"input": input}, optional={"out": out})
 
 
 def silu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -105,13 +102,13 @@ def silu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.
         if not input.is_contiguous():
             input = input.contiguous()
         if out is None:
-            out = _out_like(input, "silu_and_mul")
-        module = _silu_modules.get(input.dtype) or _silu_modules.miss(input.dtype, input)
-        module.silu_and_mul(out, input)
-    except (AttributeError, TypeError) as error:
-        raise_argument_type_error(
-            "silu_and_mul", error, tensors={"input": input}, optional={"out": out}
+            shape = input.shape
+            out = input.new_empty((*shape[:-1], shape[-1] // 2))
+        (_silu_modules.get(input.dtype) or _silu_modules.miss(input.dtype, input)).silu_and_mul(
+            out, input
         )
+    except (AttributeError, TypeError, IndexError) as error:
+        _raise_argument_error("silu_and_mul", error, input, out)
     return out
 
 
@@ -125,13 +122,13 @@ def gelu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.
         if not input.is_contiguous():
             input = input.contiguous()
         if out is None:
-            out = _out_like(input, "gelu_and_mul")
-        module = _gelu_modules.get(input.dtype) or _gelu_modules.miss(input.dtype, input)
-        module.gelu_and_mul(out, input)
-    except (AttributeError, TypeError) as error:
-        raise_argument_type_error(
-            "gelu_and_mul", error, tensors={"input": input}, optional={"out": out}
+            shape = input.shape
+            out = input.new_empty((*shape[:-1], shape[-1] // 2))
+        (_gelu_modules.get(input.dtype) or _gelu_modules.miss(input.dtype, input)).gelu_and_mul(
+            out, input
         )
+    except (AttributeError, TypeError, IndexError) as error:
+        _raise_argument_error("gelu_and_mul", error, input, out)
     return out
 
 
@@ -145,11 +142,11 @@ def gelu_tanh_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> t
         if not input.is_contiguous():
             input = input.contiguous()
         if out is None:
-            out = _out_like(input, "gelu_tanh_and_mul")
-        module = _gelu_tanh_modules.get(input.dtype) or _gelu_tanh_modules.miss(input.dtype, input)
-        module.gelu_tanh_and_mul(out, input)
-    except (AttributeError, TypeError) as error:
-        raise_argument_type_error(
-            "gelu_tanh_and_mul", error, tensors={"input": input}, optional={"out": out}
-        )
+            shape = input.shape
+            out = input.new_empty((*shape[:-1], shape[-1] // 2))
+        (
+            _gelu_tanh_modules.get(input.dtype) or _gelu_tanh_modules.miss(input.dtype, input)
+        ).gelu_tanh_and_mul(out, input)
+    except (AttributeError, TypeError, IndexError) as error:
+        _raise_argument_error("gelu_tanh_and_mul", error, input, out)
     return out
