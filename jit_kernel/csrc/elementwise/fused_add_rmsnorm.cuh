@@ -10,6 +10,7 @@
 #include <tvm/ffi/container/tensor.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace {
@@ -31,17 +32,24 @@ struct FusedAddRMSNormParams {
 /// reads its packs of input and residual once, writes the rounded sum to residual at once, and
 /// normalises that rounded sum (what a later read of residual returns) into input.
 template <std::uint32_t kGroup, int kPacks, bool kUsePDL, typename T>
-__global__ void __launch_bounds__(kGroup == 0 ? host::norm::kCtaMaxThreads
-                                              : host::norm::kWarpPathThreads)
+__global__ void __launch_bounds__(host::norm::max_threads(kGroup),
+                                  host::norm::min_blocks(kGroup, kPacks))
     fused_add_rmsnorm_kernel(const FusedAddRMSNormParams<T> p) {
   using namespace device::norm;
   using Rows = RowGroups<kGroup>;
+  using Slice = RowSlice<T, kPacks>;
   __shared__ CtaSumScratch scratch;
+  extern __shared__ __align__(16) unsigned char norm_smem[];  // staged weight: kPacks x blockDim
+  Pack* const weight_slots = reinterpret_cast<Pack*>(norm_smem) + threadIdx.x;
 
   device::PDLWaitPrimary<kUsePDL>();
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
+  // Every row this thread touches uses the same weight packs: copy them to shared memory once,
+  // asynchronously (no registers held while rows load and reduce).
+  Slice::stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
+
   const std::int64_t rows_per_cta = Rows::per_cta();
   const std::int64_t row_step = static_cast<std::int64_t>(gridDim.x) * rows_per_cta;
   std::uint32_t call = 0;
@@ -53,14 +61,14 @@ __global__ void __launch_bounds__(kGroup == 0 ? host::norm::kCtaMaxThreads
     T* input_row = p.input + safe_row * p.input_stride;
     T* residual_row = p.residual + safe_row * p.residual_stride;
 
-    RowSlice<T, kPacks> sum, x;
+    Slice sum, x;
     sum.load(residual_row, rank, step, packs);
     x.load(input_row, rank, step, packs);
     sum.add(x);
     sum.store(residual_row, rank, step, packs);
     const float total = row_sum<kGroup>(sum.sum_squares(), scratch, call++);
-    RowSlice<T, kPacks> weight;  // loaded after the reduction: fewer live registers across it
-    weight.load(p.weight, rank, step, packs);
+    Slice weight;
+    weight.load_staged(weight_slots, blockDim.x);
     sum.scale(weight, rms_scale(total, p.inv_dim, p.eps));
     sum.store(input_row, rank, step, packs);
   }
@@ -136,7 +144,8 @@ void fused_add_rmsnorm(tvm::ffi::TensorView input,
       [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {
         const std::int64_t grid = std::min<std::int64_t>(
             div_ceil(params.num_rows, std::int64_t{rows_per_cta}), 0x7fffffff);
-        LaunchKernel(static_cast<unsigned>(grid), threads, dev)
+        const std::size_t smem = norm::staged_smem_bytes(kPacks, threads);
+        LaunchKernel(static_cast<unsigned>(grid), threads, dev, smem)
             .enable_pdl(kUsePDL)(fused_add_rmsnorm_kernel<kGroup, kPacks, kUsePDL, T>, params);
       });
 }

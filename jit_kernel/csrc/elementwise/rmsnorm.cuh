@@ -9,6 +9,7 @@
 #include <tvm/ffi/container/tensor.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace {
@@ -30,17 +31,24 @@ struct RMSNormParams {
 /// packs of its row in registers: one read, fp32 reduction, one write. The loop over rows is
 /// uniform across the CTA (every lane reaches every shuffle / barrier).
 template <std::uint32_t kGroup, int kPacks, bool kUsePDL, typename T>
-__global__ void __launch_bounds__(kGroup == 0 ? host::norm::kCtaMaxThreads
-                                              : host::norm::kWarpPathThreads)
+__global__ void __launch_bounds__(host::norm::max_threads(kGroup),
+                                  host::norm::min_blocks(kGroup, kPacks))
     rmsnorm_kernel(const RMSNormParams<T> p) {
   using namespace device::norm;
   using Rows = RowGroups<kGroup>;
+  using Slice = RowSlice<T, kPacks>;
   __shared__ CtaSumScratch scratch;
+  extern __shared__ __align__(16) unsigned char norm_smem[];  // staged weight: kPacks x blockDim
+  Pack* const weight_slots = reinterpret_cast<Pack*>(norm_smem) + threadIdx.x;
 
   device::PDLWaitPrimary<kUsePDL>();
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
+  // Every row this thread touches uses the same weight packs: copy them to shared memory once,
+  // asynchronously (no registers held while rows load and reduce).
+  Slice::stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
+
   const std::int64_t rows_per_cta = Rows::per_cta();
   const std::int64_t row_step = static_cast<std::int64_t>(gridDim.x) * rows_per_cta;
   std::uint32_t call = 0;
@@ -50,14 +58,11 @@ __global__ void __launch_bounds__(kGroup == 0 ? host::norm::kCtaMaxThreads
     const std::int64_t safe_row = valid ? row : 0;
     const std::uint32_t packs = valid ? p.num_packs : 0u;
 
-    RowSlice<T, kPacks> x;
+    Slice x;
     x.load(p.input + safe_row * p.input_stride, rank, step, packs);
-    const float partial = x.sum_squares();
-    const float sum = row_sum<kGroup>(partial, scratch, call++);
-    // The weight (L1/L2-resident: every row reads it) is loaded after the reduction, so its
-    // registers are not live across it; that keeps occupancy up.
-    RowSlice<T, kPacks> weight;
-    weight.load(p.weight, rank, step, packs);
+    const float sum = row_sum<kGroup>(x.sum_squares(), scratch, call++);
+    Slice weight;
+    weight.load_staged(weight_slots, blockDim.x);
     x.scale(weight, rms_scale(sum, p.inv_dim, p.eps));
     x.store(p.out + safe_row * p.out_stride, rank, step, packs);
   }
@@ -130,7 +135,8 @@ void rmsnorm(tvm::ffi::TensorView out,
         // One row group per row (grid-stride loop only beyond 2^31 - 1 CTAs).
         const std::int64_t grid = std::min<std::int64_t>(
             div_ceil(params.num_rows, std::int64_t{rows_per_cta}), 0x7fffffff);
-        LaunchKernel(static_cast<unsigned>(grid), threads, dev)
+        const std::size_t smem = norm::staged_smem_bytes(kPacks, threads);
+        LaunchKernel(static_cast<unsigned>(grid), threads, dev, smem)
             .enable_pdl(kUsePDL)(rmsnorm_kernel<kGroup, kPacks, kUsePDL, T>, params);
       });
 }

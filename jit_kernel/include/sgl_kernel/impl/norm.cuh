@@ -9,9 +9,10 @@
 // reduction). The row is read once, reduced in fp32, scaled and written from registers.
 #pragma once
 
-#include <sgl_kernel/type.cuh>   // For packed_t, device::cast, fp32x2_t
-#include <sgl_kernel/utils.cuh>  // For SGL_DEVICE, kWarpThreads, kFullMask
-#include <sgl_kernel/vec.cuh>    // For AlignedVector
+#include <sgl_kernel/cp_async.cuh>  // For cp_async::copy16, cp_async::wait_all
+#include <sgl_kernel/type.cuh>      // For packed_t, device::cast, fp32x2_t
+#include <sgl_kernel/utils.cuh>     // For SGL_DEVICE, kWarpThreads, kFullMask
+#include <sgl_kernel/vec.cuh>       // For AlignedVector
 
 #include <cstddef>
 #include <cstdint>
@@ -72,6 +73,33 @@ struct RowSlice {
         pack[k].fill(0u);
       }
     }
+  }
+
+  /// Starts copying the owned packs of `row` into this thread's shared-memory slots: pack k
+  /// goes to slots[k * slot_step] (slots = smem + threadIdx.x, slot_step = blockDim.x keeps the
+  /// slots private and bank-conflict free). Packs at or past num_packs are zero-filled. No
+  /// registers are held while the copy is in flight; call load_staged() to read the slots.
+  SGL_DEVICE static void stage(const T* row,
+                               std::uint32_t first,
+                               std::uint32_t step,
+                               std::uint32_t num_packs,
+                               Pack* slots,
+                               std::uint32_t slot_step) {
+    const Pack* src = static_cast<const Pack*>(static_cast<const void*>(row));
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
+      const bool inside = index < num_packs;
+      cp_async::copy16(
+          slots + static_cast<std::uint32_t>(k) * slot_step, inside ? src + index : src, inside);
+    }
+  }
+
+  /// Reads the slots filled by stage() (waits for this thread's copies first).
+  SGL_DEVICE void load_staged(const Pack* slots, std::uint32_t slot_step) {
+    cp_async::wait_all();
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) pack[k] = slots[static_cast<std::uint32_t>(k) * slot_step];
   }
 
   /// Stores the owned packs that lie below `num_packs`.
@@ -207,6 +235,24 @@ inline constexpr std::uint32_t kCtaMaxThreads = 512;
 inline constexpr std::uint32_t kWarpPathThreads = 128;
 /// Packs per thread of the warp-group path below one warp per row.
 inline constexpr int kWarpPacks = 2;
+
+/// __launch_bounds__ of a kernel with row groups of `group` lanes (0: the whole CTA) holding
+/// `packs` packs per thread: its largest CTA, and the resident CTAs per SM the register
+/// allocation must allow (65536 registers per SM). Two of the largest CTA-path CTAs (<= 64
+/// registers); 8 warp-group CTAs with 4 packs (<= 64); 12 with 2 packs (<= 40: 1536 threads).
+/// Tighter caps spill (measured with ptxas for sm_90a).
+constexpr std::uint32_t max_threads(std::uint32_t group) {
+  return group == 0 ? kCtaMaxThreads : kWarpPathThreads;
+}
+constexpr std::uint32_t min_blocks(std::uint32_t group, int packs) {
+  if (group == 0) return 1024u / kCtaMaxThreads;
+  return packs <= 2 ? 12u : 8u;
+}
+
+/// Dynamic shared memory of a kernel that stages kPacks packs per thread (RowSlice::stage).
+constexpr std::size_t staged_smem_bytes(int packs, std::uint32_t threads) {
+  return static_cast<std::size_t>(packs) * threads * device::norm::kPackBytes;
+}
 
 /// Largest row (fp16/bf16 elements) the launch plan supports.
 inline constexpr std::int64_t kMaxRowElems = 8 * kCtaPacks * kCtaMaxThreads;  // 16384
