@@ -88,6 +88,9 @@ def test_rmsnorm_matches_reference(dtype: torch.dtype, dim: int, num_rows: int) 
     assert out.data_ptr() != x.data_ptr(), "without out=, rmsnorm must return a new tensor"
     assert torch.equal(x, x_before), "rmsnorm modified its input"
     assert_matches(out, x, weight, "out-of-place")
+    poisoned = torch.full_like(x, float("nan"))  # every element must be overwritten
+    assert rmsnorm(x, weight, out=poisoned) is poisoned
+    assert_matches(poisoned, x, weight, "out= (NaN-poisoned)")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
