@@ -88,7 +88,9 @@ SGL_DEVICE void rotate(float& a, float& b, float c, float s) {
 /// Threads: blockDim.x = chunks * heads_per_pass for one token, blockDim.y tokens per block; the
 /// grid strides over groups of blockDim.y tokens. Thread (c, slot) owns chunk c of every head
 /// slot, slot + heads_per_pass, ... of its token: it reads the token's position and its cos/sin
-/// values once, then rotates those heads (kRopeUnroll at a time, loads first). NeoX: chunk c is
+/// values once, then rotates those heads (kRopeUnroll at a time, loads first; the first heads'
+/// loads are issued before the cos/sin values are needed, the next token's position is
+/// prefetched). NeoX: chunk c is
 /// elements [c*V, c*V+V) of the first half of the rotary part and the same of the second half;
 /// GPT-J: elements [c*V, c*V+V) of the rotary part (V/2 interleaved pairs). Tokens whose
 /// position is outside [0, max_pos) are left unchanged.
@@ -108,39 +110,48 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T>
 
   device::PDLWaitPrimary<kUsePDL>();  // q, k and positions may come from the previous kernel
 
-  for (std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
-       token < p.num_tokens;
-       token += static_cast<std::int64_t>(gridDim.x) * blockDim.y) {
-    const auto pos =
-        static_cast<std::int64_t>(static_cast<const Pos*>(p.positions)[token * p.position_stride]);
-    if (pos < 0 || pos >= p.max_pos) continue;  // never read outside the cache
+  const auto* positions = static_cast<const Pos*>(p.positions);
+  const std::int64_t token_step = static_cast<std::int64_t>(gridDim.x) * blockDim.y;
+  std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  // Positions are prefetched one token ahead; q/k loads are issued before the cos/sin values
+  // (which depend on the position) arrive, so the three loads never form a serial chain.
+  std::int64_t next_pos = token < p.num_tokens ? positions[token * p.position_stride] : 0;
+  for (; token < p.num_tokens; token += token_step) {
+    const auto pos = static_cast<std::int64_t>(next_pos);
+    if (token + token_step < p.num_tokens) {
+      next_pos = positions[(token + token_step) * p.position_stride];
+    }
+    T* const q_token = p.q + token * p.q_token_stride;
+    T* const k_token = p.k + token * p.k_token_stride;
+    const auto head_base = [&](int head) {
+      return head < p.num_q_heads
+                 ? q_token + static_cast<std::int64_t>(head) * p.q_head_stride
+                 : k_token + static_cast<std::int64_t>(head - p.num_q_heads) * p.k_head_stride;
+    };
+
+    vec_t x[kRopeUnroll][kParts];
+    int head0 = slot;  // < num_heads: heads_per_pass <= num_heads
+#pragma unroll
+    for (int u = 0; u < kRopeUnroll; ++u) {
+      const int head = head0 + u * heads_step;
+      if (head < p.num_heads) {
+        x[u][0].load(head_base(head) + first);
+        if constexpr (kNeox) x[u][1].load(head_base(head) + half + first);
+      }
+    }
+    if (pos < 0 || pos >= p.max_pos) continue;  // left unchanged; the cache is never read
     const fp32_t* row = p.cos_sin + pos * p.rope_dim;
     fp32_t cos_v[kCosSin];
     fp32_t sin_v[kCosSin];
     load_cos_sin<kCosSin>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
     load_cos_sin<kCosSin>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
 
-    T* const q_token = p.q + token * p.q_token_stride;
-    T* const k_token = p.k + token * p.k_token_stride;
-    for (int head0 = slot; head0 < p.num_heads; head0 += heads_step * kRopeUnroll) {
-      vec_t x[kRopeUnroll][kParts];
-      T* base[kRopeUnroll];
+    while (true) {
 #pragma unroll
       for (int u = 0; u < kRopeUnroll; ++u) {
         const int head = head0 + u * heads_step;
         if (head < p.num_heads) {
-          base[u] =
-              head < p.num_q_heads
-                  ? q_token + static_cast<std::int64_t>(head) * p.q_head_stride
-                  : k_token + static_cast<std::int64_t>(head - p.num_q_heads) * p.k_head_stride;
-          x[u][0].load(base[u] + first);
-          if constexpr (kNeox) x[u][1].load(base[u] + half + first);
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kRopeUnroll; ++u) {
-        const int head = head0 + u * heads_step;
-        if (head < p.num_heads) {
+          T* const base = head_base(head);
           if constexpr (kNeox) {
 #pragma unroll
             for (int j = 0; j < kVec; ++j) {
@@ -150,8 +161,8 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T>
               x[u][0][j] = device::cast<T>(a);
               x[u][1][j] = device::cast<T>(b);
             }
-            x[u][0].store(base[u] + first);
-            x[u][1].store(base[u] + half + first);
+            x[u][0].store(base + first);
+            x[u][1].store(base + half + first);
           } else {
 #pragma unroll
             for (int j = 0; j < kCosSin; ++j) {
@@ -161,8 +172,18 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T>
               x[u][0][2 * j] = device::cast<T>(a);
               x[u][0][2 * j + 1] = device::cast<T>(b);
             }
-            x[u][0].store(base[u] + first);
+            x[u][0].store(base + first);
           }
+        }
+      }
+      head0 += heads_step * kRopeUnroll;
+      if (head0 >= p.num_heads) break;
+#pragma unroll
+      for (int u = 0; u < kRopeUnroll; ++u) {
+        const int head = head0 + u * heads_step;
+        if (head < p.num_heads) {
+          x[u][0].load(head_base(head) + first);
+          if constexpr (kNeox) x[u][1].load(head_base(head) + half + first);
         }
       }
     }

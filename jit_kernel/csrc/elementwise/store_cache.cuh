@@ -5,7 +5,7 @@
 #include <sgl_kernel/utils.h>      // For panic, DebugInfo, div_ceil, next_pow2, dtype_bytes
 #include <sgl_kernel/vec_width.h>  // For widest_common_alignment, address_bits
 #include <sgl_kernel/runtime.cuh>  // For runtime::get_sm_count, runtime::get_blocks_per_sm
-#include <sgl_kernel/utils.cuh>  // For LaunchKernel, RuntimeDeviceCheck, PDLWaitPrimary, PDLTriggerSecondary
+#include <sgl_kernel/utils.cuh>  // For LaunchKernel, RuntimeDeviceCheck, SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
 #include <sgl_kernel/vec.cuh>  // For AlignedVector
 
 #include <cuda_runtime.h>
@@ -67,10 +67,51 @@ struct ByteVector<1> {
   using type = device::AlignedVector<std::uint8_t, 1>;
 };
 
-/// A group of 1 << group_log2 threads copies one row i: it loads indices[i] once, skips the row
-/// when the index is outside [0, num_slots) (recording it in checked mode), then copies the k row
-/// and the v row as one sequence of kVecBytes vectors, kStoreCacheUnroll loads in flight per
-/// thread. Groups stride over the rows (the grid is at most one wave of resident blocks).
+/// Vectors first, first + group, ... (kStoreCacheUnroll of them) of the row that is k's row
+/// followed by v's row; those past the end are left alone.
+template <typename Vec>
+SGL_DEVICE void load_row_vectors(Vec (&data)[kStoreCacheUnroll],
+                                 const void* k_src,
+                                 const void* v_src,
+                                 std::uint32_t first,
+                                 std::uint32_t group,
+                                 std::uint32_t k_vecs,
+                                 std::uint32_t row_vecs) {
+#pragma unroll
+  for (int u = 0; u < kStoreCacheUnroll; ++u) {
+    const std::uint32_t i = first + u * group;
+    if (i < k_vecs) {
+      data[u].load(k_src, i);
+    } else if (i < row_vecs) {
+      data[u].load(v_src, i - k_vecs);
+    }
+  }
+}
+
+template <typename Vec>
+SGL_DEVICE void store_row_vectors(const Vec (&data)[kStoreCacheUnroll],
+                                  void* k_dst,
+                                  void* v_dst,
+                                  std::uint32_t first,
+                                  std::uint32_t group,
+                                  std::uint32_t k_vecs,
+                                  std::uint32_t row_vecs) {
+#pragma unroll
+  for (int u = 0; u < kStoreCacheUnroll; ++u) {
+    const std::uint32_t i = first + u * group;
+    if (i < k_vecs) {
+      data[u].store(k_dst, i);
+    } else if (i < row_vecs) {
+      data[u].store(v_dst, i - k_vecs);
+    }
+  }
+}
+
+/// A group of 1 << group_log2 threads copies one row i: it loads indices[i] once (together with
+/// the row's first vectors, which do not depend on it), skips the row when the index is outside
+/// [0, num_slots) (recording it in checked mode), then copies the k row and the v row as one
+/// sequence of kVecBytes vectors, kStoreCacheUnroll loads in flight per thread. Groups stride
+/// over the rows (the grid is at most one wave of resident blocks).
 template <int kVecBytes, typename Index, bool kUsePDL>
 __global__ void __launch_bounds__(kStoreCacheBlock) store_cache_kernel(const StoreCacheParams p) {
   using vec_t = typename ByteVector<kVecBytes>::type;
@@ -86,6 +127,12 @@ __global__ void __launch_bounds__(kStoreCacheBlock) store_cache_kernel(const Sto
   for (; row < p.num_rows; row += num_groups) {
     const auto slot =
         static_cast<std::int64_t>(static_cast<const Index*>(p.indices)[row * p.index_stride]);
+    const void* k_src = p.k + row * p.k_stride;
+    const void* v_src = p.v + row * p.v_stride;
+    // The first vectors do not depend on the index: their loads are in flight with its load.
+    vec_t data[kStoreCacheUnroll];
+    std::uint32_t first = lane;
+    load_row_vectors(data, k_src, v_src, first, group_size, p.k_vecs, p.row_vecs);
     if (slot < 0 || slot >= p.num_slots) {
       if (p.error != nullptr && lane == 0) {
         atomicMin(&p.error[0], static_cast<unsigned long long>(row));
@@ -93,30 +140,13 @@ __global__ void __launch_bounds__(kStoreCacheBlock) store_cache_kernel(const Sto
       }
       continue;
     }
-    const void* k_src = p.k + row * p.k_stride;
-    const void* v_src = p.v + row * p.v_stride;
     void* k_dst = p.k_cache + slot * p.k_cache_stride;
     void* v_dst = p.v_cache + slot * p.v_cache_stride;
-    for (std::uint32_t first = lane; first < p.row_vecs; first += group_size * kStoreCacheUnroll) {
-      vec_t data[kStoreCacheUnroll];
-#pragma unroll
-      for (int u = 0; u < kStoreCacheUnroll; ++u) {
-        const std::uint32_t i = first + u * group_size;
-        if (i < p.k_vecs) {
-          data[u].load(k_src, i);
-        } else if (i < p.row_vecs) {
-          data[u].load(v_src, i - p.k_vecs);
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kStoreCacheUnroll; ++u) {
-        const std::uint32_t i = first + u * group_size;
-        if (i < p.k_vecs) {
-          data[u].store(k_dst, i);
-        } else if (i < p.row_vecs) {
-          data[u].store(v_dst, i - p.k_vecs);
-        }
-      }
+    while (true) {
+      store_row_vectors(data, k_dst, v_dst, first, group_size, p.k_vecs, p.row_vecs);
+      first += group_size * kStoreCacheUnroll;
+      if (first >= p.row_vecs) break;
+      load_row_vectors(data, k_src, v_src, first, group_size, p.k_vecs, p.row_vecs);
     }
   }
 
