@@ -63,16 +63,16 @@ def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = No
     ``out``.
     """
     try:
-        if not src.is_contiguous():
-            src = src.contiguous()
-        if out is None:
-            out = torch.empty_like(src)
         if type(constant) is not int:  # a bool would otherwise find the module built for 0/1
             raise TypeError(f"add_constant: constant must be an int, got {type(constant).__name__}")
         module = _modules.get(constant) or _modules.miss(constant, src)
-        module.add_constant(out, src)
+        result = torch.empty_like(src) if out is None else out
+        if not module.add_constant(result, src):  # src is not contiguous: use a copy
+            src = src.contiguous()
+            result = torch.empty_like(src) if out is None else out
+            module.add_constant(result, src)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "add_constant", error, tensors={"src": src}, optional={"out": out}
         )
-    return out
+    return result

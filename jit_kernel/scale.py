@@ -58,13 +58,14 @@ def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> 
     (naming the tensor) for a CPU tensor, an unsupported dtype or a mismatched ``out``.
     """
     try:
-        if not src.is_contiguous():
+        module = _modules.get(src.dtype) or _modules.miss(src.dtype, src)
+        result = torch.empty_like(src) if out is None else out
+        if not module.scale(result, src, factor):  # src is not contiguous: use a copy
             src = src.contiguous()
-        if out is None:
-            out = torch.empty_like(src)
-        (_modules.get(src.dtype) or _modules.miss(src.dtype, src)).scale(out, src, factor)
+            result = torch.empty_like(src) if out is None else out
+            module.scale(result, src, factor)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "scale", error, tensors={"src": src}, optional={"out": out}, numbers={"factor": factor}
         )
-    return out
+    return result

@@ -20,10 +20,13 @@ struct AddConstantOp {
 };
 
 /// dst = src + kConstant. dst and src: contiguous, same shape (any rank), int32, same CUDA device.
-/// Empty tensors launch nothing.
+/// Returns false (and does nothing) when src is not contiguous. Empty tensors launch nothing.
 template <int32_t kConstant>
-void add_constant(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
+bool add_constant(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
   using namespace host;
+  // A non-contiguous src is the wrapper's cue to retry with a contiguous copy (a return value
+  // costs the hot path less than a Python-side is_contiguous() check).
+  if (!src.is_contiguous()) return false;
 
   auto device = SymbolicDevice{};
   TensorMatcher(src.shape())  //
@@ -38,6 +41,7 @@ void add_constant(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
                                                    n,
                                                    AddConstantOp<kConstant>{},
                                                    device.unwrap());
+  return true;
 }
 
 }  // namespace

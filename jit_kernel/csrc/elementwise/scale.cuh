@@ -18,10 +18,13 @@ struct ScaleOp {
 };
 
 /// dst = src * factor. dst and src: contiguous, same shape (any rank), dtype T, same CUDA device.
-/// Empty tensors launch nothing. kUsePDL: launch with Programmatic Dependent Launch (SM90+).
+/// Returns false (and does nothing) when src is not contiguous. Empty tensors launch nothing. kUsePDL: launch with Programmatic Dependent Launch (SM90+).
 template <typename T, bool kUsePDL>
-void scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src, float factor) {
+bool scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src, float factor) {
   using namespace host;
+  // A non-contiguous src is the wrapper's cue to retry with a contiguous copy (a return value
+  // costs the hot path less than a Python-side is_contiguous() check).
+  if (!src.is_contiguous()) return false;
 
   auto device = SymbolicDevice{};
   TensorMatcher(src.shape())  //
@@ -36,6 +39,7 @@ void scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src, float factor) {
                                          n,
                                          ScaleOp<T>{factor},
                                          device.unwrap());
+  return true;
 }
 
 }  // namespace
