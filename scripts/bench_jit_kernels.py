@@ -338,6 +338,9 @@ def main() -> int:
         help="graph: CUDA-graph replay via do_bench (default); loop: events around eager calls",
     )
     parser.add_argument("--skip-overhead", action="store_true", help="skip the host-overhead table")
+    parser.add_argument(
+        "--skip-bandwidth", action="store_true", help="skip the bandwidth/peer table"
+    )
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench_jit_kernels: needs a CUDA GPU", file=sys.stderr)
@@ -359,7 +362,7 @@ def main() -> int:
     for family in family_modules():
         try:
             module = load_family(family)
-            cases = module.bandwidth_cases()
+            cases = [] if args.skip_bandwidth else module.bandwidth_cases()
         except Exception:
             errors.append(f"bench_cases/{family}.py:\n{traceback.format_exc()}")
             continue
