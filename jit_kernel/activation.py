@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 import torch
 
 from jit_kernel.utils import (
-    ModuleTable,
+    KernelTable,
     cache_once,
     is_arch_support_pdl,
     load_jit,
@@ -52,7 +52,7 @@ register_precompile(_jit_activation_module, [(dtype,) for dtype in SUPPORTED_DTY
 
 
 def _builder(op: str):
-    """The module getter of ``op``'s ModuleTable: an unsupported dtype raises naming ``op``."""
+    """The module getter of ``op``'s KernelTable: an unsupported dtype raises naming ``op``."""
 
     def build(dtype: torch.dtype) -> Module:
         if dtype not in SUPPORTED_DTYPES:
@@ -65,9 +65,11 @@ def _builder(op: str):
 
 
 # dtype -> module (the same module for all three; one table each for the error messages)
-_silu_modules = ModuleTable(_builder("silu_and_mul"), "silu_and_mul", "input")
-_gelu_modules = ModuleTable(_builder("gelu_and_mul"), "gelu_and_mul", "input")
-_gelu_tanh_modules = ModuleTable(_builder("gelu_tanh_and_mul"), "gelu_tanh_and_mul", "input")
+_silu = KernelTable(_builder("silu_and_mul"), "silu_and_mul", "silu_and_mul", "input")
+_gelu = KernelTable(_builder("gelu_and_mul"), "gelu_and_mul", "gelu_and_mul", "input")
+_gelu_tanh = KernelTable(
+    _builder("gelu_tanh_and_mul"), "gelu_tanh_and_mul", "gelu_tanh_and_mul", "input"
+)
 
 
 def can_use_activation(d: int, dtype: torch.dtype) -> bool:
@@ -104,9 +106,7 @@ def silu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.
         if out is None:
             shape = input.shape
             out = input.new_empty((*shape[:-1], shape[-1] // 2))
-        (_silu_modules.get(input.dtype) or _silu_modules.miss(input.dtype, input)).silu_and_mul(
-            out, input
-        )
+        (_silu.get(input.dtype) or _silu.miss(input.dtype, input))(out, input)
     except (AttributeError, TypeError, IndexError) as error:
         _raise_argument_error("silu_and_mul", error, input, out)
     return out
@@ -124,9 +124,7 @@ def gelu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.
         if out is None:
             shape = input.shape
             out = input.new_empty((*shape[:-1], shape[-1] // 2))
-        (_gelu_modules.get(input.dtype) or _gelu_modules.miss(input.dtype, input)).gelu_and_mul(
-            out, input
-        )
+        (_gelu.get(input.dtype) or _gelu.miss(input.dtype, input))(out, input)
     except (AttributeError, TypeError, IndexError) as error:
         _raise_argument_error("gelu_and_mul", error, input, out)
     return out
@@ -144,9 +142,7 @@ def gelu_tanh_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> t
         if out is None:
             shape = input.shape
             out = input.new_empty((*shape[:-1], shape[-1] // 2))
-        (
-            _gelu_tanh_modules.get(input.dtype) or _gelu_tanh_modules.miss(input.dtype, input)
-        ).gelu_tanh_and_mul(out, input)
+        (_gelu_tanh.get(input.dtype) or _gelu_tanh.miss(input.dtype, input))(out, input)
     except (AttributeError, TypeError, IndexError) as error:
         _raise_argument_error("gelu_tanh_and_mul", error, input, out)
     return out

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    ModuleTable,
+    KernelTable,
     cache_once,
     load_jit,
     make_cpp_args,
@@ -49,7 +49,7 @@ def _jit_add_constant_module(constant: int) -> Module:
 
 register_precompile(_jit_add_constant_module, [(1,), (-1,), (16,)])
 
-_modules = ModuleTable(_jit_add_constant_module, "add_constant", "src")  # constant -> module
+_add_constant = KernelTable(_jit_add_constant_module, "add_constant", "add_constant", "src")
 
 
 def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -65,12 +65,12 @@ def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = No
     try:
         if type(constant) is not int:  # a bool would otherwise find the module built for 0/1
             raise TypeError(f"add_constant: constant must be an int, got {type(constant).__name__}")
-        module = _modules.get(constant) or _modules.miss(constant, src)
+        kernel = _add_constant.get(constant) or _add_constant.miss(constant, src)
         result = torch.empty_like(src) if out is None else out
-        if not module.add_constant(result, src):  # src is not contiguous: use a copy
+        if not kernel(result, src):  # src is not contiguous: use a copy
             src = src.contiguous()
             result = torch.empty_like(src) if out is None else out
-            module.add_constant(result, src)
+            kernel(result, src)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "add_constant", error, tensors={"src": src}, optional={"out": out}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    ModuleTable,
+    KernelTable,
     cache_once,
     is_arch_support_pdl,
     load_jit,
@@ -47,7 +47,9 @@ def _jit_fused_add_rmsnorm_module(dtype: torch.dtype) -> Module:
 
 register_precompile(_jit_fused_add_rmsnorm_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
 
-_modules = ModuleTable(_jit_fused_add_rmsnorm_module, "fused_add_rmsnorm", "input")
+_fused_add_rmsnorm = KernelTable(
+    _jit_fused_add_rmsnorm_module, "fused_add_rmsnorm", "fused_add_rmsnorm", "input"
+)
 
 
 def can_use_fused_add_rmsnorm(hidden_size: int, dtype: torch.dtype) -> bool:
@@ -89,7 +91,7 @@ def fused_add_rmsnorm(
     view, overlapping rows, or ``input`` and ``residual`` being the same memory.
     """
     try:
-        (_modules.get(input.dtype) or _modules.miss(input.dtype, input)).fused_add_rmsnorm(
+        (_fused_add_rmsnorm.get(input.dtype) or _fused_add_rmsnorm.miss(input.dtype, input))(
             input, residual, weight, eps
         )
     except (AttributeError, TypeError) as error:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    ModuleTable,
+    KernelTable,
     cache_once,
     is_arch_support_pdl,
     load_jit,
@@ -48,7 +48,7 @@ def _jit_qknorm_module(dtype: torch.dtype) -> Module:
 
 register_precompile(_jit_qknorm_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
 
-_modules = ModuleTable(_jit_qknorm_module, "fused_inplace_qknorm", "q")
+_qknorm = KernelTable(_jit_qknorm_module, "fused_inplace_qknorm", "fused_inplace_qknorm", "q")
 
 
 def can_use_fused_inplace_qknorm(head_dim: int, dtype: torch.dtype) -> bool:
@@ -85,9 +85,7 @@ def fused_inplace_qknorm(
     being the same memory.
     """
     try:
-        (_modules.get(q.dtype) or _modules.miss(q.dtype, q)).fused_inplace_qknorm(
-            q, k, q_weight, k_weight, eps
-        )
+        (_qknorm.get(q.dtype) or _qknorm.miss(q.dtype, q))(q, k, q_weight, k_weight, eps)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "fused_inplace_qknorm",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    ModuleTable,
+    KernelTable,
     cache_once,
     is_arch_support_pdl,
     load_jit,
@@ -45,7 +45,7 @@ def _jit_rmsnorm_module(dtype: torch.dtype) -> Module:
 
 register_precompile(_jit_rmsnorm_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
 
-_modules = ModuleTable(_jit_rmsnorm_module, "rmsnorm", "input")  # dtype -> module
+_rmsnorm = KernelTable(_jit_rmsnorm_module, "rmsnorm", "rmsnorm", "input")  # dtype -> export
 
 
 def can_use_rmsnorm(hidden_size: int, dtype: torch.dtype) -> bool:
@@ -91,9 +91,7 @@ def rmsnorm(
     try:
         if out is None:
             out = torch.empty_like(input)
-        (_modules.get(input.dtype) or _modules.miss(input.dtype, input)).rmsnorm(
-            out, input, weight, eps
-        )
+        (_rmsnorm.get(input.dtype) or _rmsnorm.miss(input.dtype, input))(out, input, weight, eps)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "rmsnorm",

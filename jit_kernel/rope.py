@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    ModuleTable,
+    KernelTable,
     cache_once,
     is_arch_support_pdl,
     load_jit,
@@ -50,7 +50,7 @@ def _jit_rope_module(dtype: torch.dtype) -> Module:
 
 register_precompile(_jit_rope_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
 
-_modules = ModuleTable(_jit_rope_module, "apply_rope_inplace", "q")  # dtype -> module
+_rope = KernelTable(_jit_rope_module, "apply_rope_inplace", "apply_rope_inplace", "q")
 
 
 def can_use_apply_rope_inplace(head_dim: int, rope_dim: int, dtype: torch.dtype) -> bool:
@@ -102,7 +102,7 @@ def apply_rope_inplace(
     overlapping q/k, or (GPT-J only) q/k at an odd element offset.
     """
     try:
-        (_modules.get(q.dtype) or _modules.miss(q.dtype, q)).apply_rope_inplace(
+        (_rope.get(q.dtype) or _rope.miss(q.dtype, q))(
             q, k, cos_sin_cache, positions, is_neox, rope_dim or 0
         )
     except (AttributeError, TypeError) as error:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    ModuleTable,
+    KernelTable,
     cache_once,
     is_arch_support_pdl,
     load_jit,
@@ -45,7 +45,7 @@ def _jit_scale_module(dtype: torch.dtype) -> Module:
 
 register_precompile(_jit_scale_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
 
-_modules = ModuleTable(_jit_scale_module, "scale", "src")  # dtype -> module
+_scale = KernelTable(_jit_scale_module, "scale", "scale", "src")  # dtype -> export
 
 
 def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -58,12 +58,12 @@ def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> 
     (naming the tensor) for a CPU tensor, an unsupported dtype or a mismatched ``out``.
     """
     try:
-        module = _modules.get(src.dtype) or _modules.miss(src.dtype, src)
+        kernel = _scale.get(src.dtype) or _scale.miss(src.dtype, src)
         result = torch.empty_like(src) if out is None else out
-        if not module.scale(result, src, factor):  # src is not contiguous: use a copy
+        if not kernel(result, src, factor):  # src is not contiguous: use a copy
             src = src.contiguous()
             result = torch.empty_like(src) if out is None else out
-            module.scale(result, src, factor)
+            kernel(result, src, factor)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "scale", error, tensors={"src": src}, optional={"out": out}, numbers={"factor": factor}

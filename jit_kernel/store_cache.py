@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    ModuleTable,
+    KernelTable,
     cache_once,
     is_arch_support_pdl,
     load_jit,
@@ -48,7 +48,10 @@ def _jit_store_cache_module() -> Module:
 register_precompile(_jit_store_cache_module, [()])
 
 # One module serves every call; the table key is a constant.
-_modules = ModuleTable(lambda _key: _jit_store_cache_module(), "store_cache", "k")
+_store = KernelTable(lambda _key: _jit_store_cache_module(), "store_cache", "store_cache", "k")
+_store_checked = KernelTable(
+    lambda _key: _jit_store_cache_module(), "store_cache_checked", "store_cache", "k"
+)
 
 
 def can_use_store_cache(row_bytes: int, v_row_bytes: int | None = None) -> bool:
@@ -98,12 +101,13 @@ def store_cache(
     are not a 1-D int32/int64 tensor of ``num_rows`` entries.
     """
     try:
-        module = _modules.get(0) or _modules.miss(0, k)
         if checked:
             error = torch.empty(2, dtype=torch.int64, device=k.device)
-            module.store_cache_checked(k, v, k_cache, v_cache, indices, error)
+            (_store_checked.get(0) or _store_checked.miss(0, k))(
+                k, v, k_cache, v_cache, indices, error
+            )
         else:
-            module.store_cache(k, v, k_cache, v_cache, indices)
+            (_store.get(0) or _store.miss(0, k))(k, v, k_cache, v_cache, indices)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "store_cache",

@@ -20,7 +20,7 @@ from jit_kernel.utils.compile import (
 from jit_kernel.utils.cpp_args import CPP_DTYPE_MAP, CPPArgList, make_cpp_args
 from jit_kernel.utils.registry import register_precompile
 from jit_kernel.utils.toolchain import JitToolchainError
-from jit_kernel.utils.wrapper_args import ModuleTable, raise_argument_type_error
+from jit_kernel.utils.wrapper_args import KernelTable, raise_argument_type_error
 
 __all__ = [
     "CPP_DTYPE_MAP",
@@ -31,7 +31,7 @@ __all__ = [
     "CPPArgList",
     "JitCompileError",
     "JitToolchainError",
-    "ModuleTable",
+    "KernelTable",
     "build_only",
     "cache_once",
     "get_ci_test_range",
