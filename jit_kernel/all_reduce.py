@@ -363,16 +363,20 @@ class CustomAllReduce:
             error, ipc = f"{type(exc).__name__}: {exc}", b""
         try:
             self._agree(error, "allocating the IPC buffer")
-            handles = self._gather(ipc)
-            error = None
-            try:
-                module.open_peers(handle, b"".join(handles))
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
+        except BaseException:
+            if handle:  # no rank has mapped it yet: free it without waiting for the others
+                module.destroy(handle)
+            raise
+        handles = self._gather(ipc)
+        error = None
+        try:
+            module.open_peers(handle, b"".join(handles))
+        except Exception as exc:  # open_peers unmapped what it had opened
+            error = f"{type(exc).__name__}: {exc}"
+        try:
             self._agree(error, "opening the peers' IPC buffers (cudaIpcOpenMemHandle)")
         except BaseException:
-            if handle:
-                self._teardown(handle)
+            self._teardown(handle)  # collective: every rank is here, each with a buffer
             raise
         self._handle = handle
 

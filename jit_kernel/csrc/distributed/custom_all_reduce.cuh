@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace {
@@ -483,6 +484,12 @@ void all_reduce(std::int64_t handle,
   params.staging_bytes = comm.staging_bytes;
   params.rank = comm.rank;
   const bool two_shot = algo == 2 || (algo == 0 && bytes > comm.one_shot_max_bytes);
+  // The launch goes to torch's current stream of the communicator's GPU; make that GPU current
+  // for it when the caller's current device is another one (a cheap check otherwise).
+  int current = 0;
+  RuntimeDeviceCheck(cudaGetDevice(&current));
+  std::optional<runtime::details::DeviceGuard> guard;
+  if (current != comm.device) guard.emplace(comm.device);
   if (dtype.is_type<fp16_t>()) {
     launch<fp16_t, kUsePDL>(comm, params, two_shot, dev);
   } else if (dtype.is_type<bf16_t>()) {
