@@ -68,13 +68,13 @@ def summarize(results: Sequence[CheckResult], title: str) -> tuple[str, bool]:
 def _spawned(args: argparse.Namespace) -> int:
     import torch
 
-    from jit_kernel.all_reduce import p2p_problems, precompile_custom_all_reduce
+    from jit_kernel.all_reduce import MAX_WORLD_SIZE, p2p_problems, precompile_custom_all_reduce
     from jit_kernel.distributed.launch import run_on_gpus
     from jit_kernel.distributed.topology import describe_topology
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     print(describe_topology(smi=args.topology), flush=True)
-    world_sizes = args.world_size or sorted({2, count} if count > 2 else {2})
+    world_sizes = args.world_size or sorted({2, max(2, min(count, MAX_WORLD_SIZE))})
     problems = (
         p2p_problems(list(range(max(world_sizes))))
         if count >= max(world_sizes)

@@ -134,6 +134,16 @@ SGL_DEVICE void store_output(T* out,
   }
 }
 
+/// Pack `index` of a staging half, loaded at L2 (`ld.global.cg`): staging data is read once per
+/// call and changes between calls and phases, so it never goes through the SM's L1.
+template <typename T>
+SGL_DEVICE Pack<T> load_staged(const T* staging, std::int64_t index) {
+  static_assert(sizeof(Pack<T>) == sizeof(uint4), "a pack is 16 bytes");
+  Pack<T> pack;
+  *reinterpret_cast<uint4*>(pack.data()) = __ldcg(reinterpret_cast<const uint4*>(staging) + index);
+  return pack;
+}
+
 /// Loads pack `index` of every rank's staging half and sums them in fp32, in rank order 0..W-1
 /// (the same order on every rank, so every rank rounds the same value), rounding once.
 template <typename T, int kWorld>
@@ -141,7 +151,7 @@ SGL_DEVICE Pack<T> sum_packs(const T* const (&staging)[kWorld], std::int64_t ind
   constexpr int kN = static_cast<int>(Pack<T>::kSize);
   Pack<T> packs[kWorld];
 #pragma unroll
-  for (int q = 0; q < kWorld; ++q) packs[q].load(staging[q], index);  // all loads in flight
+  for (int q = 0; q < kWorld; ++q) packs[q] = load_staged(staging[q], index);  // all in flight
   Pack<T> sum;
 #pragma unroll
   for (int k = 0; k < kN; ++k) {
@@ -229,9 +239,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int q = 0; q < kWorld; ++q) {
         const std::int64_t i = q * chunk + j;
         if (q != p.rank && i < num_packs) {
-          Pack<T> reduced;
-          reduced.load(staging[q], i);
-          store_output(out, i, n, reduced);
+          store_output(out, i, n, load_staged(staging[q], i));
         }
       }
     }
