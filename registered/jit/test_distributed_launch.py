@@ -28,12 +28,19 @@ from jit_kernel.all_reduce import (
 )
 from jit_kernel.distributed import NVLS_OFF_ENV, WorkerError, free_port, run_on_gpus
 from jit_kernel.distributed.all_reduce_bench import combine_rows, default_sizes, format_tables
-from jit_kernel.distributed.all_reduce_checks import CheckResult, size_grid
+from jit_kernel.distributed.all_reduce_checks import (
+    PAD,
+    SENTINEL,
+    CheckPlan,
+    CheckResult,
+    _Runner,
+    size_grid,
+)
 from jit_kernel.distributed.launch import disable_nvlink_multicast, init_from_env
 from jit_kernel.distributed.selftest import summarize
 from jit_kernel.utils.registry import registered_specs
 
-register_cpu_ci(est_time=45, suite="base-a-test-cpu")
+register_cpu_ci(est_time=50, suite="base-a-test-cpu")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -303,6 +310,50 @@ def test_size_grid_covers_the_boundaries(dtype: torch.dtype, world: int) -> None
         assert size in ci
     assert min(full) == 1 and max(full) == largest
     assert any(size % (16 // elem) for size in ci), "no partial 16-byte pack"
+
+
+def cpu_runner(world: int) -> _Runner:
+    """The comparison helpers of the checks, on CPU tensors (no process group needed)."""
+    runner = _Runner.__new__(_Runner)
+    runner.plan, runner.rank, runner.world, runner.results = CheckPlan(), 0, world, []
+    return runner
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_check_tolerances_accept_one_rounding_and_reject_errors(dtype: torch.dtype) -> None:
+    runner = cpu_runner(world=4)
+    gen = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(5000, generator=gen).to(dtype) for _ in range(4)]
+    exact = sum(x.double() for x in inputs)
+    fp32_sum = inputs[0].float()
+    for x in inputs[1:]:
+        fp32_sum = fp32_sum + x.float()  # what the kernel does: fp32, rank order, one rounding
+    assert runner.compare(fp32_sum.to(dtype), inputs) == []
+    assert runner.compare(exact.to(dtype), inputs, nccl=exact.to(dtype)) == []
+    # NCCL-like: a rounding to the dtype after every hop stays within the NCCL bound.
+    hops = inputs[0]
+    for x in inputs[1:]:
+        hops = (hops.float() + x.float()).to(dtype)
+    assert runner.compare(fp32_sum.to(dtype), inputs, nccl=hops) == []
+    wrong = fp32_sum.to(dtype).clone()
+    wrong[123] += 0.25
+    wrong[4000] = float("nan")  # never written
+    [problem] = runner.compare(wrong, inputs)
+    assert problem.startswith("2 of 5000 elements differ from the exact fp64 sum")
+    assert "first bad index 123" in problem and "worst index 4000" in problem
+    stale = inputs[0].clone()  # e.g. a rank that read stale staging data: one rank's values
+    [problem] = runner.compare(stale, inputs)
+    assert int(problem.split(" of ")[0]) > 4500, problem
+
+
+def test_check_guard_regions() -> None:
+    runner = cpu_runner(world=2)
+    base = torch.full((10 + 2 * PAD,), SENTINEL)
+    assert runner.guard_problems(base, 10) == []
+    base[PAD + 10] = 0.0  # one element past the end
+    assert runner.guard_problems(base, 10) == [
+        f"wrote 1 element(s) outside out (guard regions of {PAD} elements)"
+    ]
 
 
 def test_bench_rows_and_tables() -> None:
