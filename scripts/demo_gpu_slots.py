@@ -88,7 +88,7 @@ def test_gets_every_gpu():
     b = a.to("cuda:1")  # a device-to-device copy between the two GPUs it was given
     assert torch.equal(b.cpu(), a.cpu())
     visible = os.environ["CUDA_VISIBLE_DEVICES"]
-    print(f"{{__file__}}: CUDA_VISIBLE_DEVICES={{visible}} device_count={{count}}", flush=True)
+    print(f"{__file__}: CUDA_VISIBLE_DEVICES={visible} device_count={count}", flush=True)
 
 
 if __name__ == "__main__":

@@ -289,8 +289,9 @@ def test_one_module_is_registered_for_precompile() -> None:
 
 
 def test_default_thresholds() -> None:
+    # 2 GPUs: one-shot at every size (the communicator caps it at max_bytes).
     assert [default_one_shot_max_bytes(w) for w in (2, 3, 4, 5, 8)] == [
-        2**20,
+        2**62,
         2**19,
         2**19,
         2**18,

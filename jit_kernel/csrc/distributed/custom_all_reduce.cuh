@@ -41,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -448,10 +449,20 @@ void all_reduce(std::int64_t handle,
   auto device = SymbolicDevice{};
   TensorMatcher(input.shape())  //
       .with_device<kDLCUDA>(device)
-      .with_alignment(16)
       .with_dtype<fp16_t, bf16_t, fp32_t>(dtype)
       .verify(input, "input")
       .verify(out, "out");
+  // The tensors are reduced as flat, contiguous buffers: only the data pointers need 16-byte
+  // alignment (rows of any length are fine; the partial last pack is handled).
+  for (const auto& [view, name] : {std::pair{&input, "input"}, std::pair{&out, "out"}}) {
+    const auto address = reinterpret_cast<std::uintptr_t>(data_address(*view));
+    RuntimeCheck(address % 16 == 0,
+                 "custom_all_reduce: tensor '",
+                 name,
+                 "' has a data pointer that is not 16-byte aligned (address % 16 = ",
+                 address % 16,
+                 "; a view with a storage offset?): pass a fresh or aligned tensor");
+  }
   RuntimeCheck(algo >= 0 && algo <= 2,
                "custom_all_reduce: algo code must be 0 (auto), 1 (one-shot) or 2 (two-shot), got ",
                algo);
