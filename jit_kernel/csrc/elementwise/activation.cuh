@@ -15,18 +15,84 @@
 #include <cstdint>
 #include <vector>
 
+// Tuning knobs (compile-time; scripts/tune_kernels.py sweeps them, scripts/tune_kernels.md):
+//   SGL_ACT_BLOCK       threads per block (a power of two, 32..1024)
+//   SGL_ACT_UNROLL      (gate, up) vector pairs loaded per thread before any is used (1..16)
+//   SGL_ACT_PERSISTENT  1: at most one wave of resident blocks, striding over the work;
+//                       0: one block per unit of work (row group or tile), grid = work units
+//   SGL_ACT_FAST_MATH   1: fp16/bf16 use __expf and __fdividef (silu, and gelu_tanh in its
+//                       equivalent form x / (1 + exp(-2 z))); fp32 always uses expf and an
+//                       IEEE division. gelu (erf) is unaffected.
+//   SGL_ACT_SCHEDULE    0: a block row walks whole rows (chunks of one row in order);
+//                       1: blocks stride over tiles (row group x chunk of blockDim.x * UNROLL
+//                       vectors); 2: as 1, with the next tile's loads issued before the
+//                       current tile is computed (software prefetch)
+//   SGL_ACT_MIN_BLOCKS  0: no register cap; N > 0: __launch_bounds__ asks for N resident
+//                       blocks per SM (caps registers at 65536 / (N * SGL_ACT_BLOCK))
+//   SGL_ACT_PDL_EARLY   1: with PDL, let the next kernel launch as soon as this block starts
+//                       (after its griddepcontrol.wait) rather than when it ends; the next
+//                       kernel still waits for this grid to finish before touching memory
+#ifndef SGL_ACT_BLOCK
+#define SGL_ACT_BLOCK 128
+#endif
+#ifndef SGL_ACT_UNROLL
+#define SGL_ACT_UNROLL 4
+#endif
+#ifndef SGL_ACT_PERSISTENT
+#define SGL_ACT_PERSISTENT 0
+#endif
+#ifndef SGL_ACT_FAST_MATH
+#define SGL_ACT_FAST_MATH 1
+#endif
+#ifndef SGL_ACT_SCHEDULE
+#define SGL_ACT_SCHEDULE 1
+#endif
+#ifndef SGL_ACT_MIN_BLOCKS
+#define SGL_ACT_MIN_BLOCKS 0
+#endif
+#ifndef SGL_ACT_PDL_EARLY
+#define SGL_ACT_PDL_EARLY 0
+#endif
+
+#if SGL_ACT_MIN_BLOCKS > 0
+#define SGL_ACT_LAUNCH_BOUNDS __launch_bounds__(SGL_ACT_BLOCK, SGL_ACT_MIN_BLOCKS)
+#else
+#define SGL_ACT_LAUNCH_BOUNDS __launch_bounds__(SGL_ACT_BLOCK)
+#endif
+
 namespace {
 
-inline constexpr int kActBlock = 256;  // threads per block (kActBlock = block.x * block.y)
-inline constexpr int kActUnroll = 2;   // vector pairs (gate, up) in flight per thread
+inline constexpr int kActBlock = SGL_ACT_BLOCK;    // threads per block (block.x * block.y)
+inline constexpr int kActUnroll = SGL_ACT_UNROLL;  // vector pairs (gate, up) in flight per thread
+inline constexpr bool kActPersistent = SGL_ACT_PERSISTENT != 0;
+inline constexpr bool kActFastMath = SGL_ACT_FAST_MATH != 0;
+inline constexpr int kActSchedule = SGL_ACT_SCHEDULE;
+inline constexpr int kActMinBlocks = SGL_ACT_MIN_BLOCKS;
+inline constexpr bool kActPDLEarly = SGL_ACT_PDL_EARLY != 0;
+static_assert(kActBlock >= 32 && kActBlock <= 1024 && (kActBlock & (kActBlock - 1)) == 0,
+              "SGL_ACT_BLOCK must be a power of two in [32, 1024]");
+static_assert(kActUnroll >= 1 && kActUnroll <= 16, "SGL_ACT_UNROLL must be in [1, 16]");
+static_assert(kActSchedule >= 0 && kActSchedule <= 2, "SGL_ACT_SCHEDULE must be 0, 1 or 2");
+static_assert(kActMinBlocks >= 0 && kActMinBlocks * kActBlock <= 2048,
+              "SGL_ACT_MIN_BLOCKS * SGL_ACT_BLOCK must be at most 2048 threads per SM");
 
-/// silu(x) = x / (1 + exp(-x)) (torch.nn.functional.silu).
+/// silu(x) = x / (1 + exp(-x)) (torch.nn.functional.silu). kFast: __expf and __fdividef (a few
+/// fp32 ulps; __fdividef(x, inf) = 0 keeps the x -> -inf limit, x -> +inf gives x).
 struct SiluOp {
-  static SGL_DEVICE float apply(float x) { return x / (1.0f + expf(-x)); }
+  template <bool kFast>
+  static SGL_DEVICE float apply(float x) {
+    if constexpr (kFast) {
+      return __fdividef(x, 1.0f + __expf(-x));
+    } else {
+      return x / (1.0f + expf(-x));
+    }
+  }
 };
 
 /// gelu(x) = x / 2 * (1 + erf(x / sqrt(2))) (torch.nn.functional.gelu, approximate="none").
+/// Always the accurate erff (there is no cheaper erf of the same accuracy).
 struct GeluOp {
+  template <bool kFast>
   static SGL_DEVICE float apply(float x) {
     constexpr float kSqrtHalf = 0.70710678118654752440f;
     return x * 0.5f * (1.0f + erff(x * kSqrtHalf));
@@ -34,13 +100,20 @@ struct GeluOp {
 };
 
 /// gelu_tanh(x) = x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
-/// (torch.nn.functional.gelu, approximate="tanh").
+/// (torch.nn.functional.gelu, approximate="tanh"). kFast uses the identity
+/// (1 + tanh(z)) / 2 = 1 / (1 + exp(-2 z)), i.e. x / (1 + exp(-2 z)) with __expf and
+/// __fdividef: no cancellation in 1 + tanh(z) for z << 0, a few fp32 ulps otherwise.
 struct GeluTanhOp {
+  template <bool kFast>
   static SGL_DEVICE float apply(float x) {
     constexpr float kBeta = 0.79788456080286535588f;  // sqrt(2 / pi)
     constexpr float kKappa = 0.044715f;
     const float cube = x * x * x;
-    return 0.5f * x * (1.0f + tanhf(kBeta * (x + kKappa * cube)));
+    if constexpr (kFast) {
+      return __fdividef(x, 1.0f + __expf(-2.0f * kBeta * (x + kKappa * cube)));
+    } else {
+      return 0.5f * x * (1.0f + tanhf(kBeta * (x + kKappa * cube)));
+    }
   }
 };
 
@@ -49,69 +122,178 @@ struct ActParams {
   T* out;       // [rows, d]
   const T* in;  // [rows, 2 d]
   std::int64_t rows;
-  std::int64_t d;          // elements
-  std::uint32_t row_vecs;  // vectors in d elements
+  std::int64_t d;             // elements
+  std::int64_t row_groups;    // rows / blockDim.y, rounded up
+  std::uint32_t row_vecs;     // vectors in d elements
+  std::uint32_t chunks;       // chunks of blockDim.x * kActUnroll vectors per row (tiles)
+  std::uint32_t grid_groups;  // gridDim.x / chunks (tiles: a block's stride in row groups)
+  std::uint32_t grid_chunks;  // gridDim.x % chunks (... and in chunks)
 };
 
-/// Block (tx, ty): blockDim.y rows side by side, blockDim.x threads along a row (vectors tx,
-/// tx + blockDim.x, ...; kActUnroll gate/up pairs loaded before any is used). Blocks stride
-/// over groups of blockDim.y rows.
-template <typename T, typename Op, int kVecBytes, bool kUsePDL>
-__global__ void __launch_bounds__(kActBlock) act_and_mul_kernel(const ActParams<T> p) {
-  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
+/// The kActUnroll (gate, up) vector pairs of one thread in one chunk of a row: vectors
+/// first, first + blockDim.x, ... (coalesced across the block row).
+template <typename T, int kVecBytes>
+struct ActChunk {
+  static constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
   using vec_t = device::AlignedVector<T, kVec>;
-  const std::uint32_t step = blockDim.x * kActUnroll;
 
-  device::PDLWaitPrimary<kUsePDL>();  // the input may come from the previous kernel
+  vec_t gate[kActUnroll];
+  vec_t up[kActUnroll];
 
-  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
-       row < p.rows;
-       row += static_cast<std::int64_t>(gridDim.x) * blockDim.y) {
-    const T* gate = p.in + row * 2 * p.d;
-    const T* up = gate + p.d;
-    T* dst = p.out + row * p.d;
-    for (std::uint32_t first = threadIdx.x; first < p.row_vecs; first += step) {
-      vec_t g[kActUnroll];
-      vec_t u[kActUnroll];
+  /// Loads the pairs at vectors first + k * stride below row_vecs of the row at `gate_row`
+  /// (its up half starts d elements later).
+  SGL_DEVICE void load(const T* gate_row,
+                       std::int64_t d,
+                       std::uint32_t first,
+                       std::uint32_t stride,
+                       std::uint32_t row_vecs) {
 #pragma unroll
-      for (int k = 0; k < kActUnroll; ++k) {
-        const std::uint32_t i = first + k * blockDim.x;
-        if (i < p.row_vecs) {
-          g[k].load(gate, i);
-          u[k].load(up, i);
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < kActUnroll; ++k) {
-        const std::uint32_t i = first + k * blockDim.x;
-        if (i < p.row_vecs) {
-          vec_t o;
-#pragma unroll
-          for (int j = 0; j < kVec; ++j) {
-            const float a = Op::apply(device::cast<fp32_t>(g[k][j]));
-            o[j] = device::cast<T>(a * device::cast<fp32_t>(u[k][j]));
-          }
-          o.store(dst, i);
-        }
+    for (int k = 0; k < kActUnroll; ++k) {
+      const std::uint32_t i = first + static_cast<std::uint32_t>(k) * stride;
+      if (i < row_vecs) {
+        gate[k].load(gate_row, i);
+        up[k].load(gate_row + d, i);
       }
     }
   }
 
-  device::PDLTriggerSecondary<kUsePDL>();
+  /// Computes and stores the loaded pairs (the same vectors load() read) into `dst_row`.
+  template <typename Op, bool kFast>
+  SGL_DEVICE void compute_store(T* dst_row,
+                                std::uint32_t first,
+                                std::uint32_t stride,
+                                std::uint32_t row_vecs) const {
+#pragma unroll
+    for (int k = 0; k < kActUnroll; ++k) {
+      const std::uint32_t i = first + static_cast<std::uint32_t>(k) * stride;
+      if (i < row_vecs) {
+        vec_t o;
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          const float a = Op::template apply<kFast>(device::cast<fp32_t>(gate[k][j]));
+          o[j] = device::cast<T>(a * device::cast<fp32_t>(up[k][j]));
+        }
+        o.store(dst_row, i);
+      }
+    }
+  }
+};
+
+/// Block (tx, ty): blockDim.y rows side by side, blockDim.x threads along a row. A chunk of a
+/// row is blockDim.x * kActUnroll vectors; thread tx owns vectors tx, tx + blockDim.x, ... of it
+/// (all its kActUnroll pairs are loaded before any is used).
+///   kActSchedule 0: blocks stride over row groups (blockDim.y rows); a block row walks the
+///                   chunks of its row in order.
+///   kActSchedule 1: blocks stride over tiles (row group, chunk), t = group * chunks + chunk.
+///   kActSchedule 2: as 1, and the next tile's pairs are loaded before this tile is computed.
+/// 64-bit row offsets; vector indices within a row are 32-bit (row_vecs < 2^31).
+template <typename T, typename Op, int kVecBytes, bool kUsePDL>
+__global__ void SGL_ACT_LAUNCH_BOUNDS act_and_mul_kernel(const ActParams<T> p) {
+  using Chunk = ActChunk<T, kVecBytes>;
+  constexpr bool kFast = kActFastMath && sizeof(T) == 2;
+  const std::uint32_t stride = blockDim.x;
+  const std::uint32_t step = blockDim.x * kActUnroll;
+
+  device::PDLWaitPrimary<kUsePDL>();  // the input may come from the previous kernel
+  if constexpr (kActPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
+
+  if constexpr (kActSchedule == 0) {
+    for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+         row < p.rows;
+         row += static_cast<std::int64_t>(gridDim.x) * blockDim.y) {
+      const T* gate = p.in + row * 2 * p.d;
+      T* dst = p.out + row * p.d;
+      for (std::uint32_t first = threadIdx.x; first < p.row_vecs; first += step) {
+        Chunk chunk;
+        chunk.load(gate, p.d, first, stride, p.row_vecs);
+        chunk.template compute_store<Op, kFast>(dst, first, stride, p.row_vecs);
+      }
+    }
+  } else {
+    // Tile t = blockIdx.x + n * gridDim.x as (row group, chunk), advanced without divisions.
+    std::int64_t group = blockIdx.x / p.chunks;
+    std::uint32_t chunk_index = blockIdx.x % p.chunks;
+    const std::uint32_t chunks = p.chunks;
+    const std::uint32_t grid_groups = p.grid_groups;
+    const std::uint32_t grid_chunks = p.grid_chunks;
+    const auto advance = [chunks, grid_groups, grid_chunks](std::int64_t& g, std::uint32_t& c) {
+      g += grid_groups;
+      c += grid_chunks;  // both < chunks < 2^31: no overflow
+      if (c >= chunks) {
+        c -= chunks;
+        ++g;
+      }
+    };
+    if constexpr (kActSchedule == 1) {
+      for (; group < p.row_groups; advance(group, chunk_index)) {
+        const std::int64_t row = group * blockDim.y + threadIdx.y;
+        if (row < p.rows) {
+          const std::uint32_t first = chunk_index * step + threadIdx.x;
+          Chunk chunk;
+          chunk.load(p.in + row * 2 * p.d, p.d, first, stride, p.row_vecs);
+          chunk.template compute_store<Op, kFast>(p.out + row * p.d, first, stride, p.row_vecs);
+        }
+      }
+    } else {
+      Chunk current;
+      if (group < p.row_groups) {
+        const std::int64_t row = group * blockDim.y + threadIdx.y;
+        if (row < p.rows) {
+          current.load(
+              p.in + row * 2 * p.d, p.d, chunk_index * step + threadIdx.x, stride, p.row_vecs);
+        }
+      }
+      while (group < p.row_groups) {
+        std::int64_t next_group = group;
+        std::uint32_t next_chunk = chunk_index;
+        advance(next_group, next_chunk);
+        Chunk next;
+        if (next_group < p.row_groups) {
+          const std::int64_t row = next_group * blockDim.y + threadIdx.y;
+          if (row < p.rows) {
+            next.load(
+                p.in + row * 2 * p.d, p.d, next_chunk * step + threadIdx.x, stride, p.row_vecs);
+          }
+        }
+        const std::int64_t row = group * blockDim.y + threadIdx.y;
+        if (row < p.rows) {
+          current.template compute_store<Op, kFast>(
+              p.out + row * p.d, chunk_index * step + threadIdx.x, stride, p.row_vecs);
+        }
+        current = next;
+        group = next_group;
+        chunk_index = next_chunk;
+      }
+    }
+  }
+
+  if constexpr (!kActPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 }
 
 template <typename T, typename Op, int kVecBytes, bool kUsePDL>
-void launch_act_and_mul(const ActParams<T>& params, DLDevice device) {
+void launch_act_and_mul(ActParams<T> params, DLDevice device) {
   using namespace host;
   constexpr auto kernel = act_and_mul_kernel<T, Op, kVecBytes, kUsePDL>;
   // Enough threads along a row that each does about kActUnroll vectors, at most a whole block.
   const auto along = static_cast<std::uint32_t>(
       std::min<std::int64_t>(kActBlock, next_pow2(div_ceil(params.row_vecs, kActUnroll))));
   const std::uint32_t across = kActBlock / along;
-  const std::int64_t wanted = div_ceil(params.rows, static_cast<std::int64_t>(across));
-  const std::int64_t resident = static_cast<std::int64_t>(runtime::get_sm_count(device.device_id)) *
-                                runtime::get_blocks_per_sm(kernel, kActBlock, 0, device.device_id);
-  const auto grid = std::max<std::int64_t>(1, std::min(wanted, resident));
+  params.row_groups = div_ceil(params.rows, static_cast<std::int64_t>(across));
+  params.chunks = static_cast<std::uint32_t>(
+      div_ceil(static_cast<std::int64_t>(params.row_vecs), std::int64_t{along} * kActUnroll));
+  // Units of work: row groups (schedule 0) or tiles (row group x chunk).
+  const std::int64_t wanted =
+      kActSchedule == 0 ? params.row_groups : params.row_groups * params.chunks;
+  std::int64_t grid = std::min<std::int64_t>(wanted, 0x7fffffff);
+  if constexpr (kActPersistent) {
+    const std::int64_t resident =
+        static_cast<std::int64_t>(runtime::get_sm_count(device.device_id)) *
+        runtime::get_blocks_per_sm(kernel, kActBlock, 0, device.device_id);
+    grid = std::min(grid, resident);
+  }
+  grid = std::max<std::int64_t>(1, grid);
+  params.grid_groups = static_cast<std::uint32_t>(grid) / params.chunks;
+  params.grid_chunks = static_cast<std::uint32_t>(grid) % params.chunks;
   LaunchKernel(static_cast<unsigned>(grid), dim3(along, across), device)
       .enable_pdl(kUsePDL)(kernel, params);
 }

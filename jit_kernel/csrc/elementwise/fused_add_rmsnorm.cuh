@@ -3,7 +3,8 @@
 // size (8..16384, multiple of 8) dispatched in C++.
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
-#include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows
+#include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows, rows_per_group
+#include <sgl_kernel/runtime.cuh>    // For runtime::get_sm_count, runtime::get_blocks_per_sm
 #include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimary, PDLTriggerSecondary
 
 #include <dlpack/dlpack.h>
@@ -28,21 +29,24 @@ struct FusedAddRMSNormParams {
   float eps;
 };
 
-/// Same row partition as rmsnorm_kernel (kGroup lanes per row, 0: the whole CTA). Each thread
-/// reads its packs of input and residual once, writes the rounded sum to residual at once, and
-/// normalises that rounded sum (what a later read of residual returns) into input.
-template <std::uint32_t kGroup, int kPacks, bool kUsePDL, typename T>
+/// Same row partition as rmsnorm_kernel (kGroup lanes per row, 0: the whole CTA; kRows rows
+/// per group and iteration, all loaded before the first reduction). Each thread reads its packs
+/// of input and residual once, writes the rounded sum to residual at once, and normalises that
+/// rounded sum (what a later read of residual returns) into input.
+template <std::uint32_t kGroup, int kPacks, int kRows, bool kUsePDL, typename T>
 __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
-                                  host::norm::min_blocks(kGroup, kPacks))
+                                  host::norm::min_blocks(kGroup, kPacks, kRows, 2))
     fused_add_rmsnorm_kernel(const FusedAddRMSNormParams<T> p) {
   using namespace device::norm;
   using Rows = RowGroups<kGroup>;
   using Slice = RowSlice<T, kPacks>;
+  static_assert(kRows >= 1 && (kRows == 1 || kGroup != 0), "several rows: warp groups only");
   __shared__ CtaSumScratch scratch;
   extern __shared__ __align__(16) unsigned char norm_smem[];  // staged weight: kPacks x blockDim
   Pack* const weight_slots = reinterpret_cast<Pack*>(norm_smem) + threadIdx.x;
 
   device::PDLWaitPrimary<kUsePDL>();
+  if constexpr (host::norm::kRowsPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
@@ -50,30 +54,39 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
   // asynchronously (no registers held while rows load and reduce).
   Slice::stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
 
-  const std::int64_t rows_per_cta = Rows::per_cta();
+  const std::int64_t groups = Rows::per_cta();
+  const std::int64_t rows_per_cta = groups * kRows;
   const std::int64_t row_step = static_cast<std::int64_t>(gridDim.x) * rows_per_cta;
   std::uint32_t call = 0;
   for (std::int64_t base = blockIdx.x * rows_per_cta; base < p.num_rows; base += row_step) {
-    const std::int64_t row = base + Rows::index();
-    const bool valid = row < p.num_rows;
-    const std::int64_t safe_row = valid ? row : 0;
-    const std::uint32_t packs = valid ? p.num_packs : 0u;
-    T* input_row = p.input + safe_row * p.input_stride;
-    T* residual_row = p.residual + safe_row * p.residual_stride;
-
-    Slice sum, x;
-    sum.load(residual_row, rank, step, packs);
-    x.load(input_row, rank, step, packs);
-    sum.add(x);
-    sum.store(residual_row, rank, step, packs);
-    const float total = row_sum<kGroup>(sum.sum_squares(), scratch, call++);
+    Slice sum[kRows], x[kRows];
+    T* input_row[kRows];
+    T* residual_row[kRows];
+    std::uint32_t packs[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const std::int64_t row = base + r * groups + Rows::index();
+      const bool valid = row < p.num_rows;
+      const std::int64_t safe_row = valid ? row : 0;
+      packs[r] = valid ? p.num_packs : 0u;
+      input_row[r] = p.input + safe_row * p.input_stride;
+      residual_row[r] = p.residual + safe_row * p.residual_stride;
+      sum[r].load(residual_row[r], rank, step, packs[r]);
+      x[r].load(input_row[r], rank, step, packs[r]);
+    }
     Slice weight;
-    weight.load_staged(weight_slots, blockDim.x);
-    sum.scale(weight, rms_scale(total, p.inv_dim, p.eps));
-    sum.store(input_row, rank, step, packs);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      sum[r].add(x[r]);
+      sum[r].store(residual_row[r], rank, step, packs[r]);
+      const float total = row_sum<kGroup>(sum[r].sum_squares(), scratch, call++);
+      if (r == 0) weight.load_staged(weight_slots, blockDim.x);
+      sum[r].scale(weight, rms_scale(total, p.inv_dim, p.eps));
+      sum[r].store(input_row[r], rank, step, packs[r]);
+    }
   }
 
-  device::PDLTriggerSecondary<kUsePDL>();
+  if constexpr (!host::norm::kRowsPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// In place: residual = input + residual; input = rmsnorm(residual) * weight.
@@ -142,11 +155,22 @@ void fused_add_rmsnorm(tvm::ffi::TensorView input,
   norm::dispatch_rows(
       params.num_packs,
       [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {
-        const std::int64_t grid = std::min<std::int64_t>(
-            div_ceil(params.num_rows, std::int64_t{rows_per_cta}), 0x7fffffff);
+        constexpr int kRows = norm::rows_per_group(kGroup, kPacks);
+        constexpr auto kernel = fused_add_rmsnorm_kernel<kGroup, kPacks, kRows, kUsePDL, T>;
         const std::size_t smem = norm::staged_smem_bytes(kPacks, threads);
+        // As rmsnorm: one CTA per kRows x rows_per_cta rows, or one wave (persistent).
+        std::int64_t grid = std::min<std::int64_t>(
+            div_ceil(params.num_rows, std::int64_t{rows_per_cta} * kRows), 0x7fffffff);
+        if constexpr (norm::kPersistentRows) {
+          const std::int64_t resident =
+              static_cast<std::int64_t>(runtime::get_sm_count(dev.device_id)) *
+              std::max(1,
+                       runtime::get_blocks_per_sm(
+                           kernel, static_cast<int>(threads), smem, dev.device_id));
+          grid = std::min(grid, resident);
+        }
         LaunchKernel(static_cast<unsigned>(grid), threads, dev, smem)
-            .enable_pdl(kUsePDL)(fused_add_rmsnorm_kernel<kGroup, kPacks, kUsePDL, T>, params);
+            .enable_pdl(kUsePDL)(kernel, params);
       });
 }
 

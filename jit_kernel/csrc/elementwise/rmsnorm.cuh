@@ -2,7 +2,8 @@
 // math. Rows of any stride; every row size (8..16384, multiple of 8) dispatched in C++.
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
-#include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows
+#include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows, rows_per_group
+#include <sgl_kernel/runtime.cuh>    // For runtime::get_sm_count, runtime::get_blocks_per_sm
 #include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimary, PDLTriggerSecondary
 
 #include <dlpack/dlpack.h>
@@ -28,20 +29,24 @@ struct RMSNormParams {
 };
 
 /// Rows are split among groups of kGroup lanes (0: the whole CTA); each thread keeps kPacks
-/// packs of its row in registers: one read, fp32 reduction, one write. The loop over rows is
-/// uniform across the CTA (every lane reaches every shuffle / barrier).
-template <std::uint32_t kGroup, int kPacks, bool kUsePDL, typename T>
+/// packs of its row in registers: one read, fp32 reduction, one write. Each group takes kRows
+/// rows per iteration (rows base + r * groups + group, r < kRows), all loaded before the first
+/// reduction. The loop over rows is uniform across the CTA (every lane reaches every shuffle /
+/// barrier).
+template <std::uint32_t kGroup, int kPacks, int kRows, bool kUsePDL, typename T>
 __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
-                                  host::norm::min_blocks(kGroup, kPacks))
+                                  host::norm::min_blocks(kGroup, kPacks, kRows, 1))
     rmsnorm_kernel(const RMSNormParams<T> p) {
   using namespace device::norm;
   using Rows = RowGroups<kGroup>;
   using Slice = RowSlice<T, kPacks>;
+  static_assert(kRows >= 1 && (kRows == 1 || kGroup != 0), "several rows: warp groups only");
   __shared__ CtaSumScratch scratch;
   extern __shared__ __align__(16) unsigned char norm_smem[];  // staged weight: kPacks x blockDim
   Pack* const weight_slots = reinterpret_cast<Pack*>(norm_smem) + threadIdx.x;
 
   device::PDLWaitPrimary<kUsePDL>();
+  if constexpr (host::norm::kRowsPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
@@ -49,25 +54,33 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
   // asynchronously (no registers held while rows load and reduce).
   Slice::stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
 
-  const std::int64_t rows_per_cta = Rows::per_cta();
+  const std::int64_t groups = Rows::per_cta();
+  const std::int64_t rows_per_cta = groups * kRows;
   const std::int64_t row_step = static_cast<std::int64_t>(gridDim.x) * rows_per_cta;
   std::uint32_t call = 0;
   for (std::int64_t base = blockIdx.x * rows_per_cta; base < p.num_rows; base += row_step) {
-    const std::int64_t row = base + Rows::index();
-    const bool valid = row < p.num_rows;
-    const std::int64_t safe_row = valid ? row : 0;
-    const std::uint32_t packs = valid ? p.num_packs : 0u;
-
-    Slice x;
-    x.load(p.input + safe_row * p.input_stride, rank, step, packs);
-    const float sum = row_sum<kGroup>(x.sum_squares(), scratch, call++);
+    Slice x[kRows];
+    std::int64_t safe_row[kRows];
+    std::uint32_t packs[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const std::int64_t row = base + r * groups + Rows::index();
+      const bool valid = row < p.num_rows;
+      safe_row[r] = valid ? row : 0;
+      packs[r] = valid ? p.num_packs : 0u;
+      x[r].load(p.input + safe_row[r] * p.input_stride, rank, step, packs[r]);
+    }
     Slice weight;
-    weight.load_staged(weight_slots, blockDim.x);
-    x.scale(weight, rms_scale(sum, p.inv_dim, p.eps));
-    x.store(p.out + safe_row * p.out_stride, rank, step, packs);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const float sum = row_sum<kGroup>(x[r].sum_squares(), scratch, call++);
+      if (r == 0) weight.load_staged(weight_slots, blockDim.x);
+      x[r].scale(weight, rms_scale(sum, p.inv_dim, p.eps));
+      x[r].store(p.out + safe_row[r] * p.out_stride, rank, step, packs[r]);
+    }
   }
 
-  device::PDLTriggerSecondary<kUsePDL>();
+  if constexpr (!host::norm::kRowsPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// out = rmsnorm(input) * weight.
@@ -132,12 +145,23 @@ void rmsnorm(tvm::ffi::TensorView out,
   norm::dispatch_rows(
       params.num_packs,
       [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {
-        // One row group per row (grid-stride loop only beyond 2^31 - 1 CTAs).
-        const std::int64_t grid = std::min<std::int64_t>(
-            div_ceil(params.num_rows, std::int64_t{rows_per_cta}), 0x7fffffff);
+        constexpr int kRows = norm::rows_per_group(kGroup, kPacks);
+        constexpr auto kernel = rmsnorm_kernel<kGroup, kPacks, kRows, kUsePDL, T>;
         const std::size_t smem = norm::staged_smem_bytes(kPacks, threads);
+        // One CTA per kRows x rows_per_cta rows (a grid-stride loop only beyond 2^31 - 1 CTAs),
+        // or, persistent, at most one wave of resident CTAs.
+        std::int64_t grid = std::min<std::int64_t>(
+            div_ceil(params.num_rows, std::int64_t{rows_per_cta} * kRows), 0x7fffffff);
+        if constexpr (norm::kPersistentRows) {
+          const std::int64_t resident =
+              static_cast<std::int64_t>(runtime::get_sm_count(dev.device_id)) *
+              std::max(1,
+                       runtime::get_blocks_per_sm(
+                           kernel, static_cast<int>(threads), smem, dev.device_id));
+          grid = std::min(grid, resident);
+        }
         LaunchKernel(static_cast<unsigned>(grid), threads, dev, smem)
-            .enable_pdl(kUsePDL)(rmsnorm_kernel<kGroup, kPacks, kUsePDL, T>, params);
+            .enable_pdl(kUsePDL)(kernel, params);
       });
 }
 

@@ -17,6 +17,32 @@
 #include <cstddef>
 #include <cstdint>
 
+// Tuning knobs of the row kernels (rmsnorm, fused_add_rmsnorm; compile-time, swept by
+// scripts/tune_kernels.py, see scripts/tune_kernels.md):
+//   SGL_NORM_WARP_CTA_THREADS  CTA size of the warp-group plans (a multiple of 32, <= 1024)
+//   SGL_NORM_ROWS_PER_GROUP    rows each lane group of a warp-group plan takes per iteration,
+//                              all their loads issued before the first reduction; capped so
+//                              that a thread holds at most kMaxPacksInFlight packs of a tensor
+//                              (the 4-pack plan takes at most 2 rows). The CTA plan takes 1.
+//   SGL_NORM_PERSISTENT        0: one CTA per row slot (grid = rows / rows per CTA);
+//                              1: at most one wave of resident CTAs striding over the rows
+//                              (each stages the weight once)
+//   SGL_NORM_PDL_EARLY         1: with PDL, let the next kernel launch as soon as a CTA starts
+//                              (after its griddepcontrol.wait) rather than when it ends; the
+//                              next kernel still waits for this grid before touching memory
+#ifndef SGL_NORM_WARP_CTA_THREADS
+#define SGL_NORM_WARP_CTA_THREADS 128
+#endif
+#ifndef SGL_NORM_ROWS_PER_GROUP
+#define SGL_NORM_ROWS_PER_GROUP 4
+#endif
+#ifndef SGL_NORM_PERSISTENT
+#define SGL_NORM_PERSISTENT 0
+#endif
+#ifndef SGL_NORM_PDL_EARLY
+#define SGL_NORM_PDL_EARLY 0
+#endif
+
 namespace device::norm {
 
 /// Bytes of every global access.
@@ -232,21 +258,48 @@ namespace host::norm {
 inline constexpr int kCtaPacks = 4;
 inline constexpr std::uint32_t kCtaMaxThreads = 512;
 /// CTA size of the warp-group path (several rows per CTA).
-inline constexpr std::uint32_t kWarpPathThreads = 128;
+inline constexpr std::uint32_t kWarpPathThreads = SGL_NORM_WARP_CTA_THREADS;
+static_assert(kWarpPathThreads >= 32 && kWarpPathThreads <= 1024 && kWarpPathThreads % 32 == 0,
+              "SGL_NORM_WARP_CTA_THREADS must be a multiple of 32 in [32, 1024]");
 /// Packs per thread of the warp-group path below one warp per row.
 inline constexpr int kWarpPacks = 2;
+/// Rows per lane group and iteration asked for (SGL_NORM_ROWS_PER_GROUP), and the most packs of
+/// one tensor a thread holds at once when taking several rows.
+inline constexpr int kRowsPerGroup = SGL_NORM_ROWS_PER_GROUP;
+inline constexpr int kMaxPacksInFlight = 8;
+static_assert(kRowsPerGroup >= 1 && kRowsPerGroup <= kMaxPacksInFlight / kWarpPacks,
+              "SGL_NORM_ROWS_PER_GROUP must be in [1, 4]");
+/// Whether the row kernels run a persistent grid (SGL_NORM_PERSISTENT).
+inline constexpr bool kPersistentRows = SGL_NORM_PERSISTENT != 0;
+/// Whether the row kernels trigger their PDL dependents at the start (SGL_NORM_PDL_EARLY).
+inline constexpr bool kRowsPDLEarly = SGL_NORM_PDL_EARLY != 0;
+
+/// Rows each group of `group` lanes (0: the whole CTA) holding `packs` packs per row takes per
+/// iteration: kRowsPerGroup, at most kMaxPacksInFlight / packs; 1 for the CTA path.
+constexpr int rows_per_group(std::uint32_t group, int packs) {
+  if (group == 0) return 1;
+  const int cap = packs >= kMaxPacksInFlight ? 1 : kMaxPacksInFlight / packs;
+  return kRowsPerGroup < cap ? kRowsPerGroup : cap;
+}
 
 /// __launch_bounds__ of a kernel with row groups of `group` lanes (0: the whole CTA) holding
-/// `packs` packs per thread: its largest CTA, and the resident CTAs per SM the register
-/// allocation must allow (65536 registers per SM). Two of the largest CTA-path CTAs (<= 64
-/// registers); 8 warp-group CTAs with 4 packs (<= 64); 12 with 2 packs (<= 40: 1536 threads).
-/// Tighter caps spill (measured with ptxas for sm_90a).
+/// `packs` packs per thread of each of `rows` rows of `tensors` row tensors (rmsnorm 1,
+/// fused_add_rmsnorm 2): its largest CTA, and the resident CTAs per SM the register allocation
+/// must allow (65536 registers per SM). Two of the largest CTA-path CTAs (<= 64 registers).
+/// One row per iteration: 40 registers with 2 packs (12 CTAs of 128 threads), 64 with 4 (8
+/// CTAs); tighter caps spill (measured with ptxas for sm_90a). Several rows: 32 registers plus
+/// 4 per pack held (rows x tensors, the weight, one spare), rounded up to 8 (2 rows x 4 packs
+/// of rmsnorm spill at 80).
 constexpr std::uint32_t max_threads(std::uint32_t group) {
   return group == 0 ? kCtaMaxThreads : kWarpPathThreads;
 }
-constexpr std::uint32_t min_blocks(std::uint32_t group, int packs) {
+constexpr std::uint32_t min_blocks(std::uint32_t group, int packs, int rows = 1, int tensors = 1) {
   if (group == 0) return 1024u / kCtaMaxThreads;
-  return packs <= 2 ? 12u : 8u;
+  const int budget =
+      rows == 1 ? (packs <= 2 ? 40 : 64) : (32 + 4 * packs * (rows * tensors + 2) + 7) / 8 * 8;
+  const std::uint32_t blocks = 65536u / (kWarpPathThreads * static_cast<std::uint32_t>(budget));
+  const std::uint32_t most = 2048u / kWarpPathThreads;  // resident threads per SM
+  return blocks == 0 ? 1u : (blocks < most ? blocks : most);
 }
 
 /// Dynamic shared memory of a kernel that stages kPacks packs per thread (RowSlice::stage).
@@ -268,7 +321,8 @@ inline bool is_row_supported(std::int64_t row_elems) {
 ///   packs <=    8: 4 lanes x 2 packs     packs <=  64: 32 lanes x 2 packs
 ///   packs <=   16: 8 lanes x 2 packs     packs <= 128: 32 lanes x 4 packs
 ///   packs <=   32: 16 lanes x 2 packs    else: one CTA of 64..512 threads x 4 packs per row
-/// (warp groups run 128-thread CTAs). num_packs must satisfy is_row_supported(8 * num_packs).
+/// (warp groups run kWarpPathThreads-thread CTAs). num_packs must satisfy is_row_supported(8 *
+/// num_packs).
 template <typename Launch>
 void dispatch_rows(std::uint32_t num_packs, Launch&& launch) {
   constexpr std::uint32_t kCtaThreads = kWarpPathThreads;
