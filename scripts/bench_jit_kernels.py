@@ -319,6 +319,11 @@ def check_targets(
     return failures
 
 
+def progress(message: str, t0: float) -> None:
+    """One line per finished case on stderr (the tables come at the end, on stdout)."""
+    print(f"[{time.perf_counter() - t0:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -356,6 +361,7 @@ def main() -> int:
         f"{copies['graph']:.0f} GB/s; reference = {copy_gbps:.0f} GB/s\n"
     )
 
+    t0 = time.perf_counter()
     rows: list[BandwidthRow] = []
     overheads: list[OverheadRow] = []
     errors: list[str] = []
@@ -371,6 +377,7 @@ def main() -> int:
                 continue
             try:
                 rows.append(bench_case(case, copy_gbps, args.timer))
+                progress(f"{case.kernel} {case.shape}: ours {rows[-1].ours_us:.1f} us", t0)
             except Exception:
                 errors.append(f"{case.kernel} {case.shape}:\n{traceback.format_exc()}")
         if args.skip_overhead:

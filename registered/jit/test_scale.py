@@ -9,8 +9,8 @@ import torch
 from ci_runner import register_cuda_ci
 from jit_kernel.utils import get_ci_test_range
 
-register_cuda_ci(est_time=30, suite="base-b-kernel-unit-1-gpu-large")
-register_cuda_ci(est_time=30, suite="nightly-kernel-1-gpu", nightly=True)
+register_cuda_ci(est_time=11, suite="base-b-kernel-unit-1-gpu-large")
+register_cuda_ci(est_time=13, suite="nightly-kernel-1-gpu", nightly=True)
 
 if not torch.cuda.is_available():
     pytest.skip("scale tests need a CUDA GPU", allow_module_level=True)

@@ -75,7 +75,9 @@ def _flashinfer_activation() -> Any:
     return activation
 
 
-def _flashinfer_peer(op: str) -> Callable[..., Any] | str:
+def _flashinfer_peer(op: str, dtype: torch.dtype) -> Callable[..., Any] | str:
+    if dtype not in (torch.float16, torch.bfloat16):
+        return "FlashInfer's activations take float16/bfloat16 only"
     activation = _flashinfer_activation()
     return activation if isinstance(activation, str) else getattr(activation, f"{op}_and_mul")
 
@@ -108,7 +110,7 @@ def bandwidth_cases() -> list[BandwidthCase]:
                 peers={
                     "torch": torch_fn(op),
                     "torch_compile": _compiled(op),
-                    "flashinfer": _flashinfer_peer(op),
+                    "flashinfer": _flashinfer_peer(op, dtype),
                 },
                 rotate_args=(0,),
                 check=_checker(op),

@@ -17,7 +17,7 @@ from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from jit_kernel.rmsnorm import rmsnorm
 
-register_cuda_ci(est_time=60, suite="base-b-kernel-benchmark-1-gpu-large")
+register_cuda_ci(est_time=38, suite="base-b-kernel-benchmark-1-gpu-large")
 
 # One compiled kernel per shape, as a model with fixed shapes gets; allow the full local sweep.
 torch._dynamo.config.recompile_limit = 256

@@ -20,7 +20,7 @@ from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from jit_kernel.store_cache import store_cache
 
-register_cuda_ci(est_time=60, suite="base-b-kernel-benchmark-1-gpu-large")
+register_cuda_ci(est_time=33, suite="base-b-kernel-benchmark-1-gpu-large")
 
 torch._dynamo.config.recompile_limit = 256
 
