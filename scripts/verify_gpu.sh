@@ -10,16 +10,8 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 SGLANG_IS_IN_CI="${SGLANG_IS_IN_CI:-1}"
 export JIT_KERNEL_CACHE_DIR="${JIT_KERNEL_CACHE_DIR:-$OUT/jit-cache}"
 PY="${PYTHON:-python3}"
-status=0
-step() {  # step NAME COMMAND...: run, keep the log, remember a failure
-  local name=$1; shift
-  echo "=== $name: $*"
-  "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  tail -n "${TAIL_LINES:-40}" "$OUT/$name.log"
-  echo "=== $name: exit $rc"
-  [ "$rc" -eq 0 ] || status=1
-}
+# shellcheck source=scripts/verify_steps.sh
+. scripts/verify_steps.sh
 step precompile "$PY" -m jit_kernel precompile
 step unit "$PY" run_suite.py --hw cuda --suite base-b-kernel-unit-1-gpu-large \
   --junit-xml "$OUT/unit.xml" --continue-on-error
