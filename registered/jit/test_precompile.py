@@ -16,7 +16,7 @@ from jit_kernel.utils import BuildResult, cache_once, load_jit, register_precomp
 from jit_kernel.utils.arch import ArchInfo
 from jit_kernel.utils.registry import PrecompileSpec
 
-register_cpu_ci(est_time=90, suite="base-a-test-cpu")
+register_cpu_ci(est_time=220, suite="base-a-test-cpu")
 
 SUMMARY = re.compile(r"^built (\d+), cached (\d+), failed (\d+)$")
 
