@@ -11,6 +11,7 @@ vector pairs in flight per thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 import torch
@@ -64,14 +65,6 @@ def _builder(op: str):
     return build
 
 
-# dtype -> module (the same module for all three; one table each for the error messages)
-_silu = KernelTable(_builder("silu_and_mul"), "silu_and_mul", "silu_and_mul", "input")
-_gelu = KernelTable(_builder("gelu_and_mul"), "gelu_and_mul", "gelu_and_mul", "input")
-_gelu_tanh = KernelTable(
-    _builder("gelu_tanh_and_mul"), "gelu_tanh_and_mul", "gelu_tanh_and_mul", "input"
-)
-
-
 def can_use_activation(d: int, dtype: torch.dtype) -> bool:
     """True when the gated activations support ``d`` output elements per row of ``dtype``.
 
@@ -90,7 +83,33 @@ def _raise_argument_error(op: str, error: BaseException, input: object, out: obj
     raise_argument_type_error(op, error, tensors={"input": input}, optional={"out": out})
 
 
-def silu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+def _gated_activation(op: str, doc: str) -> Callable[..., torch.Tensor]:
+    """The public wrapper of ``op`` (``silu_and_mul``, ...): one KernelTable, the same body.
+
+    The table maps dtype -> the module's ``op`` export (one module serves all three ops; each op
+    has its own table so that its errors name it).
+    """
+    table = KernelTable(_builder(op), op, op, "input")
+
+    def gated(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        try:
+            if not input.is_contiguous():
+                input = input.contiguous()
+            if out is None:
+                shape = input.shape
+                out = input.new_empty((*shape[:-1], shape[-1] // 2))
+            (table.get(input.dtype) or table.miss(input.dtype, input))(out, input)
+        except (AttributeError, TypeError, IndexError) as error:
+            _raise_argument_error(op, error, input, out)
+        return out
+
+    gated.__name__ = gated.__qualname__ = op
+    gated.__doc__ = doc
+    return gated
+
+
+silu_and_mul = _gated_activation(
+    "silu_and_mul",
     """Return ``silu(input[..., :d]) * input[..., d:]`` (written into ``out`` when given).
 
     ``input``: CUDA, float16/bfloat16/float32, any rank >= 1 with an even last dim ``2 * d``;
@@ -99,50 +118,21 @@ def silu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.
     ``silu(x) = x / (1 + exp(-x))`` in float32, the product rounded once. Raises TypeError for a
     non-tensor argument, RuntimeError (naming the tensor) for a CPU tensor, an unsupported
     dtype, an odd last dim or a mismatched ``out``.
-    """
-    try:
-        if not input.is_contiguous():
-            input = input.contiguous()
-        if out is None:
-            shape = input.shape
-            out = input.new_empty((*shape[:-1], shape[-1] // 2))
-        (_silu.get(input.dtype) or _silu.miss(input.dtype, input))(out, input)
-    except (AttributeError, TypeError, IndexError) as error:
-        _raise_argument_error("silu_and_mul", error, input, out)
-    return out
-
-
-def gelu_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """,
+)
+gelu_and_mul = _gated_activation(
+    "gelu_and_mul",
     """Return ``gelu(input[..., :d]) * input[..., d:]`` with the exact (erf) GELU.
 
     ``gelu(x) = x / 2 * (1 + erf(x / sqrt(2)))`` (torch's ``approximate="none"``). Shapes, dtypes,
     ``out`` and errors as :func:`silu_and_mul`.
-    """
-    try:
-        if not input.is_contiguous():
-            input = input.contiguous()
-        if out is None:
-            shape = input.shape
-            out = input.new_empty((*shape[:-1], shape[-1] // 2))
-        (_gelu.get(input.dtype) or _gelu.miss(input.dtype, input))(out, input)
-    except (AttributeError, TypeError, IndexError) as error:
-        _raise_argument_error("gelu_and_mul", error, input, out)
-    return out
-
-
-def gelu_tanh_and_mul(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """,
+)
+gelu_tanh_and_mul = _gated_activation(
+    "gelu_tanh_and_mul",
     """Return ``gelu_tanh(input[..., :d]) * input[..., d:]`` (tanh-approximated GELU).
 
     ``gelu_tanh(x) = x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))`` (torch's
     ``approximate="tanh"``). Shapes, dtypes, ``out`` and errors as :func:`silu_and_mul`.
-    """
-    try:
-        if not input.is_contiguous():
-            input = input.contiguous()
-        if out is None:
-            shape = input.shape
-            out = input.new_empty((*shape[:-1], shape[-1] // 2))
-        (_gelu_tanh.get(input.dtype) or _gelu_tanh.miss(input.dtype, input))(out, input)
-    except (AttributeError, TypeError, IndexError) as error:
-        _raise_argument_error("gelu_tanh_and_mul", error, input, out)
-    return out
+    """,
+)
