@@ -1253,7 +1253,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="do_bench replay_iters per measurement (default 1000: 10 replays of 100 calls)",
     )
     parser.add_argument("--check-child", type=Path, help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.replay_iters < 1:
+        parser.error(f"--replay-iters must be at least 1, got {args.replay_iters}")
+    if args.time_budget is not None and args.time_budget <= 0:
+        parser.error(
+            f"--time-budget must be a positive number of seconds, got {args.time_budget:g}"
+        )
+    if args.arch:
+        from jit_kernel.utils.arch import ArchError, parse_arch
+
+        try:
+            parse_arch(args.arch, "--arch")
+        except ArchError as error:
+            parser.error(str(error))
+    return args
 
 
 def selected_variants(args: argparse.Namespace) -> dict[str, list[Variant]]:
@@ -1262,9 +1278,11 @@ def selected_variants(args: argparse.Namespace) -> dict[str, list[Variant]]:
     known = {v.name for grid in VARIANTS.values() for v in grid}
     unknown = wanted - known
     if unknown:
-        raise SystemExit(
-            f"tune_kernels: unknown variant(s) {', '.join(sorted(unknown))}; see --list"
+        print(
+            f"tune_kernels: unknown variant(s) {', '.join(sorted(unknown))}; see --list",
+            file=sys.stderr,
         )
+        raise SystemExit(2)
     for family in args.kernels:
         grid = VARIANTS[family]
         chosen[family] = [v for i, v in enumerate(grid) if i == 0 or not wanted or v.name in wanted]
@@ -1342,7 +1360,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     log_dir = Path(tempfile.mkdtemp(prefix="tune_kernels_"))
     if args.build_only:
-        return run_build_only(args, chosen, log_dir)
+        from jit_kernel.utils.arch import ArchError
+
+        try:
+            return run_build_only(args, chosen, log_dir)
+        except ArchError as error:  # no --arch, no TVM_FFI_CUDA_ARCH_LIST and no GPU
+            print(f"tune_kernels: {error}", file=sys.stderr)
+            return 2
     if not torch.cuda.is_available():
         print("tune_kernels: needs a CUDA GPU (or --build-only)", file=sys.stderr)
         return 2
