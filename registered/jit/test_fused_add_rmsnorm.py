@@ -15,6 +15,7 @@ import sys
 
 import pytest
 import torch
+from helpers_norm import ATOL, DIMS, DTYPES, EPS, NUM_ROWS, RTOL, randn, weight_for
 
 from ci_runner import register_cuda_ci
 from jit_kernel.utils import get_ci_test_range
@@ -31,16 +32,6 @@ from jit_kernel.fused_add_rmsnorm import (  # noqa: E402
     can_use_fused_add_rmsnorm,
     fused_add_rmsnorm,
 )
-
-DTYPES = [torch.bfloat16, torch.float16]
-RTOL = {torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10}
-ATOL = 1e-5
-EPS = 1e-6
-FULL_DIMS = [8, 16, 24, 40, 64, 72, 128, 136, 256, 264, 512, 520, 1024, 1032, 1536, 2048]
-FULL_DIMS += [2056, 2304, 3072, 4096, 5120, 7168, 8192, 8200, 12288, 16376, 16384]
-CI_DIMS = [8, 64, 128, 256, 520, 1024, 1032, 4096, 5120, 16384]
-DIMS = get_ci_test_range(FULL_DIMS, CI_DIMS)
-NUM_ROWS = get_ci_test_range([1, 2, 3, 7, 33, 129, 1000, 4097], [1, 7, 129, 1025])
 
 
 def reference(
@@ -76,14 +67,6 @@ def run_and_check(
         atol=ATOL,
         msg=lambda message: f"{context}: normalised input\n{message}",
     )
-
-
-def randn(*shape: int, dtype: torch.dtype) -> torch.Tensor:
-    return torch.randn(*shape, dtype=dtype, device="cuda")
-
-
-def weight_for(dim: int, dtype: torch.dtype) -> torch.Tensor:
-    return (1.0 + 0.5 * torch.randn(dim, device="cuda")).to(dtype)
 
 
 # ---------------------------------------------------------------- correctness

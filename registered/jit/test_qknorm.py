@@ -14,6 +14,7 @@ import sys
 
 import pytest
 import torch
+from helpers_norm import ATOL, DTYPES, EPS, RTOL, randn, weight_for
 
 from ci_runner import register_cuda_ci
 from jit_kernel.utils import get_ci_test_range
@@ -30,10 +31,6 @@ from jit_kernel.qknorm import (  # noqa: E402
     fused_inplace_qknorm,
 )
 
-DTYPES = [torch.bfloat16, torch.float16]
-RTOL = {torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10}
-ATOL = 1e-5
-EPS = 1e-6
 HEAD_DIMS = [64, 128, 256, 512]
 NUM_TOKENS = get_ci_test_range([1, 2, 3, 9, 64, 257, 1000, 4109], [1, 9, 257])
 HEADS = get_ci_test_range([(1, 1), (8, 1), (5, 3), (16, 16), (32, 8), (64, 4)], [(8, 1), (32, 8)])
@@ -60,14 +57,6 @@ def run_and_check(q, k, q_weight, k_weight, what: str, eps: float = EPS) -> None
             atol=ATOL,
             msg=lambda message, context=context: f"{context}\n{message}",
         )
-
-
-def randn(*shape: int, dtype: torch.dtype) -> torch.Tensor:
-    return torch.randn(*shape, dtype=dtype, device="cuda")
-
-
-def weight_for(dim: int, dtype: torch.dtype) -> torch.Tensor:
-    return (1.0 + 0.5 * torch.randn(dim, device="cuda")).to(dtype)
 
 
 # ---------------------------------------------------------------- correctness
