@@ -57,6 +57,7 @@ COPY_BYTES = 1 << 30
 BW_TARGET = 0.90
 PEER_NOISE = 0.98  # "no slower than a peer" allows 2% noise
 OVERHEAD_TARGET = 1.05
+OVERHEAD_ROUNDS = 31  # interleaved rounds of the host-overhead measurement
 WARM_LOAD_TARGET_MS = 30.0
 
 
@@ -77,12 +78,16 @@ class BandwidthRow:
 
 @dataclass
 class OverheadRow:
-    """Host microseconds per call: wrapper, bare tvm-ffi call, torch eager."""
+    """Host microseconds per call (medians): wrapper, bare tvm-ffi call, torch eager; and the
+    medians of the per-round ratios wrapper / bare and wrapper / torch (paired within a round,
+    so that drift of the host's speed between rounds cancels)."""
 
     name: str
     wrapper_us: float
     bare_us: float
     torch_us: float
+    vs_bare: float
+    vs_torch: float
 
 
 def l2_bytes() -> int:
@@ -190,8 +195,16 @@ def bench_case(case: BandwidthCase, copy_gbps: float, timer: str) -> BandwidthRo
     return row
 
 
-def host_us_per_call(fn: Callable[..., Any], args: tuple[Any, ...], calls: int) -> float:
-    """Wall-clock microseconds per call of an eager loop of ``calls`` calls (no sync inside)."""
+def host_us_per_call(
+    fn: Callable[..., Any], args: tuple[Any, ...], calls: int, warmup: int = 20
+) -> float:
+    """Wall-clock microseconds per call of an eager loop of ``calls`` calls (no sync inside).
+
+    ``warmup`` untimed calls come first, so that every variant starts its timed loop with its
+    own code path warm (caches, branch predictors), whatever ran before it.
+    """
+    for _ in range(warmup):
+        fn(*args)
     torch.cuda.synchronize()
     t0 = time.perf_counter_ns()
     for _ in range(calls):
@@ -201,19 +214,36 @@ def host_us_per_call(fn: Callable[..., Any], args: tuple[Any, ...], calls: int) 
     return elapsed / calls / 1e3
 
 
-def bench_overhead(case: OverheadCase, rounds: int = 15, calls: int = 200) -> OverheadRow:
-    """Median over ``rounds`` interleaved rounds of wrapper, bare call and torch eager."""
+def bench_overhead(
+    case: OverheadCase, rounds: int = OVERHEAD_ROUNDS, calls: int = 200
+) -> OverheadRow:
+    """Median over ``rounds`` interleaved rounds of wrapper, bare call and torch eager.
+
+    The order within a round rotates (wrapper first, then bare first, then torch first, ...),
+    so no variant always runs right after the same other one.
+    """
     args = case.make_inputs()
     variants = {"wrapper": case.wrapper, "bare": case.bare, "torch": case.torch_eager}
     for fn in variants.values():
         for _ in range(50):
             fn(*args)
     samples: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, fn in variants.items():
-            samples[name].append(host_us_per_call(fn, args, calls))
+    names = list(variants)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(host_us_per_call(variants[name], args, calls))
     med = {name: statistics.median(values) for name, values in samples.items()}
-    return OverheadRow(case.name, med["wrapper"], med["bare"], med["torch"])
+    pairs = zip(samples["wrapper"], samples["bare"], samples["torch"], strict=True)
+    vs_bare, vs_torch = zip(*((w / b, w / t) for w, b, t in pairs), strict=True)
+    return OverheadRow(
+        case.name,
+        med["wrapper"],
+        med["bare"],
+        med["torch"],
+        statistics.median(vs_bare),
+        statistics.median(vs_torch),
+    )
 
 
 WARM_LOAD_CHILD = """
@@ -305,14 +335,14 @@ def check_targets(
             if us / r.ours_us < PEER_NOISE:
                 failures.append(f"{r.kernel} {r.shape}: slower than {p} ({us / r.ours_us:.2f}x)")
     for o in overheads:
-        if o.wrapper_us > OVERHEAD_TARGET * o.bare_us:
+        if o.vs_bare > OVERHEAD_TARGET:
             failures.append(
-                f"host overhead {o.name}: wrapper {o.wrapper_us:.2f} us > "
-                f"{OVERHEAD_TARGET:.2f} x bare {o.bare_us:.2f} us"
+                f"host overhead {o.name}: wrapper {o.vs_bare:.3f}x the bare call "
+                f"> {OVERHEAD_TARGET:.2f}x"
             )
-        if o.wrapper_us >= o.torch_us:
+        if o.vs_torch >= 1.0:
             failures.append(
-                f"host overhead {o.name}: wrapper {o.wrapper_us:.2f} us >= torch {o.torch_us:.2f} us"
+                f"host overhead {o.name}: wrapper {o.vs_torch:.3f}x torch eager (not below it)"
             )
     if load_ms >= WARM_LOAD_TARGET_MS:
         failures.append(f"warm load {load_ms:.1f} ms >= {WARM_LOAD_TARGET_MS} ms")
@@ -397,14 +427,17 @@ def main() -> int:
 
     print_bandwidth(rows)
     if overheads:
-        print("\nhost time per call (eager loop of 200 calls, median of 15 interleaved rounds):")
+        print(
+            f"\nhost time per call (eager loop of 200 calls; medians of {OVERHEAD_ROUNDS} rounds, "
+            "order rotated; ratios: medians of the per-round ratios):"
+        )
         print(
             f"  {'case':<34}{'wrapper us':>11}{'bare us':>9}{'torch us':>10}{'vs bare':>9}{'vs torch':>10}"
         )
         for o in overheads:
             print(
                 f"  {o.name:<34}{o.wrapper_us:>11.2f}{o.bare_us:>9.2f}{o.torch_us:>10.2f}"
-                f"{o.wrapper_us / o.bare_us:>8.3f}x{o.wrapper_us / o.torch_us:>9.3f}x"
+                f"{o.vs_bare:>8.3f}x{o.vs_torch:>9.3f}x"
             )
     load_ms = warm_load_ms()
     print(f"\nwarm load (fresh process, disk cache warm): _jit_scale_module {load_ms:.1f} ms")

@@ -1,4 +1,4 @@
-"""Sweep the compile-time knobs of the activation, norm and qknorm kernels; pick their defaults.
+"""Sweep the compile-time knobs of the activation, norm, qknorm, rope and store_cache kernels.
 
 Run on a GPU from the repo root (the manual is scripts/tune_kernels.md)::
 
@@ -60,7 +60,7 @@ DEFAULT_BUDGET_S = 240.0
 RESERVE_S = 6.0  # kept free at the end for the report
 CALLS_PER_MEASUREMENT = 1110  # do_bench graph mode: 10 warm-up + 1 warm replay + 10 replays of 100
 MEASUREMENT_OVERHEAD_S = 0.2  # capture, clones, synchronisation
-FAMILIES = ("activation", "norm", "qknorm")
+FAMILIES = ("activation", "norm", "qknorm", "rope", "store_cache")
 
 # ----------------------------------------------------------------------------------- knobs
 
@@ -82,6 +82,7 @@ KNOBS: dict[str, dict[str, tuple[str, int]]] = {
         "SGL_NORM_ROWS_PER_GROUP": ("R", 1),
         "SGL_NORM_PERSISTENT": ("P", 0),
         "SGL_NORM_PDL_EARLY": ("E", 0),
+        "SGL_NORM_MIN_BLOCKS": ("M", 0),
     },
     "qknorm": {
         "SGL_QKNORM_ITEMS": ("I", 1),
@@ -89,6 +90,19 @@ KNOBS: dict[str, dict[str, tuple[str, int]]] = {
         "SGL_QKNORM_CTA_THREADS": ("T", 128),
         "SGL_QKNORM_WEIGHT_REGS": ("W", 0),
         "SGL_QKNORM_PDL_EARLY": ("E", 0),
+    },
+    "rope": {
+        "SGL_ROPE_BLOCK": ("B", 256),
+        "SGL_ROPE_NEOX_UNROLL": ("U", 2),
+        "SGL_ROPE_GPTJ_UNROLL": ("G", 2),
+        "SGL_ROPE_PERSISTENT": ("P", 1),
+        "SGL_ROPE_SPREAD": ("S", 0),
+        "SGL_ROPE_WHOLE_WARPS": ("W", 0),
+    },
+    "store_cache": {
+        "SGL_STORE_BLOCK": ("B", 256),
+        "SGL_STORE_UNROLL": ("U", 4),
+        "SGL_STORE_PERSISTENT": ("P", 1),
     },
 }
 
@@ -136,8 +150,10 @@ def _grid(family: str, rows: list[tuple[str, str, str]]) -> list[Variant]:
 # variant of each family is the baseline before tuning. B/U/P/F/S/M/E: SGL_ACT_BLOCK, _UNROLL,
 # _PERSISTENT, _FAST_MATH, _SCHEDULE, _MIN_BLOCKS, _PDL_EARLY; T/R/P/E:
 # SGL_NORM_WARP_CTA_THREADS, _ROWS_PER_GROUP, _PERSISTENT, _PDL_EARLY; I/P/T/W/E:
-# SGL_QKNORM_ITEMS, _PERSISTENT, _CTA_THREADS, _WEIGHT_REGS, _PDL_EARLY. (Register caps that make the bf16 16-byte kernels spill are left out: 40 and
-# 48 registers spill there.)
+# SGL_QKNORM_ITEMS, _PERSISTENT, _CTA_THREADS, _WEIGHT_REGS, _PDL_EARLY; rope B/U/G/P/S:
+# SGL_ROPE_BLOCK, _NEOX_UNROLL, _GPTJ_UNROLL, _PERSISTENT, _SPREAD; store_cache B/U/P:
+# SGL_STORE_BLOCK, _UNROLL, _PERSISTENT. (Register caps that make the bf16 16-byte activation
+# kernels spill are left out: 40 and 48 registers spill there.)
 VARIANTS: dict[str, list[Variant]] = {
     "activation": _grid(
         "activation",
@@ -175,6 +191,18 @@ VARIANTS: dict[str, list[Variant]] = {
             ("N9", "R2 E1", "as N1, PDL dependents launched when a CTA starts"),
             ("N10", "P1 R2 E1", "as N4, PDL dependents launched when a CTA starts"),
             ("N11", "T512 R2", "512-thread CTAs, 2 rows per group"),
+            (
+                "N12",
+                "R4 M8",
+                "as N2 (default), rmsnorm D <= 512 at <= 64 registers: 8 CTAs per SM, not 6",
+            ),
+            ("N13", "T64 R4", "as N2 with 64-thread CTAs (finer CTA turnover)"),
+            ("N14", "T64 R4 M16", "64-thread CTAs, 4 rows, rmsnorm D <= 512 at <= 64 registers"),
+            (
+                "N15",
+                "R2 M10",
+                "2 rows per group, rmsnorm D <= 512 at <= 48 registers: 10 CTAs per SM",
+            ),
         ],
     ),
     "qknorm": _grid(
@@ -194,11 +222,45 @@ VARIANTS: dict[str, list[Variant]] = {
             ("Q11", "T256 I4", "256-thread CTAs, 4 heads in flight"),
         ],
     ),
+    "rope": _grid(
+        "rope",
+        [
+            ("R0", "", "before tuning"),
+            ("R1", "G4", "GPT-J: 4 heads (vectors) in flight per thread, as many bytes as NeoX"),
+            ("R2", "P0", "one block per token group (no persistent tail)"),
+            ("R3", "P0 G4", "non-persistent, GPT-J 4 heads in flight"),
+            ("R4", "S1 G4", "every thread a full unroll of heads (few heads: more tokens/block)"),
+            ("R5", "P0 S1 G4", "non-persistent, spread, GPT-J 4 heads"),
+            ("R6", "P0 S1 U4 G8", "non-persistent, spread, twice the bytes in flight"),
+            ("R7", "P0 S1 G4 B128", "as R5 with 128-thread blocks"),
+            ("R8", "P0 S1 G4 B512", "as R5 with 512-thread blocks"),
+            ("R9", "S1 U4 G8", "persistent, spread, twice the bytes in flight"),
+            ("R10", "S2 G4", "as R0 for NeoX, as R4 for GPT-J (spread GPT-J only) (default)"),
+            ("R11", "W1", "whole-warp blocks (16 + 2 heads: 2 tokens x 144 threads)"),
+            ("R12", "S2 G4 W1", "R10 with whole-warp blocks"),
+        ],
+    ),
+    "store_cache": _grid(
+        "store_cache",
+        [
+            ("C0", "", "before tuning"),
+            ("C1", "U8", "8 vectors in flight per thread (a 4 KiB k+v row in one pass)"),
+            ("C2", "U16", "16 vectors in flight per thread"),
+            ("C3", "P0", "one warp per row, no persistent loop"),
+            ("C4", "P0 U8", "non-persistent, 8 vectors in flight"),
+            ("C5", "P0 U16", "non-persistent, 16 vectors in flight"),
+            ("C6", "P0 U8 B128", "as C4 with 128-thread blocks"),
+            ("C7", "P0 U8 B512", "as C4 with 512-thread blocks"),
+            ("C8", "U8 B512", "persistent, 8 vectors, 512-thread blocks"),
+            ("C9", "P2 U8 B128", "as C6, persistent for rows of one vector per lane (default)"),
+        ],
+    ),
 }
 
 # ----------------------------------------------------------------------------------- modules
 
 ACT_OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
+EXPORT_NAMES = {"qknorm": "fused_inplace_qknorm", "rope": "apply_rope_inplace"}  # kernel -> export
 SHORT_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 CPP_DTYPE = {torch.bfloat16: "bf16_t", torch.float16: "fp16_t", torch.float32: "fp32_t"}
 DTYPE_BY_SHORT = {short: dtype for dtype, short in SHORT_DTYPE.items()}
@@ -238,6 +300,7 @@ def variant_modules(variant: Variant, pdl: bool) -> dict[str, ModuleSpec]:
     activation: one module for bf16 + fp16, one for fp32 built with SGL_ACT_FAST_MATH=0
     (the knob does not apply to fp32, so variants that differ only in it share the fp32 module).
     norm: one bf16 module with rmsnorm and fused_add_rmsnorm. qknorm: one bf16 + fp16 module.
+    rope: one bf16 + fp16 + fp32 module. store_cache: one module (the copy is by bytes).
     Export names carry the dtype: ``silu_and_mul_bf16``, ``rmsnorm_bf16``, ...
     """
     flag = "true" if pdl else "false"
@@ -264,6 +327,26 @@ def variant_modules(variant: Variant, pdl: bool) -> dict[str, ModuleSpec]:
         files = ("elementwise/rmsnorm.cuh", "elementwise/fused_add_rmsnorm.cuh")
         spec = ModuleSpec(
             _markers("tune_norm", "bf16", variant), files, wrappers, tuple(variant.flags())
+        )
+        return {"bf16": spec}
+    if variant.family == "rope":
+        wrappers = tuple(
+            (f"apply_rope_inplace_{short}", f"apply_rope_inplace<{CPP_DTYPE[dt]}, {flag}>")
+            for dt, short in SHORT_DTYPE.items()
+        )
+        spec = ModuleSpec(
+            _markers("tune_rope", "all", variant),
+            ("elementwise/rope.cuh",),
+            wrappers,
+            tuple(variant.flags()),
+        )
+        return dict.fromkeys(SHORT_DTYPE.values(), spec)
+    if variant.family == "store_cache":
+        spec = ModuleSpec(
+            _markers("tune_store", "bytes", variant),
+            ("elementwise/store_cache.cuh",),
+            (("store_cache_bf16", f"store_cache<{flag}>"),),
+            tuple(variant.flags()),
         )
         return {"bf16": spec}
     wrappers = tuple(
@@ -499,6 +582,18 @@ def _size(dtype: torch.dtype) -> int:
 TOKENS = 16384
 
 
+def bench_case(stem: str) -> Any:
+    """``scripts/bench_cases/<stem>.py``: its shapes, inputs and peers (rope, store_cache)."""
+    from bench_jit_kernels import load_family  # scripts/ is sys.path[0] when run as a script
+
+    if stem not in _BENCH_CASES:
+        _BENCH_CASES[stem] = load_family(stem)
+    return _BENCH_CASES[stem]
+
+
+_BENCH_CASES: dict[str, Any] = {}
+
+
 def family_shapes(family: str) -> list[Shape]:
     shapes: list[Shape] = []
     if family == "activation":
@@ -548,6 +643,35 @@ def family_shapes(family: str) -> list[Shape]:
                     core,
                 )
             )
+    elif family == "rope":  # the rows of scripts/bench_cases/rope.py
+        rope = bench_case("rope")
+        for t, hq, hk, dt, is_neox in rope.SPECS:
+            d = rope.HEAD_DIM
+            style = "neox" if is_neox else "gptj"
+            shapes.append(
+                Shape(
+                    family,
+                    "rope",
+                    f"{t}x({hq}+{hk})x{d} {SHORT_DTYPE[dt]} {style}",
+                    dt,
+                    (t, hq, hk, int(is_neox)),
+                    2 * t * (hq + hk) * d * _size(dt) + t * 8,
+                )
+            )
+    elif family == "store_cache":  # the rows of scripts/bench_cases/store_cache.py with targets
+        for rows, heads, head_dim, targets in bench_case("store_cache").SPECS:
+            if targets:
+                row = heads * head_dim
+                shapes.append(
+                    Shape(
+                        family,
+                        "store_cache",
+                        f"{rows}x{row * 2}B bf16",
+                        torch.bfloat16,
+                        (rows, row),
+                        2 * 2 * rows * row * 2 + rows * 8,
+                    )
+                )
     else:
         specs = [
             (16384, 32, 8, 128, torch.bfloat16),
@@ -574,6 +698,11 @@ def family_shapes(family: str) -> list[Shape]:
 
 def make_inputs(shape: Shape) -> tuple[Any, ...]:
     dt = shape.dtype
+    if shape.family == "rope":
+        t, hq, hk, _ = shape.dims
+        return bench_case("rope")._inputs(t, hq, hk, dt)
+    if shape.family == "store_cache":
+        return bench_case("store_cache")._inputs(*shape.dims)
     if shape.family == "activation":
         rows, d = shape.dims
         return (torch.randn(rows, 2 * d, dtype=dt, device="cuda"),)
@@ -597,6 +726,10 @@ def make_inputs(shape: Shape) -> tuple[Any, ...]:
 
 
 def rotate_args(shape: Shape) -> tuple[int, ...]:
+    if shape.family == "rope":
+        return (0, 1, 3)  # q, k, positions; not the cache
+    if shape.family == "store_cache":
+        return (0, 1, 4)  # k, v, indices; never the caches
     if shape.family == "activation" or shape.kernel == "rmsnorm":
         return (0,)
     return (0, 1)
@@ -607,6 +740,7 @@ def rotate_args(shape: Shape) -> tuple[int, ...]:
 ACT_TOL = {torch.bfloat16: (1e-2, 1e-5), torch.float16: (2e-3, 1e-5), torch.float32: (1e-5, 1e-5)}
 NORM_RTOL = {torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10}
 NORM_ATOL = 1e-5
+ROPE_RTOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}  # test_rope.py
 
 
 def act_fn(op: str) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -657,6 +791,11 @@ def ours_callable(shape: Shape, export: Callable[..., Any]) -> Callable[..., Any
         return rms
     if shape.kernel == "fused_add_rmsnorm":
         return lambda x, r, w: export(x, r, w, EPS)
+    if shape.family == "rope":
+        is_neox = bool(shape.dims[3])
+        return lambda q, k, cache, pos: export(q, k, cache, pos, is_neox, 0)
+    if shape.family == "store_cache":
+        return export
     return lambda q, k, qw, kw: export(q, k, qw, kw, EPS)
 
 
@@ -678,6 +817,19 @@ def check_timed_shape(shape: Shape, fn: Callable[..., Any], inputs: tuple[Any, .
         fn(x, r, w)
         _close(r, total, 0.0, 0.0, f"{shape.key} residual")
         _close(x.float(), expected, NORM_RTOL[x.dtype], NORM_ATOL, shape.key)
+    elif shape.family == "rope":
+        q, k, cache, pos = (t.clone() for t in inputs)
+        eq, ek = q.clone(), k.clone()
+        bench_case("rope").torch_rope(eq, ek, cache, pos, bool(shape.dims[3]))
+        fn(q, k, cache, pos)
+        rtol = ROPE_RTOL[q.dtype]
+        _close(q, eq, rtol, 1e-5, f"{shape.key} q")
+        _close(k, ek, rtol, 1e-5, f"{shape.key} k")
+    elif shape.family == "store_cache":
+        k, v, k_cache, v_cache, indices = inputs
+        fn(k, v, k_cache, v_cache, indices)
+        _close(k_cache[indices], k, 0.0, 0.0, f"{shape.key} k rows")
+        _close(v_cache[indices], v, 0.0, 0.0, f"{shape.key} v rows")
     else:
         q, k, qw, kw = (t.clone() for t in inputs)
         eq, ek = rms_reference(q, qw).float(), rms_reference(k, kw).float()
@@ -829,7 +981,116 @@ def check_qknorm(exports: dict[str, Callable[..., Any]]) -> None:
                 raise AssertionError(f"qknorm view {d}: wrote outside q")
 
 
-CHECKERS = {"activation": check_activation, "norm": check_norm, "qknorm": check_qknorm}
+ROPE_CHECK_DIMS = [(128, 128), (64, 64), (256, 256), (128, 64), (80, 80), (128, 34), (96, 2)]
+ROPE_CHECK_LAYOUTS = [(1, 1, 1), (7, 4, 1), (129, 8, 2), (2049, 32, 8), (33, 64, 8)]
+
+
+def check_rope(exports: dict[str, Callable[..., Any]]) -> None:
+    """test_rope.py's cases: every dim pair and head layout, fused-qkv views, offsets, positions."""
+    rope = bench_case("rope")
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        fn = exports[f"apply_rope_inplace_{SHORT_DTYPE[dtype]}"]
+        rtol = ROPE_RTOL[dtype]
+
+        def run(q, k, cache, pos, is_neox, what, fn=fn, rtol=rtol, dtype=dtype):
+            eq, ek = q.clone(), k.clone()
+            rope.torch_rope(eq, ek, cache, pos, is_neox)
+            fn(q, k, cache, pos, is_neox, 0)
+            _close(q, eq, rtol, 1e-5, f"rope {dtype} {what} q")
+            _close(k, ek, rtol, 1e-5, f"rope {dtype} {what} k")
+
+        for is_neox in (True, False):
+            layouts = [(d, r, *lay) for d, r in ROPE_CHECK_DIMS for lay in ROPE_CHECK_LAYOUTS]
+            for head_dim, rope_dim, t, hq, hk in [*layouts, (128, 128, 70001, 16, 2)]:
+                cache = rope.make_cos_sin_cache(4096, rope_dim)
+                pos = torch.randint(0, 4096, (t,), device="cuda")
+                qkv = torch.randn(t, (hq + 2 * hk) * head_dim, dtype=dtype, device="cuda")
+                v_before = qkv[:, (hq + hk) * head_dim :].clone()
+                q = qkv[:, : hq * head_dim].view(t, hq, head_dim)
+                k = qkv[:, hq * head_dim : (hq + hk) * head_dim].view(t, hk, head_dim)
+                what = f"{'neox' if is_neox else 'gptj'} {t}x({hq}+{hk})x{head_dim}/{rope_dim}"
+                run(q, k, cache, pos, is_neox, what)
+                if not torch.equal(qkv[:, (hq + hk) * head_dim :], v_before):
+                    raise AssertionError(f"rope {dtype} {what}: wrote into v")
+            # Views at element offsets (narrower vectors); the neighbours must stay intact.
+            for offset in (1, 2, 4) if is_neox else (2, 4):
+                t, hq, hk, d = 33, 4, 2, 64
+                flat = torch.randn(t * (hq + hk) * d + offset + 8, dtype=dtype, device="cuda")
+                keep = flat.clone()
+                body = flat[offset : offset + t * (hq + hk) * d].view(t, hq + hk, d)
+                cache = rope.make_cos_sin_cache(4096, d)
+                pos = torch.randint(0, 4096, (t,), device="cuda", dtype=torch.int32)
+                run(body[:, :hq], body[:, hq:], cache, pos, is_neox, f"offset {offset}")
+                if not (
+                    torch.equal(flat[:offset], keep[:offset])
+                    and torch.equal(flat[offset + body.numel() :], keep[offset + body.numel() :])
+                ):
+                    raise AssertionError(f"rope {dtype} offset {offset}: wrote outside q/k")
+            # Out-of-range positions leave their tokens unchanged; strided int32 positions.
+            q = torch.randn(9, 8, 128, dtype=dtype, device="cuda")
+            k = torch.randn(9, 2, 128, dtype=dtype, device="cuda")
+            q0, k0 = q.clone(), k.clone()
+            cache = rope.make_cos_sin_cache(64, 128)
+            pos = torch.tensor([0, -1, 63, 64, 5, 1 << 20, 7, 8, 9], device="cuda")
+            fn(q, k, cache, pos, is_neox, 0)
+            for token in (1, 3, 5):
+                if not (torch.equal(q[token], q0[token]) and torch.equal(k[token], k0[token])):
+                    raise AssertionError(f"rope {dtype}: out-of-range token {token} changed")
+            strided = torch.randint(0, 64, (2 * 257,), device="cuda", dtype=torch.int32)[::2]
+            q = torch.randn(257, 8, 128, dtype=dtype, device="cuda")
+            k = torch.randn(257, 2, 128, dtype=dtype, device="cuda")
+            run(q, k, cache, strided, is_neox, "strided int32 positions")
+
+
+def check_store_cache(exports: dict[str, Callable[..., Any]]) -> None:
+    """test_store_cache.py's cases: row sizes, dtypes, strides, index types, skipped rows."""
+    fn = exports["store_cache_bf16"]  # the copy is by bytes: one export for every dtype
+    slots = 9000
+    cases = [  # (rows, k row elements, v row elements, dtype)
+        (rows, k_row, v_row, dtype)
+        for rows in (1, 7, 129, 4097)
+        for k_row, v_row in ((1024, 1024), (2048, 2048), (8192, 8192), (1024, 512), (128, 128))
+        for dtype in (torch.bfloat16, torch.float32)
+    ]
+    cases += [
+        (70001, 1024, 1024, torch.bfloat16),
+        (4097, 3, 5, torch.uint8),
+        (33, 7, 8, torch.int8),
+    ]
+    for rows, k_row, v_row, dtype in cases:
+        for index_dtype in (torch.int32, torch.int64):
+            num_slots = max(slots, 2 * rows + 2)
+
+            def make(n, width, dtype=dtype):
+                if dtype.is_floating_point:
+                    return torch.randn(n, width, dtype=dtype, device="cuda")
+                return torch.randint(-100, 100, (n, width), device="cuda").to(dtype)
+
+            k = make(rows, k_row + 8)[:, 8:]  # strided rows at an element offset
+            v = make(rows, v_row)
+            k_cache, v_cache = make(num_slots, k_row), make(num_slots, v_row)
+            indices = torch.randperm(num_slots, device="cuda")[: 2 * rows].to(index_dtype)[::2]
+            bad = indices.clone()
+            if rows > 1:
+                bad[1] = -1
+                bad[rows - 1] = num_slots
+            ek, ev = k_cache.clone(), v_cache.clone()
+            valid = (bad >= 0) & (bad < num_slots)
+            ek[bad[valid].long()] = k[valid]
+            ev[bad[valid].long()] = v[valid]
+            fn(k, v, k_cache, v_cache, bad)
+            what = f"store_cache {rows}x({k_row}+{v_row}) {dtype} {index_dtype}"
+            _close(k_cache, ek, 0.0, 0.0, f"{what} k_cache")
+            _close(v_cache, ev, 0.0, 0.0, f"{what} v_cache")
+
+
+CHECKERS = {
+    "activation": check_activation,
+    "norm": check_norm,
+    "qknorm": check_qknorm,
+    "rope": check_rope,
+    "store_cache": check_store_cache,
+}
 
 
 def check_child(spec_path: Path) -> int:
@@ -982,6 +1243,10 @@ class Peers:
                 x.copy_(rms_reference(total, w))
 
             peers["torch_compile"] = self._compile("fused_add_rmsnorm", fused)
+        elif shape.family == "rope":
+            peers["torch_compile"] = bench_case("rope")._compiled(bool(shape.dims[3]))
+        elif shape.family == "store_cache":
+            peers["torch_compile"] = bench_case("store_cache")._compiled()
         else:
 
             def qk(q: torch.Tensor, k: torch.Tensor, qw: torch.Tensor, kw: torch.Tensor) -> None:
@@ -989,8 +1254,14 @@ class Peers:
                 k.copy_(rms_reference(k, kw))
 
             peers["torch_compile"] = self._compile("qknorm", qk)
-        if self.flashinfer is None:
+        if shape.family == "store_cache":
+            peers["flashinfer"] = bench_case("store_cache").FLASHINFER_NA
+        elif self.flashinfer is None:
             peers["flashinfer"] = self.flashinfer_error or "FlashInfer is not available"
+        elif shape.family == "rope":
+            peers["flashinfer"] = bench_case("rope")._flashinfer_peer(
+                shape.dtype, bool(shape.dims[3])
+            )
         elif shape.family == "activation":
             if shape.dtype == torch.float32:
                 peers["flashinfer"] = "FlashInfer's activations take fp16/bf16 only"
@@ -1207,13 +1478,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=FAMILIES,
         default=list(FAMILIES),
         metavar="FAMILY",
-        help="kernel families to sweep: activation norm qknorm (default: all three)",
+        help="kernel families to sweep: " + " ".join(FAMILIES) + " (default: all)",
     )
     parser.add_argument(
         "--variants",
         nargs="+",
         metavar="NAME",
-        help="only these variants (e.g. A3 N1 Q4; each family's baseline A0/N0/Q0 is always kept)",
+        help="only these variants (e.g. A3 N1 Q4 R2 C1; each family's baseline "
+        "A0/N0/Q0/R0/C0 is always kept)",
     )
     parser.add_argument(
         "--json", type=Path, metavar="PATH", help="write every figure to this JSON file"
@@ -1538,7 +1810,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 if spec.name not in modules:
                     modules[spec.name] = load_module(spec, arch)
-                export_name = shape.kernel if shape.family != "qknorm" else "fused_inplace_qknorm"
+                export_name = EXPORT_NAMES.get(shape.kernel, shape.kernel)
                 export = getattr(modules[spec.name], f"{export_name}_{SHORT_DTYPE[shape.dtype]}")
                 fn = ours_callable(shape, export)
                 seconds = time_graph(fn, inputs, rotate, args.replay_iters)
@@ -1583,7 +1855,7 @@ def main(argv: list[str] | None = None) -> int:
     for family, grid in chosen.items():
         for kernel in sorted({r.kernel for r in rows if r.family == family}):
             choice = choose_best(family, rows, grid, copy_gbps, kernel)
-            if choice and family != "qknorm":
+            if choice and family in ("activation", "norm"):  # families of several kernels
                 per_kernel[kernel] = choice
                 print(
                     f"best for {kernel} alone: {choice['variant']} ({choice['label']}): "

@@ -17,12 +17,55 @@
 #include <cstdint>
 #include <vector>
 
+// Tuning knobs (compile-time; scripts/tune_kernels.py sweeps them, scripts/tune_kernels.md):
+//   SGL_ROPE_BLOCK         threads per block aimed at (a multiple of 32, 64..512)
+//   SGL_ROPE_NEOX_UNROLL   NeoX heads a thread loads before it rotates any (2 vectors each)
+//   SGL_ROPE_GPTJ_UNROLL   GPT-J heads a thread loads before it rotates any (1 vector each)
+//   SGL_ROPE_PERSISTENT    1: at most one wave of resident blocks striding over the tokens;
+//                          0: one block per blockDim.y tokens
+//   SGL_ROPE_SPREAD        1: fewer heads side by side per token so that every thread has a
+//                          full unroll of heads (more tokens per block); 2: the same for GPT-J
+//                          only; 0: as many heads side by side as the block holds
+//   SGL_ROPE_WHOLE_WARPS   1: as many tokens per block as make it whole warps (e.g. 2 x 144
+//                          threads), at most 512 threads; 0: the target block size rounded down
+#ifndef SGL_ROPE_BLOCK
+#define SGL_ROPE_BLOCK 256
+#endif
+#ifndef SGL_ROPE_NEOX_UNROLL
+#define SGL_ROPE_NEOX_UNROLL 2
+#endif
+#ifndef SGL_ROPE_GPTJ_UNROLL
+#define SGL_ROPE_GPTJ_UNROLL 4
+#endif
+#ifndef SGL_ROPE_PERSISTENT
+#define SGL_ROPE_PERSISTENT 1
+#endif
+#ifndef SGL_ROPE_SPREAD
+#define SGL_ROPE_SPREAD 2
+#endif
+#ifndef SGL_ROPE_WHOLE_WARPS
+#define SGL_ROPE_WHOLE_WARPS 0
+#endif
+
 namespace {
 
-inline constexpr int kRopeTargetBlock = 256;  // threads per block aimed at
-inline constexpr int kRopeMaxBlock = 512;     // one head's chunks alone may need up to 512
-inline constexpr int kRopeUnroll = 2;         // heads per thread with loads in flight together
+inline constexpr int kRopeTargetBlock = SGL_ROPE_BLOCK;  // threads per block aimed at
+inline constexpr int kRopeMaxBlock = 512;  // one head's chunks alone may need up to 512
+inline constexpr int kRopeNeoxUnroll = SGL_ROPE_NEOX_UNROLL;
+inline constexpr int kRopeGptjUnroll = SGL_ROPE_GPTJ_UNROLL;
+inline constexpr bool kRopePersistent = SGL_ROPE_PERSISTENT != 0;
+inline constexpr int kRopeSpread = SGL_ROPE_SPREAD;
+inline constexpr bool kRopeWholeWarps = SGL_ROPE_WHOLE_WARPS != 0;
 inline constexpr std::int64_t kRopeMaxDim = 1024;
+static_assert(kRopeTargetBlock >= 64 && kRopeTargetBlock <= kRopeMaxBlock &&
+                  kRopeTargetBlock % 32 == 0,
+              "SGL_ROPE_BLOCK must be a multiple of 32 in [64, 512]");
+static_assert(kRopeSpread >= 0 && kRopeSpread <= 2, "SGL_ROPE_SPREAD must be 0, 1 or 2");
+static_assert(kRopeNeoxUnroll >= 1 && kRopeNeoxUnroll <= 8, "SGL_ROPE_NEOX_UNROLL: 1..8");
+static_assert(kRopeGptjUnroll >= 1 && kRopeGptjUnroll <= 8, "SGL_ROPE_GPTJ_UNROLL: 1..8");
+
+/// Heads a thread of the given style loads before it rotates any.
+constexpr int rope_unroll(bool neox) { return neox ? kRopeNeoxUnroll : kRopeGptjUnroll; }
 
 template <typename T>
 struct RopeParams {
@@ -88,7 +131,7 @@ SGL_DEVICE void rotate(float& a, float& b, float c, float s) {
 /// Threads: blockDim.x = chunks * heads_per_pass for one token, blockDim.y tokens per block; the
 /// grid strides over groups of blockDim.y tokens. Thread (c, slot) owns chunk c of every head
 /// slot, slot + heads_per_pass, ... of its token: it reads the token's position and its cos/sin
-/// values once, then rotates those heads (kRopeUnroll at a time, loads first; the first heads'
+/// values once, then rotates those heads (rope_unroll(kNeox) at a time, loads first; the first heads'
 /// loads are issued before the cos/sin values are needed, the next token's position is
 /// prefetched). NeoX: chunk c is
 /// elements [c*V, c*V+V) of the first half of the rotary part and the same of the second half;
@@ -101,6 +144,7 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T>
   static_assert(kCosSin >= 1, "a GPT-J chunk needs at least one (even, odd) pair");
   using vec_t = device::AlignedVector<T, kVec>;
   constexpr int kParts = kNeox ? 2 : 1;  // vectors per head and chunk
+  constexpr int kUnroll = rope_unroll(kNeox);
 
   const int chunk = static_cast<int>(threadIdx.x) % p.chunks;
   const int slot = static_cast<int>(threadIdx.x) / p.chunks;
@@ -129,10 +173,10 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T>
                  : k_token + static_cast<std::int64_t>(head - p.num_q_heads) * p.k_head_stride;
     };
 
-    vec_t x[kRopeUnroll][kParts];
+    vec_t x[kUnroll][kParts];
     int head0 = slot;  // < num_heads: heads_per_pass <= num_heads
 #pragma unroll
-    for (int u = 0; u < kRopeUnroll; ++u) {
+    for (int u = 0; u < kUnroll; ++u) {
       const int head = head0 + u * heads_step;
       if (head < p.num_heads) {
         x[u][0].load(head_base(head) + first);
@@ -148,7 +192,7 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T>
 
     while (true) {
 #pragma unroll
-      for (int u = 0; u < kRopeUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int head = head0 + u * heads_step;
         if (head < p.num_heads) {
           T* const base = head_base(head);
@@ -176,10 +220,10 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T>
           }
         }
       }
-      head0 += heads_step * kRopeUnroll;
+      head0 += heads_step * kUnroll;
       if (head0 >= p.num_heads) break;
 #pragma unroll
-      for (int u = 0; u < kRopeUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int head = head0 + u * heads_step;
         if (head < p.num_heads) {
           x[u][0].load(head_base(head) + first);
@@ -213,14 +257,26 @@ void launch_rope(const RopeParams<T>& params, DLDevice device) {
   using namespace host;
   constexpr auto kernel = rope_kernel<T, kNeox, kVecBytes, Pos, kUsePDL>;
   const int block_x = params.chunks * params.heads_per_pass;
-  const int block_y = static_cast<int>(std::min<std::int64_t>(
-      std::max(1, kRopeTargetBlock / block_x), std::max<std::int64_t>(params.num_tokens, 1)));
+  int tokens_per_block = std::max(1, kRopeTargetBlock / block_x);
+  if constexpr (kRopeWholeWarps) {
+    for (int y = tokens_per_block; y * block_x <= kRopeMaxBlock; ++y) {
+      if (y * block_x % 32 == 0) {
+        tokens_per_block = y;
+        break;
+      }
+    }
+  }
+  const int block_y = static_cast<int>(
+      std::min<std::int64_t>(tokens_per_block, std::max<std::int64_t>(params.num_tokens, 1)));
   const std::int64_t wanted = div_ceil(params.num_tokens, std::int64_t{block_y});
   if (wanted == 0) return;
-  const std::int64_t resident =
-      static_cast<std::int64_t>(runtime::get_sm_count(device.device_id)) *
-      runtime::get_blocks_per_sm(kernel, block_x * block_y, 0, device.device_id);
-  const auto grid = std::max<std::int64_t>(1, std::min(wanted, resident));
+  std::int64_t grid = std::min<std::int64_t>(wanted, 0x7fffffff);  // the loop strides beyond
+  if constexpr (kRopePersistent) {
+    const std::int64_t resident =
+        static_cast<std::int64_t>(runtime::get_sm_count(device.device_id)) *
+        runtime::get_blocks_per_sm(kernel, block_x * block_y, 0, device.device_id);
+    grid = std::max<std::int64_t>(1, std::min(wanted, resident));
+  }
   LaunchKernel(static_cast<unsigned>(grid),
                dim3(static_cast<unsigned>(block_x), static_cast<unsigned>(block_y)),
                device)
@@ -348,6 +404,9 @@ void apply_rope_inplace(tvm::ffi::TensorView q,
   const int chunks = static_cast<int>((is_neox ? rd / 2 : rd) * kElem / vec_bytes);
   const auto heads = static_cast<int>(hq + hk);
   int per_pass = chunks >= kRopeTargetBlock ? 1 : std::min(heads, kRopeTargetBlock / chunks);
+  if (kRopeSpread == 1 || (kRopeSpread == 2 && !is_neox)) {
+    per_pass = std::min(per_pass, div_ceil(heads, rope_unroll(is_neox)));
+  }
   per_pass = div_ceil(heads, div_ceil(heads, per_pass));  // balance the passes over the heads
 
   RopeParams<T> params{};

@@ -17,10 +17,34 @@
 #include <cstdint>
 #include <string>
 
+// Tuning knobs (compile-time; scripts/tune_kernels.py sweeps them, scripts/tune_kernels.md):
+//   SGL_STORE_BLOCK       threads per block (a power of two, 64..1024)
+//   SGL_STORE_UNROLL      vectors a thread loads before it stores any (1..16)
+//   SGL_STORE_PERSISTENT  1: at most one wave of resident blocks striding over the rows;
+//                         0: one lane group per row, grid = rows / groups per block;
+//                         2: persistent only for rows of at most one vector per lane (rows
+//                         of <= 512 bytes at 16-byte vectors, where a block's work is short)
+#ifndef SGL_STORE_BLOCK
+#define SGL_STORE_BLOCK 128
+#endif
+#ifndef SGL_STORE_UNROLL
+#define SGL_STORE_UNROLL 8
+#endif
+#ifndef SGL_STORE_PERSISTENT
+#define SGL_STORE_PERSISTENT 2
+#endif
+
 namespace {
 
-inline constexpr int kStoreCacheBlock = 256;  // threads per block
-inline constexpr int kStoreCacheUnroll = 4;   // independent vectors in flight per thread
+inline constexpr int kStoreCacheBlock = SGL_STORE_BLOCK;    // threads per block
+inline constexpr int kStoreCacheUnroll = SGL_STORE_UNROLL;  // vectors in flight per thread
+inline constexpr int kStoreCachePersistent = SGL_STORE_PERSISTENT;
+static_assert(kStoreCacheBlock >= 64 && kStoreCacheBlock <= 1024 &&
+                  (kStoreCacheBlock & (kStoreCacheBlock - 1)) == 0,
+              "SGL_STORE_BLOCK must be a power of two in [64, 1024]");
+static_assert(kStoreCacheUnroll >= 1 && kStoreCacheUnroll <= 16, "SGL_STORE_UNROLL: 1..16");
+static_assert(kStoreCachePersistent >= 0 && kStoreCachePersistent <= 2,
+              "SGL_STORE_PERSISTENT must be 0, 1 or 2");
 inline constexpr std::int64_t kMaxVecBytes = 16;
 
 /// Everything the kernel needs; byte strides, so any dtype copies the same way.
@@ -111,7 +135,7 @@ SGL_DEVICE void store_row_vectors(const Vec (&data)[kStoreCacheUnroll],
 /// the row's first vectors, which do not depend on it), skips the row when the index is outside
 /// [0, num_slots) (recording it in checked mode), then copies the k row and the v row as one
 /// sequence of kVecBytes vectors, kStoreCacheUnroll loads in flight per thread. Groups stride
-/// over the rows (the grid is at most one wave of resident blocks).
+/// over the rows (persistent: the grid is at most one wave of resident blocks).
 template <int kVecBytes, typename Index, bool kUsePDL>
 __global__ void __launch_bounds__(kStoreCacheBlock) store_cache_kernel(const StoreCacheParams p) {
   using vec_t = typename ByteVector<kVecBytes>::type;
@@ -375,10 +399,14 @@ void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool us
   const std::int64_t wanted =
       div_ceil(params.num_rows << params.group_log2, std::int64_t{kStoreCacheBlock});
   if (wanted == 0) return;
-  const std::int64_t resident =
-      static_cast<std::int64_t>(runtime::get_sm_count(device.device_id)) *
-      runtime::get_blocks_per_sm(kernel, kStoreCacheBlock, 0, device.device_id);
-  const auto grid = std::max<std::int64_t>(1, std::min(wanted, resident));
+  std::int64_t grid = std::min<std::int64_t>(wanted, 0x7fffffff);  // the loop strides beyond
+  const bool one_vector_per_lane = params.row_vecs <= (1u << params.group_log2);
+  if (kStoreCachePersistent == 1 || (kStoreCachePersistent == 2 && one_vector_per_lane)) {
+    const std::int64_t resident =
+        static_cast<std::int64_t>(runtime::get_sm_count(device.device_id)) *
+        runtime::get_blocks_per_sm(kernel, kStoreCacheBlock, 0, device.device_id);
+    grid = std::max<std::int64_t>(1, std::min(wanted, resident));
+  }
   LaunchKernel(static_cast<unsigned>(grid), kStoreCacheBlock, device)
       .enable_pdl(use_pdl)(kernel, params);
 }

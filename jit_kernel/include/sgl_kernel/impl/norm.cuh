@@ -27,6 +27,10 @@
 //   SGL_NORM_PERSISTENT        0: one CTA per row slot (grid = rows / rows per CTA);
 //                              1: at most one wave of resident CTAs striding over the rows
 //                              (each stages the weight once)
+//   SGL_NORM_MIN_BLOCKS        0: the register budget below (min_blocks); N > 0: rmsnorm's
+//                              2-pack warp-group plans (D <= 512) ask __launch_bounds__ for N
+//                              resident CTAs per SM (registers <= 65536 / (N * CTA threads));
+//                              fused_add_rmsnorm (twice the packs) keeps the budget
 //   SGL_NORM_PDL_EARLY         1: with PDL, let the next kernel launch as soon as a CTA starts
 //                              (after its griddepcontrol.wait) rather than when it ends; the
 //                              next kernel still waits for this grid before touching memory
@@ -38,6 +42,9 @@
 #endif
 #ifndef SGL_NORM_PERSISTENT
 #define SGL_NORM_PERSISTENT 0
+#endif
+#ifndef SGL_NORM_MIN_BLOCKS
+#define SGL_NORM_MIN_BLOCKS 0
 #endif
 #ifndef SGL_NORM_PDL_EARLY
 #define SGL_NORM_PDL_EARLY 0
@@ -271,6 +278,10 @@ static_assert(kRowsPerGroup >= 1 && kRowsPerGroup <= kMaxPacksInFlight / kWarpPa
               "SGL_NORM_ROWS_PER_GROUP must be in [1, 4]");
 /// Whether the row kernels run a persistent grid (SGL_NORM_PERSISTENT).
 inline constexpr bool kPersistentRows = SGL_NORM_PERSISTENT != 0;
+/// Resident CTAs per SM the warp-group plans ask for (SGL_NORM_MIN_BLOCKS; 0: from the budget).
+inline constexpr std::uint32_t kWarpMinBlocks = SGL_NORM_MIN_BLOCKS;
+static_assert(kWarpMinBlocks * kWarpPathThreads <= 2048,
+              "SGL_NORM_MIN_BLOCKS * SGL_NORM_WARP_CTA_THREADS must be at most 2048 threads per SM");
 /// Whether the row kernels trigger their PDL dependents at the start (SGL_NORM_PDL_EARLY).
 inline constexpr bool kRowsPDLEarly = SGL_NORM_PDL_EARLY != 0;
 
@@ -295,6 +306,7 @@ constexpr std::uint32_t max_threads(std::uint32_t group) {
 }
 constexpr std::uint32_t min_blocks(std::uint32_t group, int packs, int rows = 1, int tensors = 1) {
   if (group == 0) return 1024u / kCtaMaxThreads;
+  if (kWarpMinBlocks != 0 && packs <= kWarpPacks && tensors == 1) return kWarpMinBlocks;
   const int budget =
       rows == 1 ? (packs <= 2 ? 40 : 64) : (32 + 4 * packs * (rows * tensors + 2) + 7) / 8 * 8;
   const std::uint32_t blocks = 65536u / (kWarpPathThreads * static_cast<std::uint32_t>(budget));
