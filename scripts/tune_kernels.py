@@ -252,7 +252,7 @@ VARIANTS: dict[str, list[Variant]] = {
             ("C6", "P0 U8 B128", "as C4 with 128-thread blocks"),
             ("C7", "P0 U8 B512", "as C4 with 512-thread blocks"),
             ("C8", "U8 B512", "persistent, 8 vectors, 512-thread blocks"),
-            ("C9", "P2 U8 B128", "as C6, persistent for rows of one vector per lane (default)"),
+            ("C9", "P2 U8 B128", "as C6; rows of one vector per lane: the C0 plan (default)"),
         ],
     ),
 }

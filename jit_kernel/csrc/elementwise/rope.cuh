@@ -65,7 +65,9 @@ static_assert(kRopeNeoxUnroll >= 1 && kRopeNeoxUnroll <= 8, "SGL_ROPE_NEOX_UNROL
 static_assert(kRopeGptjUnroll >= 1 && kRopeGptjUnroll <= 8, "SGL_ROPE_GPTJ_UNROLL: 1..8");
 
 /// Heads a thread of the given style loads before it rotates any.
-constexpr int rope_unroll(bool neox) { return neox ? kRopeNeoxUnroll : kRopeGptjUnroll; }
+constexpr int rope_unroll(bool neox) {
+  return neox ? kRopeNeoxUnroll : kRopeGptjUnroll;
+}
 
 template <typename T>
 struct RopeParams {
@@ -131,8 +133,8 @@ SGL_DEVICE void rotate(float& a, float& b, float c, float s) {
 /// Threads: blockDim.x = chunks * heads_per_pass for one token, blockDim.y tokens per block; the
 /// grid strides over groups of blockDim.y tokens. Thread (c, slot) owns chunk c of every head
 /// slot, slot + heads_per_pass, ... of its token: it reads the token's position and its cos/sin
-/// values once, then rotates those heads (rope_unroll(kNeox) at a time, loads first; the first heads'
-/// loads are issued before the cos/sin values are needed, the next token's position is
+/// values once, then rotates those heads (rope_unroll(kNeox) at a time, loads first; the first
+/// heads' loads are issued before the cos/sin values are needed, the next token's position is
 /// prefetched). NeoX: chunk c is
 /// elements [c*V, c*V+V) of the first half of the rotary part and the same of the second half;
 /// GPT-J: elements [c*V, c*V+V) of the rotary part (V/2 interleaved pairs). Tokens whose

@@ -22,8 +22,9 @@
 //   SGL_STORE_UNROLL      vectors a thread loads before it stores any (1..16)
 //   SGL_STORE_PERSISTENT  1: at most one wave of resident blocks striding over the rows;
 //                         0: one lane group per row, grid = rows / groups per block;
-//                         2: persistent only for rows of at most one vector per lane (rows
-//                         of <= 512 bytes at 16-byte vectors, where a block's work is short)
+//                         2: as 0, but rows of at most one vector per lane (<= 512 bytes at
+//                         16-byte vectors) take the small-row plan: persistent 256-thread
+//                         blocks, 4 vectors (the plan before tuning, faster on such rows)
 #ifndef SGL_STORE_BLOCK
 #define SGL_STORE_BLOCK 128
 #endif
@@ -91,10 +92,14 @@ struct ByteVector<1> {
   using type = device::AlignedVector<std::uint8_t, 1>;
 };
 
-/// Vectors first, first + group, ... (kStoreCacheUnroll of them) of the row that is k's row
-/// followed by v's row; those past the end are left alone.
-template <typename Vec>
-SGL_DEVICE void load_row_vectors(Vec (&data)[kStoreCacheUnroll],
+/// The small-row plan of SGL_STORE_PERSISTENT=2: threads per block and vectors per thread.
+inline constexpr int kSmallRowBlock = 256;
+inline constexpr int kSmallRowUnroll = 4;
+
+/// Vectors first, first + group, ... (kUnroll of them) of the row that is k's row followed by
+/// v's row; those past the end are left alone.
+template <int kUnroll, typename Vec>
+SGL_DEVICE void load_row_vectors(Vec (&data)[kUnroll],
                                  const void* k_src,
                                  const void* v_src,
                                  std::uint32_t first,
@@ -102,7 +107,7 @@ SGL_DEVICE void load_row_vectors(Vec (&data)[kStoreCacheUnroll],
                                  std::uint32_t k_vecs,
                                  std::uint32_t row_vecs) {
 #pragma unroll
-  for (int u = 0; u < kStoreCacheUnroll; ++u) {
+  for (int u = 0; u < kUnroll; ++u) {
     const std::uint32_t i = first + u * group;
     if (i < k_vecs) {
       data[u].load(k_src, i);
@@ -112,8 +117,8 @@ SGL_DEVICE void load_row_vectors(Vec (&data)[kStoreCacheUnroll],
   }
 }
 
-template <typename Vec>
-SGL_DEVICE void store_row_vectors(const Vec (&data)[kStoreCacheUnroll],
+template <int kUnroll, typename Vec>
+SGL_DEVICE void store_row_vectors(const Vec (&data)[kUnroll],
                                   void* k_dst,
                                   void* v_dst,
                                   std::uint32_t first,
@@ -121,7 +126,7 @@ SGL_DEVICE void store_row_vectors(const Vec (&data)[kStoreCacheUnroll],
                                   std::uint32_t k_vecs,
                                   std::uint32_t row_vecs) {
 #pragma unroll
-  for (int u = 0; u < kStoreCacheUnroll; ++u) {
+  for (int u = 0; u < kUnroll; ++u) {
     const std::uint32_t i = first + u * group;
     if (i < k_vecs) {
       data[u].store(k_dst, i);
@@ -134,17 +139,15 @@ SGL_DEVICE void store_row_vectors(const Vec (&data)[kStoreCacheUnroll],
 /// A group of 1 << group_log2 threads copies one row i: it loads indices[i] once (together with
 /// the row's first vectors, which do not depend on it), skips the row when the index is outside
 /// [0, num_slots) (recording it in checked mode), then copies the k row and the v row as one
-/// sequence of kVecBytes vectors, kStoreCacheUnroll loads in flight per thread. Groups stride
+/// sequence of kVecBytes vectors, kUnroll loads in flight per thread. Groups stride
 /// over the rows (persistent: the grid is at most one wave of resident blocks).
-template <int kVecBytes, typename Index, bool kUsePDL>
-__global__ void __launch_bounds__(kStoreCacheBlock) store_cache_kernel(const StoreCacheParams p) {
+template <int kBlock, int kUnroll, int kVecBytes, typename Index, bool kUsePDL>
+__global__ void __launch_bounds__(kBlock) store_cache_kernel(const StoreCacheParams p) {
   using vec_t = typename ByteVector<kVecBytes>::type;
   const std::uint32_t group_size = 1u << p.group_log2;
   const std::uint32_t lane = threadIdx.x & (group_size - 1);
-  const std::int64_t num_groups =
-      (static_cast<std::int64_t>(gridDim.x) * kStoreCacheBlock) >> p.group_log2;
-  std::int64_t row =
-      (static_cast<std::int64_t>(blockIdx.x) * kStoreCacheBlock + threadIdx.x) >> p.group_log2;
+  const std::int64_t num_groups = (static_cast<std::int64_t>(gridDim.x) * kBlock) >> p.group_log2;
+  std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) >> p.group_log2;
 
   device::PDLWaitPrimary<kUsePDL>();  // indices, k and v may come from the previous kernel
 
@@ -154,7 +157,7 @@ __global__ void __launch_bounds__(kStoreCacheBlock) store_cache_kernel(const Sto
     const void* k_src = p.k + row * p.k_stride;
     const void* v_src = p.v + row * p.v_stride;
     // The first vectors do not depend on the index: their loads are in flight with its load.
-    vec_t data[kStoreCacheUnroll];
+    vec_t data[kUnroll];
     std::uint32_t first = lane;
     load_row_vectors(data, k_src, v_src, first, group_size, p.k_vecs, p.row_vecs);
     if (slot < 0 || slot >= p.num_slots) {
@@ -168,7 +171,7 @@ __global__ void __launch_bounds__(kStoreCacheBlock) store_cache_kernel(const Sto
     void* v_dst = p.v_cache + slot * p.v_cache_stride;
     while (true) {
       store_row_vectors(data, k_dst, v_dst, first, group_size, p.k_vecs, p.row_vecs);
-      first += group_size * kStoreCacheUnroll;
+      first += group_size * kUnroll;
       if (first >= p.row_vecs) break;
       load_row_vectors(data, k_src, v_src, first, group_size, p.k_vecs, p.row_vecs);
     }
@@ -392,23 +395,36 @@ inline StoreCachePlan plan_store_cache(const tvm::ffi::TensorView& k,
   return StoreCachePlan{params, device, is_int64, vec_bytes};
 }
 
-template <int kVecBytes, typename Index, bool kUsePDL>
-void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
+/// One launch of the kBlock x kUnroll plan: at most one wave of resident blocks (persistent),
+/// or one lane group per row.
+template <int kBlock, int kUnroll, bool kPersistent, int kVecBytes, typename Index, bool kUsePDL>
+void launch_store_plan(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
   using namespace host;
-  constexpr auto kernel = store_cache_kernel<kVecBytes, Index, kUsePDL>;
-  const std::int64_t wanted =
-      div_ceil(params.num_rows << params.group_log2, std::int64_t{kStoreCacheBlock});
+  constexpr auto kernel = store_cache_kernel<kBlock, kUnroll, kVecBytes, Index, kUsePDL>;
+  const std::int64_t wanted = div_ceil(params.num_rows << params.group_log2, std::int64_t{kBlock});
   if (wanted == 0) return;
   std::int64_t grid = std::min<std::int64_t>(wanted, 0x7fffffff);  // the loop strides beyond
-  const bool one_vector_per_lane = params.row_vecs <= (1u << params.group_log2);
-  if (kStoreCachePersistent == 1 || (kStoreCachePersistent == 2 && one_vector_per_lane)) {
+  if constexpr (kPersistent) {
     const std::int64_t resident =
         static_cast<std::int64_t>(runtime::get_sm_count(device.device_id)) *
-        runtime::get_blocks_per_sm(kernel, kStoreCacheBlock, 0, device.device_id);
+        runtime::get_blocks_per_sm(kernel, kBlock, 0, device.device_id);
     grid = std::max<std::int64_t>(1, std::min(wanted, resident));
   }
-  LaunchKernel(static_cast<unsigned>(grid), kStoreCacheBlock, device)
-      .enable_pdl(use_pdl)(kernel, params);
+  LaunchKernel(static_cast<unsigned>(grid), kBlock, device).enable_pdl(use_pdl)(kernel, params);
+}
+
+template <int kVecBytes, typename Index, bool kUsePDL>
+void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
+  constexpr int kBlock = kStoreCacheBlock;
+  constexpr int kUnroll = kStoreCacheUnroll;
+  if constexpr (kStoreCachePersistent == 2) {
+    if (params.row_vecs <= (1u << params.group_log2)) {  // at most one vector per lane
+      return launch_store_plan<kSmallRowBlock, kSmallRowUnroll, true, kVecBytes, Index, kUsePDL>(
+          params, device, use_pdl);
+    }
+  }
+  launch_store_plan<kBlock, kUnroll, kStoreCachePersistent == 1, kVecBytes, Index, kUsePDL>(
+      params, device, use_pdl);
 }
 
 template <typename Index, bool kUsePDL>

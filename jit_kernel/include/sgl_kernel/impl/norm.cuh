@@ -280,8 +280,9 @@ static_assert(kRowsPerGroup >= 1 && kRowsPerGroup <= kMaxPacksInFlight / kWarpPa
 inline constexpr bool kPersistentRows = SGL_NORM_PERSISTENT != 0;
 /// Resident CTAs per SM the warp-group plans ask for (SGL_NORM_MIN_BLOCKS; 0: from the budget).
 inline constexpr std::uint32_t kWarpMinBlocks = SGL_NORM_MIN_BLOCKS;
-static_assert(kWarpMinBlocks * kWarpPathThreads <= 2048,
-              "SGL_NORM_MIN_BLOCKS * SGL_NORM_WARP_CTA_THREADS must be at most 2048 threads per SM");
+static_assert(
+    kWarpMinBlocks * kWarpPathThreads <= 2048,
+    "SGL_NORM_MIN_BLOCKS * SGL_NORM_WARP_CTA_THREADS must be at most 2048 threads per SM");
 /// Whether the row kernels trigger their PDL dependents at the start (SGL_NORM_PDL_EARLY).
 inline constexpr bool kRowsPDLEarly = SGL_NORM_PDL_EARLY != 0;
 
