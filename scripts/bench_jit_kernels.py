@@ -95,12 +95,24 @@ def l2_bytes() -> int:
     return int(getattr(props, "L2_cache_size", 50 << 20))
 
 
-def time_graph(fn: Callable[..., Any], inputs: tuple[Any, ...], rotate: Any) -> float:
-    """Median seconds per call from CUDA-graph replays of ``fn(*inputs)`` (our do_bench)."""
+def time_graph(
+    fn: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    rotate: Any,
+    *,
+    replay_iters: int | None = None,
+    warmup_iters: int | None = None,
+) -> float:
+    """Median seconds per call from CUDA-graph replays of ``fn(*inputs)`` (our do_bench).
+
+    ``replay_iters``/``warmup_iters``: do_bench's, when given (else its defaults).
+    """
+    counts = {"replay_iters": replay_iters, "warmup_iters": warmup_iters}
     result = do_bench(
         fn,
         input_args=inputs,
         graph_clone_args=rotate,
+        **{name: value for name, value in counts.items() if value is not None},
         metrics=(0.5,),
         memory_args=None,
         memory_output=None,
@@ -147,20 +159,22 @@ def time_loop(fn: Callable[..., Any], inputs: tuple[Any, ...], rotate: Any) -> f
     return statistics.median(samples)
 
 
-def copy_bandwidth() -> dict[str, float]:
-    """GB/s of a 1 GiB ``dst.copy_(src)`` (read + write) by both timers."""
+def copy_bandwidth(replay_iters: int | None = None) -> dict[str, float]:
+    """GB/s of a 1 GiB ``dst.copy_(src)`` (read + write) by both timers (``replay_iters``: the
+    graph timer's, see :func:`time_graph`)."""
     src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_(0, 255)
     dst = torch.empty_like(src)
     loop = time_loop(lambda s, d: d.copy_(s), (src, dst), (0,))
-    graph = time_graph(lambda s, d: d.copy_(s), (src, dst), (0,))
+    graph = time_graph(lambda s, d: d.copy_(s), (src, dst), (0,), replay_iters=replay_iters)
     del src, dst
     torch.cuda.empty_cache()
     return {"loop": 2 * COPY_BYTES / loop / GB, "graph": 2 * COPY_BYTES / graph / GB}
 
 
-def _short(error: BaseException) -> str:
+def short_error(error: BaseException, limit: int = 120) -> str:
+    """``Type: message``, first line only, at most ``limit`` characters."""
     text = f"{type(error).__name__}: {error}".splitlines()[0]
-    return text if len(text) <= 120 else text[:117] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def bench_case(case: BandwidthCase, copy_gbps: float, timer: str) -> BandwidthRow:
@@ -188,7 +202,7 @@ def bench_case(case: BandwidthCase, copy_gbps: float, timer: str) -> BandwidthRo
         try:
             row.peers_us[name] = timed(peer, inputs, case.rotate_args) * 1e6
         except Exception as error:  # a peer that cannot run is reported, never fatal
-            row.peers_na[name] = _short(error)
+            row.peers_na[name] = short_error(error)
             torch.cuda.synchronize()
     del inputs
     torch.cuda.empty_cache()

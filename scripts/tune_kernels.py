@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,14 +45,20 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+for _path in (REPO_ROOT, REPO_ROOT / "scripts"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 import torch  # noqa: E402
+from bench_jit_kernels import (  # noqa: E402  (the same timers and copy reference)
+    copy_bandwidth,
+    load_family,
+    short_error,
+    time_graph,
+)
 
 GB = 1e9
 EPS = 1e-6
-COPY_BYTES = 1 << 30
 BW_TARGET = 0.90
 PEER_NOISE = 0.98
 DEFAULT_BUDGET_S = 240.0
@@ -584,8 +589,6 @@ TOKENS = 16384
 
 def bench_case(stem: str) -> Any:
     """``scripts/bench_cases/<stem>.py``: its shapes, inputs and peers (rope, store_cache)."""
-    from bench_jit_kernels import load_family  # scripts/ is sys.path[0] when run as a script
-
     if stem not in _BENCH_CASES:
         _BENCH_CASES[stem] = load_family(stem)
     return _BENCH_CASES[stem]
@@ -1284,55 +1287,7 @@ class Peers:
         return peers
 
 
-def _short_error(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}".splitlines()[0]
-    return text if len(text) <= 160 else text[:157] + "..."
-
-
 # ----------------------------------------------------------------------------------- timing
-
-
-def time_graph(
-    fn: Callable[..., Any], inputs: tuple[Any, ...], rotate: tuple[int, ...], replay_iters: int
-) -> float:
-    """Median seconds per call from CUDA-graph replays of ``fn(*inputs)`` (our do_bench)."""
-    from jit_kernel.benchmark.marker import do_bench
-
-    result = do_bench(
-        fn,
-        input_args=inputs,
-        graph_clone_args=rotate,
-        warmup_iters=10,
-        replay_iters=replay_iters,
-        metrics=(0.5,),
-        memory_args=None,
-        memory_output=None,
-        disable_log_bandwidth=True,
-    )
-    return result.times[0]
-
-
-def copy_bandwidth(replay_iters: int) -> dict[str, float]:
-    """GB/s of a 1 GiB ``dst.copy_(src)`` (read + write): graph replay and an eager loop."""
-    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_(0, 255)
-    dst = torch.empty_like(src)
-    graph = time_graph(lambda s, d: d.copy_(s), (src, dst), (0,), replay_iters)
-    other = src.clone()
-    for _ in range(3):
-        dst.copy_(src)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(5):
-        start.record()
-        for i in range(20):
-            dst.copy_(other if i % 2 else src)
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / 1e3 / 20)
-    loop = statistics.median(samples)
-    del src, dst, other
-    torch.cuda.empty_cache()
-    return {"loop": 2 * COPY_BYTES / loop / GB, "graph": 2 * COPY_BYTES / graph / GB}
 
 
 def estimate_seconds(shape: Shape, kernel_s: float | None = None) -> float:
@@ -1691,7 +1646,7 @@ def main(argv: list[str] | None = None) -> int:
                     fn(*inputs)
                     torch.cuda.synchronize()
                 except Exception as error:
-                    fns[peer] = _short_error(error)
+                    fns[peer] = short_error(error, 160)
                     torch.cuda.synchronize()
             del inputs
             torch.cuda.empty_cache()
@@ -1792,11 +1747,13 @@ def main(argv: list[str] | None = None) -> int:
                 row.peers_na[peer] = "skipped: time budget"
                 continue
             try:
-                seconds = time_graph(fn, inputs, rotate, args.replay_iters)
+                seconds = time_graph(
+                    fn, inputs, rotate, replay_iters=args.replay_iters, warmup_iters=10
+                )
                 row.peers_us[peer] = seconds * 1e6
                 kernel_s = max(kernel_s or 0.0, seconds)
             except Exception as error:
-                row.peers_na[peer] = _short_error(error)
+                row.peers_na[peer] = short_error(error, 160)
                 if not usable():
                     context_lost = True
                     break
@@ -1813,7 +1770,9 @@ def main(argv: list[str] | None = None) -> int:
                 export_name = EXPORT_NAMES.get(shape.kernel, shape.kernel)
                 export = getattr(modules[spec.name], f"{export_name}_{SHORT_DTYPE[shape.dtype]}")
                 fn = ours_callable(shape, export)
-                seconds = time_graph(fn, inputs, rotate, args.replay_iters)
+                seconds = time_graph(
+                    fn, inputs, rotate, replay_iters=args.replay_iters, warmup_iters=10
+                )
                 check_timed_shape(shape, fn, inputs)
                 row.ours_us[variant.name] = seconds * 1e6
                 kernel_s = kernel_s or seconds
@@ -1821,7 +1780,7 @@ def main(argv: list[str] | None = None) -> int:
                 row.ours_na[variant.name] = f"WRONG: {str(error).splitlines()[0][:150]}"
                 status[variant.name] = f"WRONG on {shape.key}"
             except Exception as error:
-                row.ours_na[variant.name] = f"ERROR: {_short_error(error)}"
+                row.ours_na[variant.name] = f"ERROR: {short_error(error, 160)}"
                 status[variant.name] = f"ERROR on {shape.key}"
                 context_lost = not usable()
         if context_lost:

@@ -29,7 +29,11 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def test_list_names_every_family_and_the_baselines():
     done = run("--list")
     assert done.returncode == 0, done.stderr
-    for line in ("activation:", "norm:", "qknorm:", "A0 ", "N0 ", "Q0 ", "-DSGL_ACT_BLOCK=256"):
+    for line in (
+        *("activation:", "norm:", "qknorm:", "rope:", "store_cache:"),
+        *("A0 ", "N0 ", "Q0 ", "R0 ", "C0 "),
+        *("-DSGL_ACT_BLOCK=256", "-DSGL_ROPE_SPREAD=0", "-DSGL_STORE_PERSISTENT=1"),
+    ):
         assert line in done.stdout
 
 
