@@ -1,6 +1,8 @@
 """A bad value of a kernel's compile-time knob (-DSGL_ROPE_*, -DSGL_STORE_*, -DSGL_NORM_*) fails
 the build with the knob's name and its valid range (static_assert), never a wrong kernel."""
 
+import sys
+
 import pytest
 from helpers_jit_toolchain import nvcc_missing_reason
 
@@ -60,3 +62,7 @@ def test_bad_knob_value_fails_the_build_naming_the_knob(
         )
     for message in messages:
         assert message in str(info.value)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
