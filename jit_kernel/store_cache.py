@@ -1,4 +1,4 @@
-"""``store_cache(k, v, k_cache, v_cache, indices, *, checked=False)``: scatter KV rows into a cache.
+"""``store_cache(k, v, k_cache, v_cache, indices, checked=False)``: scatter KV rows into a cache.
 
 ``k_cache[indices[i]] = k[i]`` and ``v_cache[indices[i]] = v[i]``: a row copy by bytes (any
 dtype), one module for every row size, dtype and index type (dispatched in C++). A group of
@@ -78,7 +78,6 @@ def store_cache(
     k_cache: torch.Tensor,
     v_cache: torch.Tensor,
     indices: torch.Tensor,
-    *,
     checked: bool = False,
 ) -> None:
     """Write ``k[i]`` to ``k_cache[indices[i]]`` and ``v[i]`` to ``v_cache[indices[i]]``, in place.
@@ -95,6 +94,10 @@ def store_cache(
     a RuntimeError names the first bad row, its index and the cache size (not capturable).
     Duplicate indices: each element of that cache row comes from one of the rows that target it,
     which one is unspecified (row pieces may come from different rows).
+
+    ``checked`` is not keyword-only on purpose: CPython's fast call path (3.11+) skips
+    functions with keyword-only parameters, which would cost every call ~0.05 us; pass it by
+    name anyway.
 
     Raises TypeError for a non-tensor argument, RuntimeError (naming the tensor) for a CPU
     tensor, mismatched devices, dtypes, row sizes or row counts, non-dense rows, or indices that

@@ -16,7 +16,8 @@ Each kernel family contributes a module in ``scripts/bench_cases/`` (interface:
   calls over rotated input sets, which also counts each call's launch gap;
 * host time per call at a small size: the public wrapper, a bare tvm-ffi call doing the same work
   (output allocation + the module's export) and torch eager, as the per-call wall time of an eager
-  loop of 200 calls, median over interleaved rounds (host jitter hits every variant alike);
+  loop of 200 calls written out as user code writes them (``rmsnorm(x, w, eps)``), median over
+  interleaved rounds (host jitter hits every variant alike);
 * warm load: a fresh process (CUDA already initialised) whose disk cache is warm loads a module.
 
 ``--check`` exits 1 unless: every memory-bound row reaches >= 90% of the copy bandwidth and is
@@ -48,7 +49,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 CASES_DIR = Path(__file__).resolve().parent / "bench_cases"
 sys.path[:0] = [str(REPO_ROOT), str(CASES_DIR)]
 
-from case import BandwidthCase, OverheadCase  # noqa: E402
+from case import BandwidthCase, Call, OverheadCase  # noqa: E402
 
 from jit_kernel.benchmark.marker import do_bench  # noqa: E402
 
@@ -209,20 +210,48 @@ def bench_case(case: BandwidthCase, copy_gbps: float, timer: str) -> BandwidthRo
     return row
 
 
-def host_us_per_call(
-    fn: Callable[..., Any], args: tuple[Any, ...], calls: int, warmup: int = 20
-) -> float:
+class CallLoop:
+    """``calls`` calls of one callable, written out: ``fn(a0, a1, a2, a3, is_neox=kw_is_neox)``.
+
+    A call as user code makes it: the interpreter's fast paths for plain Python calls apply to
+    a wrapper as they would there, and a bare export builds its argument tuple as it would
+    there (``fn(*args)`` hands it a ready-made tuple and calls a Python wrapper through the slow
+    generic path). Each instance compiles its own loop, so each callable has a call site of its
+    own (a shared one would keep re-specializing between a wrapper and an export).
+    """
+
+    def __init__(self, call: Call, inputs: tuple[Any, ...]) -> None:
+        self.call = call
+        self.args = (*inputs, *call.extra)
+        params = [f"a{i}" for i in range(len(self.args))]
+        passed = params + [f"{name}=kw_{name}" for name in call.keywords]
+        lines = ["def loop(fn, args, kwargs, calls):"]
+        if params:
+            lines.append(f"    {', '.join(params)}, = args")
+        lines += [f"    kw_{name} = kwargs[{name!r}]" for name in call.keywords]
+        lines += ["    for _ in range(calls):", f"        fn({', '.join(passed)})"]
+        namespace: dict[str, Any] = {}
+        exec(compile("\n".join(lines) + "\n", "<overhead call loop>", "exec"), namespace)
+        self._loop = namespace["loop"]
+
+    def run(self, calls: int) -> None:
+        self._loop(self.call.fn, self.args, self.call.keywords, calls)
+
+
+def as_call(spec: Callable[..., Any] | Call) -> Call:
+    return spec if isinstance(spec, Call) else Call(spec)
+
+
+def host_us_per_call(loop: CallLoop, calls: int, warmup: int = 20) -> float:
     """Wall-clock microseconds per call of an eager loop of ``calls`` calls (no sync inside).
 
     ``warmup`` untimed calls come first, so that every variant starts its timed loop with its
     own code path warm (caches, branch predictors), whatever ran before it.
     """
-    for _ in range(warmup):
-        fn(*args)
+    loop.run(warmup)
     torch.cuda.synchronize()
     t0 = time.perf_counter_ns()
-    for _ in range(calls):
-        fn(*args)
+    loop.run(calls)
     elapsed = time.perf_counter_ns() - t0
     torch.cuda.synchronize()
     return elapsed / calls / 1e3
@@ -236,17 +265,20 @@ def bench_overhead(
     The order within a round rotates (wrapper first, then bare first, then torch first, ...),
     so no variant always runs right after the same other one.
     """
-    args = case.make_inputs()
-    variants = {"wrapper": case.wrapper, "bare": case.bare, "torch": case.torch_eager}
-    for fn in variants.values():
-        for _ in range(50):
-            fn(*args)
+    inputs = case.make_inputs()
+    variants = {
+        "wrapper": CallLoop(as_call(case.wrapper), inputs),
+        "bare": CallLoop(as_call(case.bare), inputs),
+        "torch": CallLoop(as_call(case.torch_eager), inputs),
+    }
+    for loop in variants.values():
+        loop.run(50)
     samples: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     for round_index in range(rounds):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
-            samples[name].append(host_us_per_call(variants[name], args, calls))
+            samples[name].append(host_us_per_call(variants[name], calls))
     med = {name: statistics.median(values) for name, values in samples.items()}
     pairs = zip(samples["wrapper"], samples["bare"], samples["torch"], strict=True)
     vs_bare, vs_torch = zip(*((w / b, w / t) for w, b, t in pairs), strict=True)
@@ -442,7 +474,7 @@ def main() -> int:
     print_bandwidth(rows)
     if overheads:
         print(
-            f"\nhost time per call (eager loop of 200 calls; medians of {OVERHEAD_ROUNDS} rounds, "
+            f"\nhost time per call (eager loop of 200 written-out calls; medians of {OVERHEAD_ROUNDS} rounds, "
             "order rotated; ratios: medians of the per-round ratios):"
         )
         print(

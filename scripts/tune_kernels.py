@@ -88,6 +88,7 @@ KNOBS: dict[str, dict[str, tuple[str, int]]] = {
         "SGL_NORM_PERSISTENT": ("P", 0),
         "SGL_NORM_PDL_EARLY": ("E", 0),
         "SGL_NORM_MIN_BLOCKS": ("M", 0),
+        "SGL_NORM_LANE_PACKS": ("L", 2),
     },
     "qknorm": {
         "SGL_QKNORM_ITEMS": ("I", 1),
@@ -103,6 +104,11 @@ KNOBS: dict[str, dict[str, tuple[str, int]]] = {
         "SGL_ROPE_PERSISTENT": ("P", 1),
         "SGL_ROPE_SPREAD": ("S", 0),
         "SGL_ROPE_WHOLE_WARPS": ("W", 0),
+        "SGL_ROPE_MAX_SIDE": ("H", 0),
+        "SGL_ROPE_MAX_REGS": ("M", 0),
+        "SGL_ROPE_LEAN": ("L", 0),
+        "SGL_ROPE_LEAN_HEADS": ("K", 1),
+        "SGL_ROPE_LEAN_BLOCK": ("J", 128),
     },
     "store_cache": {
         "SGL_STORE_BLOCK": ("B", 256),
@@ -155,10 +161,11 @@ def _grid(family: str, rows: list[tuple[str, str, str]]) -> list[Variant]:
 # variant of each family is the baseline before tuning. B/U/P/F/S/M/E: SGL_ACT_BLOCK, _UNROLL,
 # _PERSISTENT, _FAST_MATH, _SCHEDULE, _MIN_BLOCKS, _PDL_EARLY; T/R/P/E:
 # SGL_NORM_WARP_CTA_THREADS, _ROWS_PER_GROUP, _PERSISTENT, _PDL_EARLY; I/P/T/W/E:
-# SGL_QKNORM_ITEMS, _PERSISTENT, _CTA_THREADS, _WEIGHT_REGS, _PDL_EARLY; rope B/U/G/P/S:
-# SGL_ROPE_BLOCK, _NEOX_UNROLL, _GPTJ_UNROLL, _PERSISTENT, _SPREAD; store_cache B/U/P:
-# SGL_STORE_BLOCK, _UNROLL, _PERSISTENT. (Register caps that make the bf16 16-byte activation
-# kernels spill are left out: 40 and 48 registers spill there.)
+# SGL_QKNORM_ITEMS, _PERSISTENT, _CTA_THREADS, _WEIGHT_REGS, _PDL_EARLY; rope B/U/G/P/S/W/H:
+# SGL_ROPE_BLOCK, _NEOX_UNROLL, _GPTJ_UNROLL, _PERSISTENT, _SPREAD, _WHOLE_WARPS, _MAX_SIDE,
+# _MAX_REGS (M);
+# store_cache B/U/P: SGL_STORE_BLOCK, _UNROLL, _PERSISTENT. (Register caps that make the bf16
+# 16-byte activation kernels spill are left out: 40 and 48 registers spill there.)
 VARIANTS: dict[str, list[Variant]] = {
     "activation": _grid(
         "activation",
@@ -208,6 +215,10 @@ VARIANTS: dict[str, list[Variant]] = {
                 "R2 M10",
                 "2 rows per group, rmsnorm D <= 512 at <= 48 registers: 10 CTAs per SM",
             ),
+            ("N16", "R4 L1", "D <= 256: one pack per lane, a warp per D = 256 row"),
+            ("N17", "R4 L1 T32", "as N16 in one-warp CTAs of 4 rows (Triton's layout at D = 256)"),
+            ("N18", "R2 L1 T32", "as N17 with 2 rows per CTA"),
+            ("N19", "R4 L1 T64", "as N16 in two-warp CTAs"),
         ],
     ),
     "qknorm": _grid(
@@ -243,6 +254,20 @@ VARIANTS: dict[str, list[Variant]] = {
             ("R10", "S2 G4", "as R0 for NeoX, as R4 for GPT-J (spread GPT-J only) (default)"),
             ("R11", "W1", "whole-warp blocks (16 + 2 heads: 2 tokens x 144 threads)"),
             ("R12", "S2 G4 W1", "R10 with whole-warp blocks"),
+            ("R13", "S2 G4 H1", "every thread walks all heads of its token (32 NeoX tokens/block)"),
+            ("R14", "S2 G4 H1 P0", "as R13, one block per token group (FlashInfer's layout)"),
+            ("R15", "S2 G4 H1 P0 B128", "as R14 with 128-thread blocks"),
+            ("R16", "S2 G4 H2", "at most 2 heads side by side per token"),
+            ("R17", "S2 G4 H4", "at most 4 heads side by side per token"),
+            ("R18", "S2 G4 M128", "no spill: GPT-J bf16 80+ registers (ptxas picks 64 and spills)"),
+            ("R19", "S2 G4 M72", "72 registers: NeoX 5 blocks of 144 threads per SM, not 4"),
+            ("R20", "S2 G4 M64", "64 registers: 6 blocks per SM, some spilling"),
+            ("R21", "S2 G4 H2 M72", "as R16 with 72 registers"),
+            ("R22", "S2 G4 L1", "lean plan: a thread per chunk, token and head (33-50 regs)"),
+            ("R23", "S2 G4 L1 J256", "lean plan, 256-thread blocks"),
+            ("R24", "S2 G4 L1 K2", "lean plan, 2 heads per thread"),
+            ("R25", "S2 G4 L1 K4", "lean plan, 4 heads per thread"),
+            ("R26", "S2 G4 L2 M72", "lean plan for GPT-J, the looping plan (72 regs) for NeoX"),
         ],
     ),
     "store_cache": _grid(

@@ -29,6 +29,12 @@ CASES = [
         ],
     ),
     (
+        "elementwise/rope.cuh",
+        "apply_rope_inplace<bf16_t, false>",
+        ["-DSGL_ROPE_MAX_SIDE=-1", "-DSGL_ROPE_MAX_REGS=16"],
+        ["SGL_ROPE_MAX_SIDE: 0..64", "SGL_ROPE_MAX_REGS: 0 or 32..128"],
+    ),
+    (
         "elementwise/store_cache.cuh",
         "store_cache<false>",
         ["-DSGL_STORE_BLOCK=96", "-DSGL_STORE_UNROLL=0", "-DSGL_STORE_PERSISTENT=3"],
@@ -47,7 +53,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("header,export,flags,messages", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    "header,export,flags,messages", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
 def test_bad_knob_value_fails_the_build_naming_the_knob(
     header, export, flags, messages, tmp_path, monkeypatch
 ):

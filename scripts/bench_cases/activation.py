@@ -132,8 +132,7 @@ def overhead_cases() -> list[OverheadCase]:
         OverheadCase(
             name="silu_and_mul 16x4096 bf16",
             make_inputs=lambda: (torch.randn(16, 2 * 4096, dtype=torch.bfloat16, device="cuda"),),
-            # One harness frame on each side, as bare is a function too.
-            wrapper=lambda x: silu_and_mul(x),
+            wrapper=silu_and_mul,
             bare=bare,
             torch_eager=torch_fn("silu"),
         )

@@ -44,16 +44,33 @@ class BandwidthCase:
 
 
 @dataclass(frozen=True)
+class Call:
+    """How the host-overhead loop calls one callable: ``fn(*inputs, *extra, **keywords)``.
+
+    The loop writes the call out (``fn(a0, a1, eps)``, ``fn(q, k, c, p, is_neox=True)``), as
+    user code does, so no helper frame (a lambda binding the constants) and no ``fn(*args)``
+    unpacking is timed with it.
+    """
+
+    fn: Fn
+    extra: tuple[Any, ...] = ()
+    keywords: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class OverheadCase:
     """Host time of one call at a small size: wrapper vs bare tvm-ffi call vs torch eager.
 
-    ``bare`` allocates the output (if the wrapper does) and calls the module's export
-    directly, with the module fetched once beforehand: exactly the work the wrapper cannot
-    avoid. Target: wrapper <= 1.05 x bare and wrapper < torch eager.
+    ``make_inputs()`` returns the tensors every callable takes first. ``wrapper`` is the public
+    function itself; ``bare`` is the module's export itself where the call is the whole work
+    (in-place kernels), else a function that allocates the output and calls the export, with
+    the module fetched once beforehand: exactly the work the wrapper cannot avoid; ``torch_eager``
+    the same computation in torch. A plain callable is called with the inputs alone, a
+    :class:`Call` with its constants too. Target: wrapper <= 1.05 x bare and wrapper < torch eager.
     """
 
     name: str
     make_inputs: Callable[[], tuple[Any, ...]]
-    wrapper: Fn
-    bare: Fn
-    torch_eager: Fn
+    wrapper: Fn | Call
+    bare: Fn | Call
+    torch_eager: Fn | Call

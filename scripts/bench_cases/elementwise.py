@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from case import BandwidthCase, OverheadCase
+from case import BandwidthCase, Call, OverheadCase
 
 from jit_kernel.add_constant import _jit_add_constant_module, add_constant
 from jit_kernel.scale import _jit_scale_module, scale
@@ -84,8 +84,8 @@ def overhead_cases() -> list[OverheadCase]:
         def make_int(n: int = n) -> tuple[torch.Tensor]:
             return (torch.randint(0, 100, (n,), dtype=torch.int32, device="cuda"),)
 
-        def bare_add(x: torch.Tensor, module=module) -> torch.Tensor:
-            out = torch.empty_like(x)
+        def bare_add(x: torch.Tensor, _constant: int, module=module) -> torch.Tensor:
+            out = torch.empty_like(x)  # the constant is compiled into the module
             module.add_constant(out, x)
             return out
 
@@ -93,25 +93,25 @@ def overhead_cases() -> list[OverheadCase]:
             OverheadCase(
                 name=f"add_constant int32 {n}",
                 make_inputs=make_int,
-                wrapper=lambda x: add_constant(x, 1),
-                bare=bare_add,
-                torch_eager=lambda x: x + 1,
+                wrapper=Call(add_constant, (1,)),
+                bare=Call(bare_add, (1,)),
+                torch_eager=Call(torch.add, (1,)),
             )
         )
     scale_module = _jit_scale_module(torch.bfloat16)
 
-    def bare_scale(x: torch.Tensor) -> torch.Tensor:
+    def bare_scale(x: torch.Tensor, factor: float) -> torch.Tensor:
         out = torch.empty_like(x)
-        scale_module.scale(out, x, 2.0)
+        scale_module.scale(out, x, factor)
         return out
 
     cases.append(
         OverheadCase(
             name="scale bf16 4096",
             make_inputs=lambda: (torch.randn(4096, dtype=torch.bfloat16, device="cuda"),),
-            wrapper=lambda x: scale(x, 2.0),
-            bare=bare_scale,
-            torch_eager=lambda x: x * 2.0,
+            wrapper=Call(scale, (2.0,)),
+            bare=Call(bare_scale, (2.0,)),
+            torch_eager=Call(torch.mul, (2.0,)),
         )
     )
     return cases

@@ -21,7 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from case import BandwidthCase, OverheadCase  # scripts/bench_cases is on the driver's sys.path
+from case import (  # scripts/bench_cases is on the driver's sys.path
+    BandwidthCase,
+    Call,
+    OverheadCase,
+)
 
 from jit_kernel.fused_add_rmsnorm import _jit_fused_add_rmsnorm_module, fused_add_rmsnorm
 from jit_kernel.qknorm import _jit_qknorm_module, fused_inplace_qknorm
@@ -244,9 +248,9 @@ def overhead_cases() -> list[OverheadCase]:
     fused = _jit_fused_add_rmsnorm_module(BF16)
     qk = _jit_qknorm_module(BF16)
 
-    def rmsnorm_bare(x, w):
+    def rmsnorm_bare(x, w, eps):
         out = torch.empty_like(x)
-        rms.rmsnorm(out, x, w, EPS)
+        rms.rmsnorm(out, x, w, eps)
         return out
 
     def rows_inputs():
@@ -256,8 +260,8 @@ def overhead_cases() -> list[OverheadCase]:
         OverheadCase(
             name="rmsnorm 16x4096 bf16",
             make_inputs=rows_inputs,
-            wrapper=lambda x, w: rmsnorm(x, w, EPS),
-            bare=rmsnorm_bare,
+            wrapper=Call(rmsnorm, (EPS,)),
+            bare=Call(rmsnorm_bare, (EPS,)),
             torch_eager=_torch_rmsnorm,
         ),
         OverheadCase(
@@ -267,8 +271,8 @@ def overhead_cases() -> list[OverheadCase]:
                 _randn(16, 4096, dtype=BF16),
                 _weight(4096, BF16),
             ),
-            wrapper=lambda x, r, w: fused_add_rmsnorm(x, r, w, EPS),
-            bare=lambda x, r, w: fused.fused_add_rmsnorm(x, r, w, EPS),
+            wrapper=Call(fused_add_rmsnorm, (EPS,)),
+            bare=Call(fused.fused_add_rmsnorm, (EPS,)),
             torch_eager=_torch_fused_add_rmsnorm,
         ),
         OverheadCase(
@@ -279,8 +283,8 @@ def overhead_cases() -> list[OverheadCase]:
                 _weight(128, BF16),
                 _weight(128, BF16),
             ),
-            wrapper=lambda q, k, qw, kw: fused_inplace_qknorm(q, k, qw, kw, EPS),
-            bare=lambda q, k, qw, kw: qk.fused_inplace_qknorm(q, k, qw, kw, EPS),
+            wrapper=Call(fused_inplace_qknorm, (EPS,)),
+            bare=Call(qk.fused_inplace_qknorm, (EPS,)),
             torch_eager=_torch_qknorm,
         ),
     ]

@@ -18,7 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from case import BandwidthCase, OverheadCase  # scripts/bench_cases is on the driver's sys.path
+from case import (  # scripts/bench_cases is on the driver's sys.path
+    BandwidthCase,
+    Call,
+    OverheadCase,
+)
 
 from jit_kernel.rope import _jit_rope_module, apply_rope_inplace
 
@@ -150,8 +154,8 @@ def overhead_cases() -> list[OverheadCase]:
         OverheadCase(
             name="rope 16x(32+8)x128 bf16",
             make_inputs=lambda: _inputs(16, 32, 8, torch.bfloat16),
-            wrapper=lambda q, k, cache, pos: apply_rope_inplace(q, k, cache, pos, is_neox=True),
-            bare=lambda q, k, cache, pos: module.apply_rope_inplace(q, k, cache, pos, True, 0),
-            torch_eager=lambda q, k, cache, pos: torch_rope(q, k, cache, pos, True),
+            wrapper=Call(apply_rope_inplace, keywords={"is_neox": True}),
+            bare=Call(module.apply_rope_inplace, (True, 0)),
+            torch_eager=Call(torch_rope, (True,)),
         )
     ]

@@ -28,6 +28,16 @@
 //                          only; 0: as many heads side by side as the block holds
 //   SGL_ROPE_WHOLE_WARPS   1: as many tokens per block as make it whole warps (e.g. 2 x 144
 //                          threads), at most 512 threads; 0: the target block size rounded down
+//   SGL_ROPE_MAX_SIDE      N > 0: at most N heads side by side per token (1: every thread walks
+//                          all heads of its token, many tokens per block); 0: no cap
+//   SGL_ROPE_MAX_REGS      N > 0: __maxnreg__(N) registers per thread (32..128; 128 lets a
+//                          512-thread block run); 0: __launch_bounds__(512) and ptxas's choice
+//   SGL_ROPE_LEAN          1: the lean plan (one thread per chunk, token and group of
+//                          SGL_ROPE_LEAN_HEADS heads; no loop, few registers, many resident
+//                          threads) whenever its grid fits; 2: the same for GPT-J only;
+//                          0: the looping plan only
+//   SGL_ROPE_LEAN_HEADS    heads a thread of the lean plan rotates (1..8)
+//   SGL_ROPE_LEAN_BLOCK    threads per block the lean plan aims at (a multiple of 32, 64..512)
 #ifndef SGL_ROPE_BLOCK
 #define SGL_ROPE_BLOCK 256
 #endif
@@ -46,6 +56,26 @@
 #ifndef SGL_ROPE_WHOLE_WARPS
 #define SGL_ROPE_WHOLE_WARPS 0
 #endif
+#ifndef SGL_ROPE_MAX_SIDE
+#define SGL_ROPE_MAX_SIDE 0
+#endif
+#ifndef SGL_ROPE_MAX_REGS
+#define SGL_ROPE_MAX_REGS 0
+#endif
+#ifndef SGL_ROPE_LEAN
+#define SGL_ROPE_LEAN 0
+#endif
+#ifndef SGL_ROPE_LEAN_HEADS
+#define SGL_ROPE_LEAN_HEADS 1
+#endif
+#ifndef SGL_ROPE_LEAN_BLOCK
+#define SGL_ROPE_LEAN_BLOCK 128
+#endif
+#if SGL_ROPE_MAX_REGS > 0
+#define SGL_ROPE_KERNEL_BOUNDS __maxnreg__(SGL_ROPE_MAX_REGS)
+#else
+#define SGL_ROPE_KERNEL_BOUNDS __launch_bounds__(kRopeMaxBlock)
+#endif
 
 namespace {
 
@@ -56,11 +86,22 @@ inline constexpr int kRopeGptjUnroll = SGL_ROPE_GPTJ_UNROLL;
 inline constexpr bool kRopePersistent = SGL_ROPE_PERSISTENT != 0;
 inline constexpr int kRopeSpread = SGL_ROPE_SPREAD;
 inline constexpr bool kRopeWholeWarps = SGL_ROPE_WHOLE_WARPS != 0;
+inline constexpr int kRopeMaxSide = SGL_ROPE_MAX_SIDE;
+inline constexpr int kRopeLean = SGL_ROPE_LEAN;
+inline constexpr int kRopeLeanHeads = SGL_ROPE_LEAN_HEADS;
+inline constexpr int kRopeLeanBlock = SGL_ROPE_LEAN_BLOCK;
 inline constexpr std::int64_t kRopeMaxDim = 1024;
 static_assert(kRopeTargetBlock >= 64 && kRopeTargetBlock <= kRopeMaxBlock &&
                   kRopeTargetBlock % 32 == 0,
               "SGL_ROPE_BLOCK must be a multiple of 32 in [64, 512]");
 static_assert(kRopeSpread >= 0 && kRopeSpread <= 2, "SGL_ROPE_SPREAD must be 0, 1 or 2");
+static_assert(kRopeMaxSide >= 0 && kRopeMaxSide <= 64, "SGL_ROPE_MAX_SIDE: 0..64");
+static_assert(kRopeLean >= 0 && kRopeLean <= 2, "SGL_ROPE_LEAN must be 0, 1 or 2");
+static_assert(kRopeLeanBlock >= 64 && kRopeLeanBlock <= kRopeMaxBlock && kRopeLeanBlock % 32 == 0,
+              "SGL_ROPE_LEAN_BLOCK must be a multiple of 32 in [64, 512]");
+static_assert(kRopeLeanHeads >= 1 && kRopeLeanHeads <= 8, "SGL_ROPE_LEAN_HEADS: 1..8");
+static_assert(SGL_ROPE_MAX_REGS == 0 || (SGL_ROPE_MAX_REGS >= 32 && SGL_ROPE_MAX_REGS <= 128),
+              "SGL_ROPE_MAX_REGS: 0 or 32..128");
 static_assert(kRopeNeoxUnroll >= 1 && kRopeNeoxUnroll <= 8, "SGL_ROPE_NEOX_UNROLL: 1..8");
 static_assert(kRopeGptjUnroll >= 1 && kRopeGptjUnroll <= 8, "SGL_ROPE_GPTJ_UNROLL: 1..8");
 
@@ -140,7 +181,7 @@ SGL_DEVICE void rotate(float& a, float& b, float c, float s) {
 /// GPT-J: elements [c*V, c*V+V) of the rotary part (V/2 interleaved pairs). Tokens whose
 /// position is outside [0, max_pos) are left unchanged.
 template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
-__global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T> p) {
+__global__ void SGL_ROPE_KERNEL_BOUNDS rope_kernel(const RopeParams<T> p) {
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));  // elements per vector
   constexpr int kCosSin = kNeox ? kVec : kVec / 2;               // cos (and sin) values per chunk
   static_assert(kCosSin >= 1, "a GPT-J chunk needs at least one (even, odd) pair");
@@ -238,6 +279,81 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_kernel(const RopeParams<T>
   device::PDLTriggerSecondary<kUsePDL>();
 }
 
+/// The lean plan: no loop and no prefetch, so few registers and many resident threads. Block
+/// (chunks, tokens per block), grid (token blocks, head groups): thread (c, y) of block (bx, by)
+/// rotates chunk c (as in rope_kernel) of heads by * kRopeLeanHeads ... + kRopeLeanHeads - 1 of
+/// token bx * blockDim.y + y; its q/k loads are issued before its position arrives.
+template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
+__global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopeParams<T> p) {
+  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
+  constexpr int kCosSin = kNeox ? kVec : kVec / 2;
+  static_assert(kCosSin >= 1, "a GPT-J chunk needs at least one (even, odd) pair");
+  using vec_t = device::AlignedVector<T, kVec>;
+  constexpr int kParts = kNeox ? 2 : 1;
+
+  const int chunk = static_cast<int>(threadIdx.x);
+  const int half = p.rope_dim / 2;
+  const int first = chunk * kVec;
+  const int head0 = static_cast<int>(blockIdx.y) * kRopeLeanHeads;
+  const std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+
+  device::PDLWaitPrimary<kUsePDL>();
+  if (token < p.num_tokens) {
+    const auto* positions = static_cast<const Pos*>(p.positions);
+    const auto pos = static_cast<std::int64_t>(positions[token * p.position_stride]);
+    T* const q_token = p.q + token * p.q_token_stride;
+    T* const k_token = p.k + token * p.k_token_stride;
+    const auto head_base = [&](int head) {
+      return head < p.num_q_heads
+                 ? q_token + static_cast<std::int64_t>(head) * p.q_head_stride
+                 : k_token + static_cast<std::int64_t>(head - p.num_q_heads) * p.k_head_stride;
+    };
+    vec_t x[kRopeLeanHeads][kParts];
+#pragma unroll
+    for (int u = 0; u < kRopeLeanHeads; ++u) {
+      if (head0 + u < p.num_heads) {
+        x[u][0].load(head_base(head0 + u) + first);
+        if constexpr (kNeox) x[u][1].load(head_base(head0 + u) + half + first);
+      }
+    }
+    if (pos >= 0 && pos < p.max_pos) {  // else left unchanged; the cache is never read
+      const fp32_t* row = p.cos_sin + pos * p.rope_dim;
+      fp32_t cos_v[kCosSin];
+      fp32_t sin_v[kCosSin];
+      load_cos_sin<kCosSin>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
+      load_cos_sin<kCosSin>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
+#pragma unroll
+      for (int u = 0; u < kRopeLeanHeads; ++u) {
+        if (head0 + u >= p.num_heads) break;
+        T* const base = head_base(head0 + u);
+        if constexpr (kNeox) {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) {
+            float a = device::cast<fp32_t>(x[u][0][j]);
+            float b = device::cast<fp32_t>(x[u][1][j]);
+            rotate(a, b, cos_v[j], sin_v[j]);
+            x[u][0][j] = device::cast<T>(a);
+            x[u][1][j] = device::cast<T>(b);
+          }
+          x[u][0].store(base + first);
+          x[u][1].store(base + half + first);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kCosSin; ++j) {
+            float a = device::cast<fp32_t>(x[u][0][2 * j]);
+            float b = device::cast<fp32_t>(x[u][0][2 * j + 1]);
+            rotate(a, b, cos_v[j], sin_v[j]);
+            x[u][0][2 * j] = device::cast<T>(a);
+            x[u][0][2 * j + 1] = device::cast<T>(b);
+          }
+          x[u][0].store(base + first);
+        }
+      }
+    }
+  }
+  device::PDLTriggerSecondary<kUsePDL>();
+}
+
 // ---------------------------------------------------------------- host side
 
 /// Raises "apply_rope_inplace: tensor '<name>' <what...>; tensor: shape=..., ...".
@@ -254,9 +370,30 @@ template <typename... Args>
               host::details::describe(view));
 }
 
+/// Launches the lean plan and returns true, or returns false where its grid does not fit (more
+/// than 65535 head groups).
+template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
+bool launch_rope_lean(const RopeParams<T>& params, DLDevice device) {
+  using namespace host;
+  const std::int64_t head_groups = div_ceil(std::int64_t{params.num_heads}, std::int64_t{kRopeLeanHeads});
+  if (head_groups > 65535) return false;
+  const int block_y = static_cast<int>(std::min<std::int64_t>(
+      std::max(1, kRopeLeanBlock / params.chunks), std::max<std::int64_t>(params.num_tokens, 1)));
+  const std::int64_t token_blocks = div_ceil(params.num_tokens, std::int64_t{block_y});
+  if (token_blocks > 0x7fffffff) return false;
+  LaunchKernel(dim3(static_cast<unsigned>(token_blocks), static_cast<unsigned>(head_groups)),
+               dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(block_y)),
+               device)
+      .enable_pdl(kUsePDL)(rope_lean_kernel<T, kNeox, kVecBytes, Pos, kUsePDL>, params);
+  return true;
+}
+
 template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 void launch_rope(const RopeParams<T>& params, DLDevice device) {
   using namespace host;
+  if constexpr (kRopeLean == 1 || (kRopeLean == 2 && !kNeox)) {
+    if (launch_rope_lean<T, kNeox, kVecBytes, Pos, kUsePDL>(params, device)) return;
+  }
   constexpr auto kernel = rope_kernel<T, kNeox, kVecBytes, Pos, kUsePDL>;
   const int block_x = params.chunks * params.heads_per_pass;
   int tokens_per_block = std::max(1, kRopeTargetBlock / block_x);
@@ -409,6 +546,7 @@ void apply_rope_inplace(tvm::ffi::TensorView q,
   if (kRopeSpread == 1 || (kRopeSpread == 2 && !is_neox)) {
     per_pass = std::min(per_pass, div_ceil(heads, rope_unroll(is_neox)));
   }
+  if (kRopeMaxSide > 0) per_pass = std::min(per_pass, kRopeMaxSide);
   per_pass = div_ceil(heads, div_ceil(heads, per_pass));  // balance the passes over the heads
 
   RopeParams<T> params{};

@@ -31,6 +31,9 @@
 //                              2-pack warp-group plans (D <= 512) ask __launch_bounds__ for N
 //                              resident CTAs per SM (registers <= 65536 / (N * CTA threads));
 //                              fused_add_rmsnorm (twice the packs) keeps the budget
+//   SGL_NORM_LANE_PACKS        packs a lane holds per row in the warp-group plans of rows of at
+//                              most 32 packs (D <= 256): 2 (groups of up to 16 lanes) or 1
+//                              (groups of up to 32 lanes, twice the lanes per row)
 //   SGL_NORM_PDL_EARLY         1: with PDL, let the next kernel launch as soon as a CTA starts
 //                              (after its griddepcontrol.wait) rather than when it ends; the
 //                              next kernel still waits for this grid before touching memory
@@ -48,6 +51,9 @@
 #endif
 #ifndef SGL_NORM_PDL_EARLY
 #define SGL_NORM_PDL_EARLY 0
+#endif
+#ifndef SGL_NORM_LANE_PACKS
+#define SGL_NORM_LANE_PACKS 2
 #endif
 
 namespace device::norm {
@@ -270,6 +276,10 @@ static_assert(kWarpPathThreads >= 32 && kWarpPathThreads <= 1024 && kWarpPathThr
               "SGL_NORM_WARP_CTA_THREADS must be a multiple of 32 in [32, 1024]");
 /// Packs per thread of the warp-group path below one warp per row.
 inline constexpr int kWarpPacks = 2;
+/// Packs per lane of the warp-group plans of rows of at most 32 packs (SGL_NORM_LANE_PACKS).
+inline constexpr int kSmallRowLanePacks = SGL_NORM_LANE_PACKS;
+static_assert(kSmallRowLanePacks == 1 || kSmallRowLanePacks == 2,
+              "SGL_NORM_LANE_PACKS must be 1 or 2");
 /// Rows per lane group and iteration asked for (SGL_NORM_ROWS_PER_GROUP), and the most packs of
 /// one tensor a thread holds at once when taking several rows.
 inline constexpr int kRowsPerGroup = SGL_NORM_ROWS_PER_GROUP;
@@ -339,6 +349,14 @@ inline bool is_row_supported(std::int64_t row_elems) {
 template <typename Launch>
 void dispatch_rows(std::uint32_t num_packs, Launch&& launch) {
   constexpr std::uint32_t kCtaThreads = kWarpPathThreads;
+  if constexpr (kSmallRowLanePacks == 1) {
+    if (num_packs <= 32) {
+      if (num_packs <= 4) return launch.template operator()<4, 1>(kCtaThreads, kCtaThreads / 4);
+      if (num_packs <= 8) return launch.template operator()<8, 1>(kCtaThreads, kCtaThreads / 8);
+      if (num_packs <= 16) return launch.template operator()<16, 1>(kCtaThreads, kCtaThreads / 16);
+      return launch.template operator()<32, 1>(kCtaThreads, kCtaThreads / 32);
+    }
+  }
   if (num_packs <= 8) {
     launch.template operator()<4, kWarpPacks>(kCtaThreads, kCtaThreads / 4);
   } else if (num_packs <= 16) {
