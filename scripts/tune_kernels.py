@@ -109,6 +109,7 @@ KNOBS: dict[str, dict[str, tuple[str, int]]] = {
         "SGL_ROPE_LEAN": ("L", 0),
         "SGL_ROPE_LEAN_HEADS": ("K", 1),
         "SGL_ROPE_LEAN_BLOCK": ("J", 128),
+        "SGL_ROPE_LEAN_NEOX_LIMIT": ("N", 0),
     },
     "store_cache": {
         "SGL_STORE_BLOCK": ("B", 256),
@@ -251,7 +252,7 @@ VARIANTS: dict[str, list[Variant]] = {
             ("R7", "P0 S1 G4 B128", "as R5 with 128-thread blocks"),
             ("R8", "P0 S1 G4 B512", "as R5 with 512-thread blocks"),
             ("R9", "S1 U4 G8", "persistent, spread, twice the bytes in flight"),
-            ("R10", "S2 G4", "as R0 for NeoX, as R4 for GPT-J (spread GPT-J only) (default)"),
+            ("R10", "S2 G4", "as R0 for NeoX, as R4 for GPT-J (spread GPT-J only)"),
             ("R11", "W1", "whole-warp blocks (16 + 2 heads: 2 tokens x 144 threads)"),
             ("R12", "S2 G4 W1", "R10 with whole-warp blocks"),
             ("R13", "S2 G4 H1", "every thread walks all heads of its token (32 NeoX tokens/block)"),
@@ -268,6 +269,11 @@ VARIANTS: dict[str, list[Variant]] = {
             ("R24", "S2 G4 L1 K2", "lean plan, 2 heads per thread"),
             ("R25", "S2 G4 L1 K4", "lean plan, 4 heads per thread"),
             ("R26", "S2 G4 L2 M72", "lean plan for GPT-J, the looping plan (72 regs) for NeoX"),
+            (
+                "R27",
+                "S2 G4 L2 M72 N2097152",
+                "as R26, NeoX below 2^21 (token, head) pairs lean too (default)",
+            ),
         ],
     ),
     "store_cache": _grid(

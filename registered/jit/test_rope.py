@@ -133,6 +133,28 @@ def test_rope_matches_reference(dtype, num_tokens, hq, hk, head_dim, rope_dim, i
     run_and_check(q, k, cache, positions, is_neox, what, v=v)
 
 
+# Launch plans (docs/kernels/rope.md): the lean plan (one thread per chunk, token and head) takes
+# GPT-J and NeoX below 2**21 (token, head) pairs, the looping plan NeoX at or above it and any
+# call with more than 65535 heads (the lean grid's y dimension). The other tests are mostly lean.
+LOOPING_PLAN_CASES = [
+    # (tokens, hq, hk, head_dim, is_neox): NeoX at exactly 2**21 pairs, more tokens than one
+    # wave of the persistent grid
+    (65536, 24, 8, 16, True),
+    (2, 60000, 10000, 8, True),  # 70000 heads: beyond the lean grid
+    (2, 60000, 10000, 8, False),
+    (3, 65535, 0, 8, False),  # 65535 heads: the largest lean grid
+]
+
+
+@pytest.mark.parametrize("tokens,hq,hk,head_dim,is_neox", LOOPING_PLAN_CASES)
+def test_rope_looping_plan_and_lean_grid_limit(tokens, hq, hk, head_dim, is_neox) -> None:
+    _, q, k, v = fused_qkv(tokens, hq, hk, head_dim, torch.bfloat16)
+    cache = make_cos_sin_cache(MAX_POSITION, head_dim)
+    positions = torch.randint(0, MAX_POSITION, (tokens,), device="cuda")
+    what = f"T={tokens} hq={hq} hk={hk} D={head_dim} neox={is_neox}"
+    run_and_check(q, k, cache, positions, is_neox, what, v=v)
+
+
 @pytest.mark.parametrize("is_neox", [True, False])
 @pytest.mark.parametrize("pos_dtype", [torch.int32, torch.int64])
 def test_rope_position_dtypes_and_strides(pos_dtype, is_neox) -> None:

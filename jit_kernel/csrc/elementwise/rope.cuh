@@ -34,8 +34,11 @@
 //                          512-thread block run); 0: __launch_bounds__(512) and ptxas's choice
 //   SGL_ROPE_LEAN          1: the lean plan (one thread per chunk, token and group of
 //                          SGL_ROPE_LEAN_HEADS heads; no loop, few registers, many resident
-//                          threads) whenever its grid fits; 2: the same for GPT-J only;
+//                          threads) whenever its grid fits; 2: the same for GPT-J, and for
+//                          NeoX below SGL_ROPE_LEAN_NEOX_LIMIT (token, head) pairs;
 //                          0: the looping plan only
+//   SGL_ROPE_LEAN_NEOX_LIMIT  with SGL_ROPE_LEAN=2: NeoX calls of at least this many
+//                          (token, head) pairs take the looping plan (0: every NeoX call)
 //   SGL_ROPE_LEAN_HEADS    heads a thread of the lean plan rotates (1..8)
 //   SGL_ROPE_LEAN_BLOCK    threads per block the lean plan aims at (a multiple of 32, 64..512)
 #ifndef SGL_ROPE_BLOCK
@@ -60,10 +63,13 @@
 #define SGL_ROPE_MAX_SIDE 0
 #endif
 #ifndef SGL_ROPE_MAX_REGS
-#define SGL_ROPE_MAX_REGS 0
+#define SGL_ROPE_MAX_REGS 72
 #endif
 #ifndef SGL_ROPE_LEAN
-#define SGL_ROPE_LEAN 0
+#define SGL_ROPE_LEAN 2
+#endif
+#ifndef SGL_ROPE_LEAN_NEOX_LIMIT
+#define SGL_ROPE_LEAN_NEOX_LIMIT 2097152
 #endif
 #ifndef SGL_ROPE_LEAN_HEADS
 #define SGL_ROPE_LEAN_HEADS 1
@@ -90,6 +96,8 @@ inline constexpr int kRopeMaxSide = SGL_ROPE_MAX_SIDE;
 inline constexpr int kRopeLean = SGL_ROPE_LEAN;
 inline constexpr int kRopeLeanHeads = SGL_ROPE_LEAN_HEADS;
 inline constexpr int kRopeLeanBlock = SGL_ROPE_LEAN_BLOCK;
+inline constexpr std::int64_t kRopeLeanNeoxLimit = SGL_ROPE_LEAN_NEOX_LIMIT;
+static_assert(kRopeLeanNeoxLimit >= 0, "SGL_ROPE_LEAN_NEOX_LIMIT must be >= 0");
 inline constexpr std::int64_t kRopeMaxDim = 1024;
 static_assert(kRopeTargetBlock >= 64 && kRopeTargetBlock <= kRopeMaxBlock &&
                   kRopeTargetBlock % 32 == 0,
@@ -391,9 +399,11 @@ bool launch_rope_lean(const RopeParams<T>& params, DLDevice device) {
 template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 void launch_rope(const RopeParams<T>& params, DLDevice device) {
   using namespace host;
-  if constexpr (kRopeLean == 1 || (kRopeLean == 2 && !kNeox)) {
-    if (launch_rope_lean<T, kNeox, kVecBytes, Pos, kUsePDL>(params, device)) return;
+  bool lean = kRopeLean == 1 || (kRopeLean == 2 && !kNeox);
+  if constexpr (kRopeLean == 2 && kNeox) {
+    lean = params.num_tokens * params.num_heads < kRopeLeanNeoxLimit;
   }
+  if (lean && launch_rope_lean<T, kNeox, kVecBytes, Pos, kUsePDL>(params, device)) return;
   constexpr auto kernel = rope_kernel<T, kNeox, kVecBytes, Pos, kUsePDL>;
   const int block_x = params.chunks * params.heads_per_pass;
   int tokens_per_block = std::max(1, kRopeTargetBlock / block_x);
