@@ -179,6 +179,74 @@ SGL_DEVICE void rotate(float& a, float& b, float c, float s) {
   b = rb;
 }
 
+/// The chunk of one head a thread owns: NeoX, elements [first, first + kVec) of the rotary
+/// part's first half and the same of its second half; GPT-J, elements [first, first + kVec)
+/// (kVec / 2 interleaved pairs).
+template <typename T, bool kNeox, int kVec>
+struct HeadChunk {
+  static constexpr int kParts = kNeox ? 2 : 1;              // vectors per head and chunk
+  static constexpr int kCosSin = kNeox ? kVec : kVec / 2;  // cos (and sin) values per chunk
+  static_assert(kCosSin >= 1, "a GPT-J chunk needs at least one (even, odd) pair");
+  device::AlignedVector<T, kVec> part[kParts];
+
+  SGL_DEVICE void load(const T* head, int first, int half) {
+    part[0].load(head + first);
+    if constexpr (kNeox) part[1].load(head + half + first);
+  }
+  /// Rotates the chunk in fp32 and stores it back to `head`.
+  SGL_DEVICE void rotate_store(T* head,
+                               int first,
+                               int half,
+                               const fp32_t (&cos_v)[kCosSin],
+                               const fp32_t (&sin_v)[kCosSin]) {
+    if constexpr (kNeox) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        float a = device::cast<fp32_t>(part[0][j]);
+        float b = device::cast<fp32_t>(part[1][j]);
+        rotate(a, b, cos_v[j], sin_v[j]);
+        part[0][j] = device::cast<T>(a);
+        part[1][j] = device::cast<T>(b);
+      }
+      part[0].store(head + first);
+      part[1].store(head + half + first);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kCosSin; ++j) {
+        float a = device::cast<fp32_t>(part[0][2 * j]);
+        float b = device::cast<fp32_t>(part[0][2 * j + 1]);
+        rotate(a, b, cos_v[j], sin_v[j]);
+        part[0][2 * j] = device::cast<T>(a);
+        part[0][2 * j + 1] = device::cast<T>(b);
+      }
+      part[0].store(head + first);
+    }
+  }
+};
+
+/// Head `head` (q heads first, then k heads) of the token whose q and k rows start at q_token and
+/// k_token.
+template <typename T>
+SGL_DEVICE T* head_address(const RopeParams<T>& p, T* q_token, T* k_token, int head) {
+  return head < p.num_q_heads
+             ? q_token + static_cast<std::int64_t>(head) * p.q_head_stride
+             : k_token + static_cast<std::int64_t>(head - p.num_q_heads) * p.k_head_stride;
+}
+
+/// The cos and sin values of `chunk` at position `pos` (in range) from the fp32 cache (half =
+/// rope_dim / 2).
+template <int kCosSin, typename T>
+SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
+                                   std::int64_t pos,
+                                   int chunk,
+                                   int half,
+                                   fp32_t (&cos_v)[kCosSin],
+                                   fp32_t (&sin_v)[kCosSin]) {
+  const fp32_t* row = p.cos_sin + pos * p.rope_dim;
+  load_cos_sin<kCosSin>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
+  load_cos_sin<kCosSin>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
+}
+
 /// Threads: blockDim.x = chunks * heads_per_pass for one token, blockDim.y tokens per block; the
 /// grid strides over groups of blockDim.y tokens. Thread (c, slot) owns chunk c of every head
 /// slot, slot + heads_per_pass, ... of its token: it reads the token's position and its cos/sin
@@ -191,10 +259,8 @@ SGL_DEVICE void rotate(float& a, float& b, float c, float s) {
 template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 __global__ void SGL_ROPE_KERNEL_BOUNDS rope_kernel(const RopeParams<T> p) {
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));  // elements per vector
-  constexpr int kCosSin = kNeox ? kVec : kVec / 2;               // cos (and sin) values per chunk
-  static_assert(kCosSin >= 1, "a GPT-J chunk needs at least one (even, odd) pair");
-  using vec_t = device::AlignedVector<T, kVec>;
-  constexpr int kParts = kNeox ? 2 : 1;  // vectors per head and chunk
+  using Chunk = HeadChunk<T, kNeox, kVec>;
+  constexpr int kCosSin = Chunk::kCosSin;
   constexpr int kUnroll = rope_unroll(kNeox);
 
   const int chunk = static_cast<int>(threadIdx.x) % p.chunks;
@@ -218,57 +284,25 @@ __global__ void SGL_ROPE_KERNEL_BOUNDS rope_kernel(const RopeParams<T> p) {
     }
     T* const q_token = p.q + token * p.q_token_stride;
     T* const k_token = p.k + token * p.k_token_stride;
-    const auto head_base = [&](int head) {
-      return head < p.num_q_heads
-                 ? q_token + static_cast<std::int64_t>(head) * p.q_head_stride
-                 : k_token + static_cast<std::int64_t>(head - p.num_q_heads) * p.k_head_stride;
-    };
 
-    vec_t x[kUnroll][kParts];
+    Chunk x[kUnroll];
     int head0 = slot;  // < num_heads: heads_per_pass <= num_heads
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int head = head0 + u * heads_step;
-      if (head < p.num_heads) {
-        x[u][0].load(head_base(head) + first);
-        if constexpr (kNeox) x[u][1].load(head_base(head) + half + first);
-      }
+      if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
     }
     if (pos < 0 || pos >= p.max_pos) continue;  // left unchanged; the cache is never read
-    const fp32_t* row = p.cos_sin + pos * p.rope_dim;
     fp32_t cos_v[kCosSin];
     fp32_t sin_v[kCosSin];
-    load_cos_sin<kCosSin>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
-    load_cos_sin<kCosSin>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
+    load_chunk_cos_sin(p, pos, chunk, half, cos_v, sin_v);
 
     while (true) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int head = head0 + u * heads_step;
         if (head < p.num_heads) {
-          T* const base = head_base(head);
-          if constexpr (kNeox) {
-#pragma unroll
-            for (int j = 0; j < kVec; ++j) {
-              float a = device::cast<fp32_t>(x[u][0][j]);
-              float b = device::cast<fp32_t>(x[u][1][j]);
-              rotate(a, b, cos_v[j], sin_v[j]);
-              x[u][0][j] = device::cast<T>(a);
-              x[u][1][j] = device::cast<T>(b);
-            }
-            x[u][0].store(base + first);
-            x[u][1].store(base + half + first);
-          } else {
-#pragma unroll
-            for (int j = 0; j < kCosSin; ++j) {
-              float a = device::cast<fp32_t>(x[u][0][2 * j]);
-              float b = device::cast<fp32_t>(x[u][0][2 * j + 1]);
-              rotate(a, b, cos_v[j], sin_v[j]);
-              x[u][0][2 * j] = device::cast<T>(a);
-              x[u][0][2 * j + 1] = device::cast<T>(b);
-            }
-            x[u][0].store(base + first);
-          }
+          x[u].rotate_store(head_address(p, q_token, k_token, head), first, half, cos_v, sin_v);
         }
       }
       head0 += heads_step * kUnroll;
@@ -276,10 +310,7 @@ __global__ void SGL_ROPE_KERNEL_BOUNDS rope_kernel(const RopeParams<T> p) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int head = head0 + u * heads_step;
-        if (head < p.num_heads) {
-          x[u][0].load(head_base(head) + first);
-          if constexpr (kNeox) x[u][1].load(head_base(head) + half + first);
-        }
+        if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
       }
     }
   }
@@ -294,10 +325,8 @@ __global__ void SGL_ROPE_KERNEL_BOUNDS rope_kernel(const RopeParams<T> p) {
 template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopeParams<T> p) {
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
-  constexpr int kCosSin = kNeox ? kVec : kVec / 2;
-  static_assert(kCosSin >= 1, "a GPT-J chunk needs at least one (even, odd) pair");
-  using vec_t = device::AlignedVector<T, kVec>;
-  constexpr int kParts = kNeox ? 2 : 1;
+  using Chunk = HeadChunk<T, kNeox, kVec>;
+  constexpr int kCosSin = Chunk::kCosSin;
 
   const int chunk = static_cast<int>(threadIdx.x);
   const int half = p.rope_dim / 2;
@@ -311,51 +340,21 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
     const auto pos = static_cast<std::int64_t>(positions[token * p.position_stride]);
     T* const q_token = p.q + token * p.q_token_stride;
     T* const k_token = p.k + token * p.k_token_stride;
-    const auto head_base = [&](int head) {
-      return head < p.num_q_heads
-                 ? q_token + static_cast<std::int64_t>(head) * p.q_head_stride
-                 : k_token + static_cast<std::int64_t>(head - p.num_q_heads) * p.k_head_stride;
-    };
-    vec_t x[kRopeLeanHeads][kParts];
+    Chunk x[kRopeLeanHeads];
 #pragma unroll
     for (int u = 0; u < kRopeLeanHeads; ++u) {
       if (head0 + u < p.num_heads) {
-        x[u][0].load(head_base(head0 + u) + first);
-        if constexpr (kNeox) x[u][1].load(head_base(head0 + u) + half + first);
+        x[u].load(head_address(p, q_token, k_token, head0 + u), first, half);
       }
     }
     if (pos >= 0 && pos < p.max_pos) {  // else left unchanged; the cache is never read
-      const fp32_t* row = p.cos_sin + pos * p.rope_dim;
       fp32_t cos_v[kCosSin];
       fp32_t sin_v[kCosSin];
-      load_cos_sin<kCosSin>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
-      load_cos_sin<kCosSin>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
+      load_chunk_cos_sin(p, pos, chunk, half, cos_v, sin_v);
 #pragma unroll
       for (int u = 0; u < kRopeLeanHeads; ++u) {
         if (head0 + u >= p.num_heads) break;
-        T* const base = head_base(head0 + u);
-        if constexpr (kNeox) {
-#pragma unroll
-          for (int j = 0; j < kVec; ++j) {
-            float a = device::cast<fp32_t>(x[u][0][j]);
-            float b = device::cast<fp32_t>(x[u][1][j]);
-            rotate(a, b, cos_v[j], sin_v[j]);
-            x[u][0][j] = device::cast<T>(a);
-            x[u][1][j] = device::cast<T>(b);
-          }
-          x[u][0].store(base + first);
-          x[u][1].store(base + half + first);
-        } else {
-#pragma unroll
-          for (int j = 0; j < kCosSin; ++j) {
-            float a = device::cast<fp32_t>(x[u][0][2 * j]);
-            float b = device::cast<fp32_t>(x[u][0][2 * j + 1]);
-            rotate(a, b, cos_v[j], sin_v[j]);
-            x[u][0][2 * j] = device::cast<T>(a);
-            x[u][0][2 * j + 1] = device::cast<T>(b);
-          }
-          x[u][0].store(base + first);
-        }
+        x[u].rotate_store(head_address(p, q_token, k_token, head0 + u), first, half, cos_v, sin_v);
       }
     }
   }
