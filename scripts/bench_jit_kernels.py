@@ -15,9 +15,9 @@ Each kernel family contributes a module in ``scripts/bench_cases/`` (interface:
   working set never sits in L2; ``--timer loop`` records CUDA events around a Python loop of eager
   calls over rotated input sets, which also counts each call's launch gap;
 * host time per call at a small size: the public wrapper, a bare tvm-ffi call doing the same work
-  (output allocation + the module's export) and torch eager, as the per-call wall time of an eager
-  loop of 200 calls written out as user code writes them (``rmsnorm(x, w, eps)``), median over
-  interleaved rounds (host jitter hits every variant alike);
+  (the module's export, after allocating the output where the wrapper does) and torch eager, as
+  the per-call wall time of an eager loop of 200 calls written out as user code writes them
+  (``rmsnorm(x, w, eps)``), median over interleaved rounds (host jitter hits every variant alike);
 * warm load: a fresh process (CUDA already initialised) whose disk cache is warm loads a module.
 
 ``--check`` exits 1 unless: every memory-bound row reaches >= 90% of the copy bandwidth and is
@@ -220,7 +220,8 @@ class CallLoop:
     own (a shared one would keep re-specializing between a wrapper and an export).
     """
 
-    def __init__(self, call: Call, inputs: tuple[Any, ...]) -> None:
+    def __init__(self, spec: Callable[..., Any] | Call, inputs: tuple[Any, ...]) -> None:
+        call = spec if isinstance(spec, Call) else Call(spec)  # a plain callable: inputs alone
         self.call = call
         self.args = (*inputs, *call.extra)
         params = [f"a{i}" for i in range(len(self.args))]
@@ -236,10 +237,6 @@ class CallLoop:
 
     def run(self, calls: int) -> None:
         self._loop(self.call.fn, self.args, self.call.keywords, calls)
-
-
-def as_call(spec: Callable[..., Any] | Call) -> Call:
-    return spec if isinstance(spec, Call) else Call(spec)
 
 
 def host_us_per_call(loop: CallLoop, calls: int, warmup: int = 20) -> float:
@@ -267,9 +264,9 @@ def bench_overhead(
     """
     inputs = case.make_inputs()
     variants = {
-        "wrapper": CallLoop(as_call(case.wrapper), inputs),
-        "bare": CallLoop(as_call(case.bare), inputs),
-        "torch": CallLoop(as_call(case.torch_eager), inputs),
+        "wrapper": CallLoop(case.wrapper, inputs),
+        "bare": CallLoop(case.bare, inputs),
+        "torch": CallLoop(case.torch_eager, inputs),
     }
     for loop in variants.values():
         loop.run(50)

@@ -35,6 +35,22 @@ CASES = [
         ["SGL_ROPE_MAX_SIDE: 0..64", "SGL_ROPE_MAX_REGS: 0 or 32..128"],
     ),
     (
+        "elementwise/rope.cuh",
+        "apply_rope_inplace<bf16_t, false>",
+        [
+            "-DSGL_ROPE_LEAN=3",
+            "-DSGL_ROPE_LEAN_HEADS=9",
+            "-DSGL_ROPE_LEAN_BLOCK=48",
+            "-DSGL_ROPE_LEAN_NEOX_LIMIT=-1",
+        ],
+        [
+            "SGL_ROPE_LEAN must be 0, 1 or 2",
+            "SGL_ROPE_LEAN_HEADS: 1..8",
+            "SGL_ROPE_LEAN_BLOCK must be a multiple of 32 in [64, 512]",
+            "SGL_ROPE_LEAN_NEOX_LIMIT must be >= 0",
+        ],
+    ),
+    (
         "elementwise/store_cache.cuh",
         "store_cache<false>",
         ["-DSGL_STORE_BLOCK=96", "-DSGL_STORE_UNROLL=0", "-DSGL_STORE_PERSISTENT=3"],
@@ -47,8 +63,11 @@ CASES = [
     (
         "elementwise/rmsnorm.cuh",
         "rmsnorm<bf16_t, false>",
-        ["-DSGL_NORM_MIN_BLOCKS=32"],
-        ["SGL_NORM_MIN_BLOCKS * SGL_NORM_WARP_CTA_THREADS must be at most 2048 threads per SM"],
+        ["-DSGL_NORM_MIN_BLOCKS=32", "-DSGL_NORM_LANE_PACKS=3"],
+        [
+            "SGL_NORM_MIN_BLOCKS * SGL_NORM_WARP_CTA_THREADS must be at most 2048 threads per SM",
+            "SGL_NORM_LANE_PACKS must be 1 or 2",
+        ],
     ),
 ]
 

@@ -40,7 +40,7 @@ def test_call_is_written_out_with_constants_and_keywords():
 
 def test_plain_callable_gets_the_inputs_alone():
     recorder = Recorder()
-    loop = bench_jit_kernels.CallLoop(bench_jit_kernels.as_call(recorder), ("x",))
+    loop = bench_jit_kernels.CallLoop(recorder, ("x",))
     loop.run(0)
     assert recorder.calls == []
     loop.run(2)

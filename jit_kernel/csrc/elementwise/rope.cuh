@@ -184,7 +184,7 @@ SGL_DEVICE void rotate(float& a, float& b, float c, float s) {
 /// (kVec / 2 interleaved pairs).
 template <typename T, bool kNeox, int kVec>
 struct HeadChunk {
-  static constexpr int kParts = kNeox ? 2 : 1;              // vectors per head and chunk
+  static constexpr int kParts = kNeox ? 2 : 1;             // vectors per head and chunk
   static constexpr int kCosSin = kNeox ? kVec : kVec / 2;  // cos (and sin) values per chunk
   static_assert(kCosSin >= 1, "a GPT-J chunk needs at least one (even, odd) pair");
   device::AlignedVector<T, kVec> part[kParts];
@@ -382,7 +382,8 @@ template <typename... Args>
 template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 bool launch_rope_lean(const RopeParams<T>& params, DLDevice device) {
   using namespace host;
-  const std::int64_t head_groups = div_ceil(std::int64_t{params.num_heads}, std::int64_t{kRopeLeanHeads});
+  const std::int64_t head_groups =
+      div_ceil(std::int64_t{params.num_heads}, std::int64_t{kRopeLeanHeads});
   if (head_groups > 65535) return false;
   const int block_y = static_cast<int>(std::min<std::int64_t>(
       std::max(1, kRopeLeanBlock / params.chunks), std::max<std::int64_t>(params.num_tokens, 1)));
@@ -395,14 +396,25 @@ bool launch_rope_lean(const RopeParams<T>& params, DLDevice device) {
   return true;
 }
 
+/// Whether a call of the style asks for the lean plan (SGL_ROPE_LEAN).
+template <bool kNeox, typename T>
+bool wants_lean_plan(const RopeParams<T>& params) {
+  if constexpr (kRopeLean == 0) {
+    return false;
+  } else if constexpr (kRopeLean == 1 || !kNeox) {
+    return true;
+  } else {
+    return params.num_tokens * params.num_heads < kRopeLeanNeoxLimit;
+  }
+}
+
 template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 void launch_rope(const RopeParams<T>& params, DLDevice device) {
   using namespace host;
-  bool lean = kRopeLean == 1 || (kRopeLean == 2 && !kNeox);
-  if constexpr (kRopeLean == 2 && kNeox) {
-    lean = params.num_tokens * params.num_heads < kRopeLeanNeoxLimit;
+  if (wants_lean_plan<kNeox>(params) &&
+      launch_rope_lean<T, kNeox, kVecBytes, Pos, kUsePDL>(params, device)) {
+    return;
   }
-  if (lean && launch_rope_lean<T, kNeox, kVecBytes, Pos, kUsePDL>(params, device)) return;
   constexpr auto kernel = rope_kernel<T, kNeox, kVecBytes, Pos, kUsePDL>;
   const int block_x = params.chunks * params.heads_per_pass;
   int tokens_per_block = std::max(1, kRopeTargetBlock / block_x);
