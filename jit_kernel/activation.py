@@ -4,7 +4,7 @@
 ``input[..., d:]`` the up half of the last dim ``2 * d``; ``act`` is SiLU, GELU (exact, erf
 form) or GELU with the tanh approximation, as torch.nn.functional.silu / gelu(approximate=
 "none") / gelu(approximate="tanh"). Computed in float32 (accurate expf/erff/tanhf, no fast
-math) and rounded once. One module per dtype holds the three activations and every size
+math) and rounded once. One module holds the three activations, every dtype and every size
 (dispatched in C++); 16-byte vectors whenever the row size and pointers allow, two (gate, up)
 vector pairs in flight per thread.
 """
@@ -12,12 +12,12 @@ vector pairs in flight per thread.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 
 from jit_kernel.utils import (
-    KernelTable,
+    FirstCallBinding,
     cache_once,
     is_arch_support_pdl,
     load_jit,
@@ -34,35 +34,18 @@ OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
 
 
 @cache_once
-def _jit_activation_module(dtype: torch.dtype) -> Module:
-    """Build (or load from the cache) the module of the three gated activations for ``dtype``."""
-    if dtype not in SUPPORTED_DTYPES:
-        raise RuntimeError(
-            f"activation: unsupported dtype {dtype}; supported: float16, bfloat16, float32"
-        )
-    args = make_cpp_args(dtype, is_arch_support_pdl())
+def _jit_activation_module() -> Module:
+    """Build (or load from the cache) the module of the three gated activations (every dtype)."""
+    args = make_cpp_args(is_arch_support_pdl())
     return load_jit(
         "activation",
         *args,
         cuda_files=["elementwise/activation.cuh"],
-        cuda_wrappers=[(op, f"{op}<{args}>") for op in OPS],
+        cuda_wrappers=[(op, f"{op}_by_dtype<{args}>") for op in OPS],
     )
 
 
-register_precompile(_jit_activation_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
-
-
-def _builder(op: str):
-    """The module getter of ``op``'s KernelTable: an unsupported dtype raises naming ``op``."""
-
-    def build(dtype: torch.dtype) -> Module:
-        if dtype not in SUPPORTED_DTYPES:
-            raise RuntimeError(
-                f"{op}: unsupported dtype {dtype}; supported: float16, bfloat16, float32"
-            )
-        return _jit_activation_module(dtype)
-
-    return build
+register_precompile(_jit_activation_module, [()])
 
 
 def can_use_activation(d: int, dtype: torch.dtype) -> bool:
@@ -84,12 +67,20 @@ def _raise_argument_error(op: str, error: BaseException, input: object, out: obj
 
 
 def _gated_activation(op: str, doc: str) -> Callable[..., torch.Tensor]:
-    """The public wrapper of ``op`` (``silu_and_mul``, ...): one KernelTable, the same body.
+    """The public wrapper of ``op`` (``silu_and_mul``, ...): the same body for the three ops.
 
-    The table maps dtype -> the module's ``op`` export (one module serves all three ops; each op
-    has its own table so that its errors name it).
+    ``kernel`` is the module's ``op`` export once the first call has bound it (a closure
+    variable: as cheap to load as a global).
     """
-    table = KernelTable(_builder(op), op, op, "input")
+    kernel: Any = None
+
+    def rebind(function: Any) -> None:
+        nonlocal kernel
+        kernel = function
+
+    kernel = FirstCallBinding(
+        _jit_activation_module, op, op=op, tensor_arg=(1, "input"), rebind=rebind
+    )
 
     def gated(input: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         try:
@@ -98,7 +89,7 @@ def _gated_activation(op: str, doc: str) -> Callable[..., torch.Tensor]:
             if out is None:
                 shape = input.shape
                 out = input.new_empty((*shape[:-1], shape[-1] // 2))
-            (table.get(input.dtype) or table.miss(input.dtype, input))(out, input)
+            kernel(out, input)
         except (AttributeError, TypeError, IndexError) as error:
             _raise_argument_error(op, error, input, out)
         return out

@@ -2,7 +2,7 @@
 
 ``residual += input`` then ``input = rmsnorm(residual) * weight`` (the usual pre-norm step of a
 transformer layer) for float16 and bfloat16 in one pass: each row of both tensors is read once
-and written once. One module per dtype holds every row size (dispatched in C++).
+and written once. One module holds both dtypes and every row size (dispatched in C++).
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    KernelTable,
+    FirstCallBinding,
     cache_once,
     is_arch_support_pdl,
     load_jit,
     make_cpp_args,
     raise_argument_type_error,
+    rebind_global,
     register_precompile,
 )
 
@@ -30,25 +31,25 @@ MAX_HIDDEN_SIZE = 16384
 
 
 @cache_once
-def _jit_fused_add_rmsnorm_module(dtype: torch.dtype) -> Module:
-    """Build (or load from the cache) the fused_add_rmsnorm module for ``dtype``."""
-    if dtype not in SUPPORTED_DTYPES:
-        raise RuntimeError(
-            f"fused_add_rmsnorm: unsupported dtype {dtype}; supported: float16, bfloat16"
-        )
-    args = make_cpp_args(dtype, is_arch_support_pdl())
+def _jit_fused_add_rmsnorm_module() -> Module:
+    """Build (or load from the cache) the fused_add_rmsnorm module (both dtypes, all sizes)."""
+    args = make_cpp_args(is_arch_support_pdl())
     return load_jit(
         "fused_add_rmsnorm",
         *args,
         cuda_files=["elementwise/fused_add_rmsnorm.cuh"],
-        cuda_wrappers=[("fused_add_rmsnorm", f"fused_add_rmsnorm<{args}>")],
+        cuda_wrappers=[("fused_add_rmsnorm", f"fused_add_rmsnorm_by_dtype<{args}>")],
     )
 
 
-register_precompile(_jit_fused_add_rmsnorm_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
+register_precompile(_jit_fused_add_rmsnorm_module, [()])
 
-_fused_add_rmsnorm = KernelTable(
-    _jit_fused_add_rmsnorm_module, "fused_add_rmsnorm", "fused_add_rmsnorm", "input"
+_fused_add_rmsnorm = FirstCallBinding(
+    _jit_fused_add_rmsnorm_module,
+    "fused_add_rmsnorm",
+    op="fused_add_rmsnorm",
+    tensor_arg=(0, "input"),
+    rebind=rebind_global(globals(), "_fused_add_rmsnorm"),
 )
 
 
@@ -91,9 +92,7 @@ def fused_add_rmsnorm(
     view, overlapping rows, or ``input`` and ``residual`` being the same memory.
     """
     try:
-        (_fused_add_rmsnorm.get(input.dtype) or _fused_add_rmsnorm.miss(input.dtype, input))(
-            input, residual, weight, eps
-        )
+        _fused_add_rmsnorm(input, residual, weight, eps)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "fused_add_rmsnorm",

@@ -2,8 +2,8 @@
 
 QK-norm (Qwen3, OLMo2, Gemma3 style): every head vector of ``q`` ``[T, Hq, D]`` and ``k``
 ``[T, Hk, D]`` is RMS-normalised and scaled by its tensor's weight, in place, in one launch.
-float16/bfloat16, ``head_dim`` D in {64, 128, 256, 512}; one module per dtype holds every
-head size (dispatched in C++). A persistent grid sized from the device's SM count and the
+float16/bfloat16, ``head_dim`` D in {64, 128, 256, 512}; one module holds both dtypes and
+every head size (dispatched in C++). A persistent grid sized from the device's SM count and the
 kernel's occupancy walks the heads.
 """
 
@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    KernelTable,
+    FirstCallBinding,
     cache_once,
     is_arch_support_pdl,
     load_jit,
     make_cpp_args,
     raise_argument_type_error,
+    rebind_global,
     register_precompile,
 )
 
@@ -31,24 +32,26 @@ SUPPORTED_HEAD_DIMS = (64, 128, 256, 512)
 
 
 @cache_once
-def _jit_qknorm_module(dtype: torch.dtype) -> Module:
-    """Build (or load from the cache) the fused_inplace_qknorm module for ``dtype``."""
-    if dtype not in SUPPORTED_DTYPES:
-        raise RuntimeError(
-            f"fused_inplace_qknorm: unsupported dtype {dtype}; supported: float16, bfloat16"
-        )
-    args = make_cpp_args(dtype, is_arch_support_pdl())
+def _jit_qknorm_module() -> Module:
+    """Build (or load from the cache) the fused_inplace_qknorm module (both dtypes)."""
+    args = make_cpp_args(is_arch_support_pdl())
     return load_jit(
         "qknorm",
         *args,
         cuda_files=["elementwise/qknorm.cuh"],
-        cuda_wrappers=[("fused_inplace_qknorm", f"fused_inplace_qknorm<{args}>")],
+        cuda_wrappers=[("fused_inplace_qknorm", f"fused_inplace_qknorm_by_dtype<{args}>")],
     )
 
 
-register_precompile(_jit_qknorm_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
+register_precompile(_jit_qknorm_module, [()])
 
-_qknorm = KernelTable(_jit_qknorm_module, "fused_inplace_qknorm", "fused_inplace_qknorm", "q")
+_qknorm = FirstCallBinding(
+    _jit_qknorm_module,
+    "fused_inplace_qknorm",
+    op="fused_inplace_qknorm",
+    tensor_arg=(0, "q"),
+    rebind=rebind_global(globals(), "_qknorm"),
+)
 
 
 def can_use_fused_inplace_qknorm(head_dim: int, dtype: torch.dtype) -> bool:
@@ -85,7 +88,7 @@ def fused_inplace_qknorm(
     being the same memory.
     """
     try:
-        (_qknorm.get(q.dtype) or _qknorm.miss(q.dtype, q))(q, k, q_weight, k_weight, eps)
+        _qknorm(q, k, q_weight, k_weight, eps)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "fused_inplace_qknorm",

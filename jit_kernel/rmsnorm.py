@@ -1,7 +1,7 @@
 """``rmsnorm(input, weight, eps=1e-6, out=None)``: RMSNorm of the rows of a 2-D tensor.
 
 ``out[i, :] = input[i, :] * rsqrt(mean(input[i, :] ** 2) + eps) * weight`` for float16 and
-bfloat16, computed in fp32 and rounded once. One module per dtype holds every row size
+bfloat16, computed in fp32 and rounded once. One module holds both dtypes and every row size
 (dispatched in C++); each row is read once into registers, reduced and written back.
 """
 
@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    KernelTable,
+    FirstCallBinding,
     cache_once,
     is_arch_support_pdl,
     load_jit,
     make_cpp_args,
     raise_argument_type_error,
+    rebind_global,
     register_precompile,
 )
 
@@ -30,22 +31,26 @@ MAX_HIDDEN_SIZE = 16384
 
 
 @cache_once
-def _jit_rmsnorm_module(dtype: torch.dtype) -> Module:
-    """Build (or load from the cache) the rmsnorm module for ``dtype`` (all hidden sizes)."""
-    if dtype not in SUPPORTED_DTYPES:
-        raise RuntimeError(f"rmsnorm: unsupported dtype {dtype}; supported: float16, bfloat16")
-    args = make_cpp_args(dtype, is_arch_support_pdl())
+def _jit_rmsnorm_module() -> Module:
+    """Build (or load from the cache) the rmsnorm module (both dtypes, all hidden sizes)."""
+    args = make_cpp_args(is_arch_support_pdl())
     return load_jit(
         "rmsnorm",
         *args,
         cuda_files=["elementwise/rmsnorm.cuh"],
-        cuda_wrappers=[("rmsnorm", f"rmsnorm<{args}>")],
+        cuda_wrappers=[("rmsnorm", f"rmsnorm_by_dtype<{args}>")],
     )
 
 
-register_precompile(_jit_rmsnorm_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
+register_precompile(_jit_rmsnorm_module, [()])
 
-_rmsnorm = KernelTable(_jit_rmsnorm_module, "rmsnorm", "rmsnorm", "input")  # dtype -> export
+_rmsnorm = FirstCallBinding(
+    _jit_rmsnorm_module,
+    "rmsnorm",
+    op="rmsnorm",
+    tensor_arg=(1, "input"),
+    rebind=rebind_global(globals(), "_rmsnorm"),
+)
 
 
 def can_use_rmsnorm(hidden_size: int, dtype: torch.dtype) -> bool:
@@ -91,7 +96,7 @@ def rmsnorm(
     try:
         if out is None:
             out = torch.empty_like(input)
-        (_rmsnorm.get(input.dtype) or _rmsnorm.miss(input.dtype, input))(out, input, weight, eps)
+        _rmsnorm(out, input, weight, eps)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "rmsnorm",

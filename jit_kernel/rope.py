@@ -2,8 +2,8 @@
 
 Rotary position embedding of the query and key heads of each token, NeoX (rotate-half) or
 GPT-J (interleaved) style, on the first ``rope_dim`` elements of every head (partial rotary when
-``rope_dim < head_dim``), from a float32 cos/sin cache. One module per dtype holds both styles,
-every size and both position types (dispatched in C++). Each thread reads its token's position
+``rope_dim < head_dim``), from a float32 cos/sin cache. One module holds the three dtypes, both
+styles, every size and both position types (dispatched in C++). Each thread reads its token's position
 and cos/sin values once and reuses them for several heads; q/k move in 16-byte vectors when the
 layout allows (narrower otherwise).
 """
@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    KernelTable,
+    FirstCallBinding,
     cache_once,
     is_arch_support_pdl,
     load_jit,
     make_cpp_args,
     raise_argument_type_error,
+    rebind_global,
     register_precompile,
 )
 
@@ -33,24 +34,26 @@ MAX_ROPE_DIM = 1024
 
 
 @cache_once
-def _jit_rope_module(dtype: torch.dtype) -> Module:
-    """Build (or load from the cache) the rope module for q/k of ``dtype`` (every size, style)."""
-    if dtype not in SUPPORTED_DTYPES:
-        raise RuntimeError(
-            f"apply_rope_inplace: unsupported dtype {dtype}; supported: float16, bfloat16, float32"
-        )
-    args = make_cpp_args(dtype, is_arch_support_pdl())
+def _jit_rope_module() -> Module:
+    """Build (or load from the cache) the rope module (every dtype, size and style)."""
+    args = make_cpp_args(is_arch_support_pdl())
     return load_jit(
         "rope",
         *args,
         cuda_files=["elementwise/rope.cuh"],
-        cuda_wrappers=[("apply_rope_inplace", f"apply_rope_inplace<{args}>")],
+        cuda_wrappers=[("apply_rope_inplace", f"apply_rope_inplace_by_dtype<{args}>")],
     )
 
 
-register_precompile(_jit_rope_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
+register_precompile(_jit_rope_module, [()])
 
-_rope = KernelTable(_jit_rope_module, "apply_rope_inplace", "apply_rope_inplace", "q")
+_rope = FirstCallBinding(
+    _jit_rope_module,
+    "apply_rope_inplace",
+    op="apply_rope_inplace",
+    tensor_arg=(0, "q"),
+    rebind=rebind_global(globals(), "_rope"),
+)
 
 
 def can_use_apply_rope_inplace(head_dim: int, rope_dim: int, dtype: torch.dtype) -> bool:
@@ -102,9 +105,7 @@ def apply_rope_inplace(
     overlapping q/k, or (GPT-J only) q/k at an odd element offset.
     """
     try:
-        (_rope.get(q.dtype) or _rope.miss(q.dtype, q))(
-            q, k, cos_sin_cache, positions, is_neox, rope_dim or 0
-        )
+        _rope(q, k, cos_sin_cache, positions, is_neox, rope_dim or 0)
     except (AttributeError, TypeError) as error:
         tensors = {"q": q, "k": k, "cos_sin_cache": cos_sin_cache, "positions": positions}
         if all(isinstance(value, torch.Tensor) for value in tensors.values()):

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    KernelTable,
+    FirstCallBinding,
     cache_once,
     is_arch_support_pdl,
     load_jit,
     make_cpp_args,
     raise_argument_type_error,
+    rebind_global,
     register_precompile,
 )
 
@@ -28,24 +29,26 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 @cache_once
-def _jit_scale_module(dtype: torch.dtype) -> Module:
-    """Build (or load from the cache) the scale module for ``dtype``."""
-    if dtype not in SUPPORTED_DTYPES:
-        raise RuntimeError(
-            f"scale: unsupported dtype {dtype}; supported: float16, bfloat16, float32"
-        )
-    args = make_cpp_args(dtype, is_arch_support_pdl())
+def _jit_scale_module() -> Module:
+    """Build (or load from the cache) the scale module (float16, bfloat16, float32)."""
+    args = make_cpp_args(is_arch_support_pdl())
     return load_jit(
         "scale",
         *args,
         cuda_files=["elementwise/scale.cuh"],
-        cuda_wrappers=[("scale", f"scale<{args}>")],
+        cuda_wrappers=[("scale", f"scale_by_dtype<{args}>")],
     )
 
 
-register_precompile(_jit_scale_module, [(dtype,) for dtype in SUPPORTED_DTYPES])
+register_precompile(_jit_scale_module, [()])
 
-_scale = KernelTable(_jit_scale_module, "scale", "scale", "src")  # dtype -> export
+_scale = FirstCallBinding(
+    _jit_scale_module,
+    "scale",
+    op="scale",
+    tensor_arg=(1, "src"),
+    rebind=rebind_global(globals(), "_scale"),
+)
 
 
 def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -58,12 +61,11 @@ def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> 
     (naming the tensor) for a CPU tensor, an unsupported dtype or a mismatched ``out``.
     """
     try:
-        kernel = _scale.get(src.dtype) or _scale.miss(src.dtype, src)
         result = torch.empty_like(src) if out is None else out
-        if not kernel(result, src, factor):  # src is not contiguous: use a copy
+        if not _scale(result, src, factor):  # src is not contiguous: use a copy
             src = src.contiguous()
             result = torch.empty_like(src) if out is None else out
-            kernel(result, src, factor)
+            _scale(result, src, factor)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "scale", error, tensors={"src": src}, optional={"out": out}, numbers={"factor": factor}

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.utils import (
-    KernelTable,
+    FirstCallBinding,
     cache_once,
     is_arch_support_pdl,
     load_jit,
     make_cpp_args,
     raise_argument_type_error,
+    rebind_global,
     register_precompile,
 )
 
@@ -47,10 +48,19 @@ def _jit_store_cache_module() -> Module:
 
 register_precompile(_jit_store_cache_module, [()])
 
-# One module serves every call; the table key is a constant.
-_store = KernelTable(lambda _key: _jit_store_cache_module(), "store_cache", "store_cache", "k")
-_store_checked = KernelTable(
-    lambda _key: _jit_store_cache_module(), "store_cache_checked", "store_cache", "k"
+_store = FirstCallBinding(
+    _jit_store_cache_module,
+    "store_cache",
+    op="store_cache",
+    tensor_arg=(0, "k"),
+    rebind=rebind_global(globals(), "_store"),
+)
+_store_checked = FirstCallBinding(
+    _jit_store_cache_module,
+    "store_cache_checked",
+    op="store_cache",
+    tensor_arg=(0, "k"),
+    rebind=rebind_global(globals(), "_store_checked"),
 )
 
 
@@ -106,11 +116,9 @@ def store_cache(
     try:
         if checked:
             error = torch.empty(2, dtype=torch.int64, device=k.device)
-            (_store_checked.get(0) or _store_checked.miss(0, k))(
-                k, v, k_cache, v_cache, indices, error
-            )
+            _store_checked(k, v, k_cache, v_cache, indices, error)
         else:
-            (_store.get(0) or _store.miss(0, k))(k, v, k_cache, v_cache, indices)
+            _store(k, v, k_cache, v_cache, indices)
     except (AttributeError, TypeError) as error:
         raise_argument_type_error(
             "store_cache",

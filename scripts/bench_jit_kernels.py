@@ -294,7 +294,7 @@ import time, torch
 torch.empty(1, device="cuda")  # a caller always has CUDA up already: keep context creation out
 from jit_kernel.scale import _jit_scale_module
 t0 = time.perf_counter()
-_jit_scale_module(torch.float16)
+_jit_scale_module()
 print((time.perf_counter() - t0) * 1e3)
 """
 

@@ -89,6 +89,9 @@ KNOBS: dict[str, dict[str, tuple[str, int]]] = {
         "SGL_NORM_PDL_EARLY": ("E", 0),
         "SGL_NORM_MIN_BLOCKS": ("M", 0),
         "SGL_NORM_LANE_PACKS": ("L", 2),
+        "SGL_NORM_LOAD_HINT": ("H", 0),
+        "SGL_NORM_STORE_HINT": ("S", 0),
+        "SGL_NORM_WEIGHT_GLOBAL": ("W", 0),
     },
     "qknorm": {
         "SGL_QKNORM_ITEMS": ("I", 1),
@@ -220,6 +223,13 @@ VARIANTS: dict[str, list[Variant]] = {
             ("N17", "R4 L1 T32", "as N16 in one-warp CTAs of 4 rows (Triton's layout at D = 256)"),
             ("N18", "R2 L1 T32", "as N17 with 2 rows per CTA"),
             ("N19", "R4 L1 T64", "as N16 in two-warp CTAs"),
+            ("N20", "R4 H1", "as N2, row loads evict-first in L1 and L2"),
+            ("N21", "R4 H2", "as N2, row loads on the read-only path, no L1 allocation"),
+            ("N22", "R4 S1", "as N2, streaming row stores (st.global.cs)"),
+            ("N23", "R4 H1 S1", "as N2, evict-first loads and streaming stores"),
+            ("N24", "R4 W1", "as N2, rmsnorm's weight from global into registers (no staging)"),
+            ("N25", "R4 L1 T32 W1", "as N17 (Triton's layout) with the weight in registers"),
+            ("N26", "R4 H1 S1 W1", "as N23 with the weight in registers"),
         ],
     ),
     "qknorm": _grid(

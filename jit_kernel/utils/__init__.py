@@ -20,7 +20,12 @@ from jit_kernel.utils.compile import (
 from jit_kernel.utils.cpp_args import CPP_DTYPE_MAP, CPPArgList, make_cpp_args
 from jit_kernel.utils.registry import register_precompile
 from jit_kernel.utils.toolchain import JitToolchainError
-from jit_kernel.utils.wrapper_args import KernelTable, raise_argument_type_error
+from jit_kernel.utils.wrapper_args import (
+    FirstCallBinding,
+    KernelTable,
+    raise_argument_type_error,
+    rebind_global,
+)
 
 __all__ = [
     "CPP_DTYPE_MAP",
@@ -29,6 +34,7 @@ __all__ = [
     "ArchInfo",
     "BuildResult",
     "CPPArgList",
+    "FirstCallBinding",
     "JitCompileError",
     "JitToolchainError",
     "KernelTable",
@@ -43,6 +49,7 @@ __all__ = [
     "make_cpp_args",
     "override_arch",
     "raise_argument_type_error",
+    "rebind_global",
     "register_precompile",
     "should_run_full_tests",
 ]

@@ -476,8 +476,7 @@ def test_rope_cpu_and_unsupported_dtype_errors() -> None:
     with pytest.raises(
         RuntimeError,
         match=re.escape(
-            "apply_rope_inplace: unsupported dtype torch.float64; supported: float16, bfloat16, "
-            "float32"
+            "apply_rope_inplace: q has dtype float64; supported: float16, bfloat16, float32"
         ),
     ):
         apply_rope_inplace(q.double(), k.double(), cache, positions, is_neox=True)
@@ -517,7 +516,7 @@ def test_rope_rejects_bad_keyword_types() -> None:
 
 
 def test_module_direct_call_errors() -> None:
-    module = _jit_rope_module(torch.float32)
+    module = _jit_rope_module()
     q, k, cache, positions = good_args(dtype=torch.float32)
     with pytest.raises(
         RuntimeError, match=re.escape("tensor 'q' dtype mismatch: expected float32 but got float16")

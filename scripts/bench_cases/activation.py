@@ -120,7 +120,7 @@ def bandwidth_cases() -> list[BandwidthCase]:
 
 
 def overhead_cases() -> list[OverheadCase]:
-    module = _jit_activation_module(torch.bfloat16)
+    module = _jit_activation_module()
 
     def bare(x: torch.Tensor) -> torch.Tensor:
         shape = x.shape

@@ -98,7 +98,7 @@ def overhead_cases() -> list[OverheadCase]:
                 torch_eager=Call(torch.add, (1,)),
             )
         )
-    scale_module = _jit_scale_module(torch.bfloat16)
+    scale_module = _jit_scale_module()
 
     def bare_scale(x: torch.Tensor, factor: float) -> torch.Tensor:
         out = torch.empty_like(x)

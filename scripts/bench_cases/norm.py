@@ -244,9 +244,9 @@ def bandwidth_cases() -> list[BandwidthCase]:
 
 def overhead_cases() -> list[OverheadCase]:
     """Host time per call at N=16, D=4096 bf16 (qknorm: 16 tokens x (32 + 8) heads x 128)."""
-    rms = _jit_rmsnorm_module(BF16)
-    fused = _jit_fused_add_rmsnorm_module(BF16)
-    qk = _jit_qknorm_module(BF16)
+    rms = _jit_rmsnorm_module()
+    fused = _jit_fused_add_rmsnorm_module()
+    qk = _jit_qknorm_module()
 
     def rmsnorm_bare(x, w, eps):
         out = torch.empty_like(x)

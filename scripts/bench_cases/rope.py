@@ -149,7 +149,7 @@ def bandwidth_cases() -> list[BandwidthCase]:
 
 
 def overhead_cases() -> list[OverheadCase]:
-    module = _jit_rope_module(torch.bfloat16)
+    module = _jit_rope_module()
     return [
         OverheadCase(
             name="rope 16x(32+8)x128 bf16",

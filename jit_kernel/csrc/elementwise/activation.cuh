@@ -1,5 +1,6 @@
 // Gated activations: out = act(x[..., :d]) * x[..., d:] with act = silu, gelu (erf form) or gelu
 // (tanh approximation), for fp16/bf16/fp32, computed in fp32 and rounded once.
+#include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicDevice, data_address, details::format_ints
 #include <sgl_kernel/utils.h>      // For panic, DebugInfo, div_ceil, next_pow2
 #include <sgl_kernel/vec_width.h>  // For widest_common_alignment, address_bits
@@ -373,6 +374,31 @@ void gelu_and_mul(tvm::ffi::TensorView out, tvm::ffi::TensorView input) {
 template <typename T, bool kUsePDL>
 void gelu_tanh_and_mul(tvm::ffi::TensorView out, tvm::ffi::TensorView input) {
   act_and_mul<T, GeluTanhOp, kUsePDL>(out, input, "gelu_tanh_and_mul", host::DebugInfo{});
+}
+
+// The module's exports: each activation for input's dtype (fp16, bf16, fp32).
+template <bool kUsePDL>
+void silu_and_mul_by_dtype(tvm::ffi::TensorView out, tvm::ffi::TensorView input) {
+  host::dispatch_dtype<fp16_t, bf16_t, fp32_t>(
+      input.dtype(), "silu_and_mul", "input", [&]<typename T>() {
+        silu_and_mul<T, kUsePDL>(out, input);
+      });
+}
+
+template <bool kUsePDL>
+void gelu_and_mul_by_dtype(tvm::ffi::TensorView out, tvm::ffi::TensorView input) {
+  host::dispatch_dtype<fp16_t, bf16_t, fp32_t>(
+      input.dtype(), "gelu_and_mul", "input", [&]<typename T>() {
+        gelu_and_mul<T, kUsePDL>(out, input);
+      });
+}
+
+template <bool kUsePDL>
+void gelu_tanh_and_mul_by_dtype(tvm::ffi::TensorView out, tvm::ffi::TensorView input) {
+  host::dispatch_dtype<fp16_t, bf16_t, fp32_t>(
+      input.dtype(), "gelu_tanh_and_mul", "input", [&]<typename T>() {
+        gelu_tanh_and_mul<T, kUsePDL>(out, input);
+      });
 }
 
 }  // namespace

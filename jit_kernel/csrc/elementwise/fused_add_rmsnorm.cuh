@@ -1,6 +1,7 @@
 // fused_add_rmsnorm, in place: residual = round(input + residual);
 // input = round(rmsnorm(residual) * weight). fp16/bf16, fp32 math, rows of any stride; every row
 // size (8..16384, multiple of 8) dispatched in C++.
+#include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
 #include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows, rows_per_group
@@ -171,6 +172,18 @@ void fused_add_rmsnorm(tvm::ffi::TensorView input,
         }
         LaunchKernel(static_cast<unsigned>(grid), threads, dev, smem)
             .enable_pdl(kUsePDL)(kernel, params);
+      });
+}
+
+/// The module's export: fused_add_rmsnorm for input's dtype (fp16, bf16).
+template <bool kUsePDL>
+void fused_add_rmsnorm_by_dtype(tvm::ffi::TensorView input,
+                                tvm::ffi::TensorView residual,
+                                tvm::ffi::TensorView weight,
+                                float eps) {
+  host::dispatch_dtype<fp16_t, bf16_t>(
+      input.dtype(), "fused_add_rmsnorm", "input", [&]<typename T>() {
+        fused_add_rmsnorm<T, kUsePDL>(input, residual, weight, eps);
       });
 }
 

@@ -1,6 +1,7 @@
 // fused_inplace_qknorm: per-head RMSNorm of q [T, Hq, D] and k [T, Hk, D] in place, one launch,
 // fp16/bf16, fp32 math, head_dim D in {64, 128, 256, 512} dispatched in C++. One CTA per group of
 // heads of both tensors (a persistent grid with SGL_QKNORM_PERSISTENT=1).
+#include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
 #include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, group_sum, dispatch_rows
@@ -251,6 +252,18 @@ void fused_inplace_qknorm(tvm::ffi::TensorView q,
           Panic("fused_inplace_qknorm: no warp-group plan for head_dim ", dim);
         }
       });
+}
+
+/// The module's export: fused_inplace_qknorm for q's dtype (fp16, bf16).
+template <bool kUsePDL>
+void fused_inplace_qknorm_by_dtype(tvm::ffi::TensorView q,
+                                   tvm::ffi::TensorView k,
+                                   tvm::ffi::TensorView q_weight,
+                                   tvm::ffi::TensorView k_weight,
+                                   float eps) {
+  host::dispatch_dtype<fp16_t, bf16_t>(q.dtype(), "fused_inplace_qknorm", "q", [&]<typename T>() {
+    fused_inplace_qknorm<T, kUsePDL>(q, k, q_weight, k_weight, eps);
+  });
 }
 
 }  // namespace

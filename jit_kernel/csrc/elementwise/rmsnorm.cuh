@@ -1,5 +1,6 @@
 // rmsnorm: out[i, :] = input[i, :] * rsqrt(mean(input[i, :]^2) + eps) * weight, fp16/bf16, fp32
 // math. Rows of any stride; every row size (8..16384, multiple of 8) dispatched in C++.
+#include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
 #include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows, rows_per_group
@@ -52,7 +53,12 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
   const std::uint32_t step = Rows::size();
   // Every row this thread touches uses the same weight packs: copy them to shared memory once,
   // asynchronously (no registers held while rows load and reduce).
-  Slice::stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
+  Slice weight;
+  if constexpr (SGL_NORM_WEIGHT_GLOBAL) {
+    weight.load(p.weight, rank, step, p.num_packs);
+  } else {
+    Slice::stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
+  }
 
   const std::int64_t groups = Rows::per_cta();
   const std::int64_t rows_per_cta = groups * kRows;
@@ -70,11 +76,10 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
       packs[r] = valid ? p.num_packs : 0u;
       x[r].load(p.input + safe_row[r] * p.input_stride, rank, step, packs[r]);
     }
-    Slice weight;
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const float sum = row_sum<kGroup>(x[r].sum_squares(), scratch, call++);
-      if (r == 0) weight.load_staged(weight_slots, blockDim.x);
+      if (!SGL_NORM_WEIGHT_GLOBAL && r == 0) weight.load_staged(weight_slots, blockDim.x);
       x[r].scale(weight, rms_scale(sum, p.inv_dim, p.eps));
       x[r].store(p.out + safe_row[r] * p.out_stride, rank, step, packs[r]);
     }
@@ -163,6 +168,17 @@ void rmsnorm(tvm::ffi::TensorView out,
         LaunchKernel(static_cast<unsigned>(grid), threads, dev, smem)
             .enable_pdl(kUsePDL)(kernel, params);
       });
+}
+
+/// The module's export: rmsnorm for input's dtype (fp16, bf16).
+template <bool kUsePDL>
+void rmsnorm_by_dtype(tvm::ffi::TensorView out,
+                      tvm::ffi::TensorView input,
+                      tvm::ffi::TensorView weight,
+                      float eps) {
+  host::dispatch_dtype<fp16_t, bf16_t>(input.dtype(), "rmsnorm", "input", [&]<typename T>() {
+    rmsnorm<T, kUsePDL>(out, input, weight, eps);
+  });
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // (interleaved pairs) style, partial rotary (rope_dim <= head_dim), from an fp32 cache
 // cos_sin_cache[max_pos, rope_dim] whose row p holds cos(p * f_i) for i < rope_dim / 2 followed
 // by sin(p * f_i).
+#include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>     // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>      // For panic, DebugInfo, div_ceil
 #include <sgl_kernel/vec_width.h>  // For widest_common_alignment, address_bits
@@ -606,6 +607,20 @@ void apply_rope_inplace(tvm::ffi::TensorView q,
       dispatch_rope_width<T, false, std::int32_t, kUsePDL>(params, width, dev);
     }
   }
+}
+
+/// The module's export: apply_rope_inplace for q's dtype (fp16, bf16, fp32).
+template <bool kUsePDL>
+void apply_rope_inplace_by_dtype(tvm::ffi::TensorView q,
+                                 tvm::ffi::TensorView k,
+                                 tvm::ffi::TensorView cos_sin_cache,
+                                 tvm::ffi::TensorView positions,
+                                 bool is_neox,
+                                 std::int64_t rope_dim) {
+  host::dispatch_dtype<fp16_t, bf16_t, fp32_t>(
+      q.dtype(), "apply_rope_inplace", "q", [&]<typename T>() {
+        apply_rope_inplace<T, kUsePDL>(q, k, cos_sin_cache, positions, is_neox, rope_dim);
+      });
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // scale: dst = src * factor for fp16/bf16/fp32 (fp32 arithmetic, one rounding), runtime factor.
+#include <sgl_kernel/dtype_dispatch.h>      // For dispatch_dtype
 #include <sgl_kernel/tensor.h>              // For TensorMatcher, SymbolicDevice
 #include <sgl_kernel/impl/elementwise.cuh>  // For elementwise::launch_unary_map
 #include <sgl_kernel/type.cuh>              // For device::cast, fp16_t, bf16_t, fp32_t
@@ -18,7 +19,8 @@ struct ScaleOp {
 };
 
 /// dst = src * factor. dst and src: contiguous, same shape (any rank), dtype T, same CUDA device.
-/// Returns false (and does nothing) when src is not contiguous. Empty tensors launch nothing. kUsePDL: launch with Programmatic Dependent Launch (SM90+).
+/// Returns false (and does nothing) when src is not contiguous. Empty tensors launch nothing.
+/// kUsePDL: launch with Programmatic Dependent Launch (SM90+).
 template <typename T, bool kUsePDL>
 bool scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src, float factor) {
   using namespace host;
@@ -40,6 +42,15 @@ bool scale(tvm::ffi::TensorView dst, tvm::ffi::TensorView src, float factor) {
                                          ScaleOp<T>{factor},
                                          device.unwrap());
   return true;
+}
+
+/// The module's export: scale for src's dtype (fp16, bf16, fp32).
+template <bool kUsePDL>
+bool scale_by_dtype(tvm::ffi::TensorView dst, tvm::ffi::TensorView src, float factor) {
+  return host::dispatch_dtype<fp16_t, bf16_t, fp32_t>(
+      src.dtype(), "scale", "src", [&]<typename T>() {
+        return scale<T, kUsePDL>(dst, src, factor);
+      });
 }
 
 }  // namespace

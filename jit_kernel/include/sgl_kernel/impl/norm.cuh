@@ -37,6 +37,11 @@
 //   SGL_NORM_PDL_EARLY         1: with PDL, let the next kernel launch as soon as a CTA starts
 //                              (after its griddepcontrol.wait) rather than when it ends; the
 //                              next kernel still waits for this grid before touching memory
+//   SGL_NORM_LOAD_HINT         row loads: 0 plain; 1 L1 and L2 evict-first (an L2 cache
+//                              policy); 2 read-only path, no L1 allocation
+//   SGL_NORM_STORE_HINT        row stores: 0 plain; 1 streaming (st.global.cs)
+//   SGL_NORM_WEIGHT_GLOBAL     rmsnorm's weight: 0 staged once per CTA in shared memory
+//                              (cp.async); 1 loaded from global into registers by every thread
 #ifndef SGL_NORM_WARP_CTA_THREADS
 #define SGL_NORM_WARP_CTA_THREADS 128
 #endif
@@ -54,6 +59,15 @@
 #endif
 #ifndef SGL_NORM_LANE_PACKS
 #define SGL_NORM_LANE_PACKS 2
+#endif
+#ifndef SGL_NORM_LOAD_HINT
+#define SGL_NORM_LOAD_HINT 0
+#endif
+#ifndef SGL_NORM_STORE_HINT
+#define SGL_NORM_STORE_HINT 0
+#endif
+#ifndef SGL_NORM_WEIGHT_GLOBAL
+#define SGL_NORM_WEIGHT_GLOBAL 0
 #endif
 
 namespace device::norm {
@@ -89,6 +103,44 @@ SGL_DEVICE std::uint32_t pack_pair(fp32x2_t value) {
   return bits;
 }
 
+static_assert(SGL_NORM_LOAD_HINT >= 0 && SGL_NORM_LOAD_HINT <= 2,
+              "SGL_NORM_LOAD_HINT must be 0, 1 or 2");
+static_assert(SGL_NORM_STORE_HINT == 0 || SGL_NORM_STORE_HINT == 1,
+              "SGL_NORM_STORE_HINT must be 0 or 1");
+
+/// Pack `index` of `base` read with the row-load cache hint (SGL_NORM_LOAD_HINT).
+SGL_DEVICE Pack load_row_pack(const void* base, std::uint32_t index) {
+  Pack pack;
+  const Pack* address = static_cast<const Pack*>(base) + index;
+  if constexpr (SGL_NORM_LOAD_HINT == 1) {
+    std::uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(pack[0]), "=r"(pack[1]), "=r"(pack[2]), "=r"(pack[3])
+                 : "l"(address), "l"(policy));
+  } else if constexpr (SGL_NORM_LOAD_HINT == 2) {
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(pack[0]), "=r"(pack[1]), "=r"(pack[2]), "=r"(pack[3])
+                 : "l"(address));
+  } else {
+    pack.load(base, index);
+  }
+  return pack;
+}
+
+/// Stores `pack` to pack `index` of `base` with the row-store cache hint (SGL_NORM_STORE_HINT).
+SGL_DEVICE void store_row_pack(void* base, std::uint32_t index, const Pack& pack) {
+  if constexpr (SGL_NORM_STORE_HINT == 1) {
+    Pack* address = static_cast<Pack*>(base) + index;
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};"
+                 :
+                 : "l"(address), "r"(pack[0]), "r"(pack[1]), "r"(pack[2]), "r"(pack[3])
+                 : "memory");
+  } else {
+    pack.store(base, index);
+  }
+}
+
 /// The kPacks packs of one row a thread owns: packs first, first + step, ... Packs at or past
 /// `num_packs` are not accessed and read as zeros (they add nothing to the sum of squares).
 template <typename T, int kPacks>
@@ -107,7 +159,7 @@ struct RowSlice {
     for (int k = 0; k < kPacks; ++k) {
       const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
       if (index < num_packs) {
-        pack[k].load(static_cast<const void*>(row), index);
+        pack[k] = load_row_pack(row, index);
       } else {
         pack[k].fill(0u);
       }
@@ -149,7 +201,7 @@ struct RowSlice {
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
-      if (index < num_packs) pack[k].store(static_cast<void*>(row), index);
+      if (index < num_packs) store_row_pack(row, index, pack[k]);
     }
   }
 
