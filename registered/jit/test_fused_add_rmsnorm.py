@@ -297,9 +297,9 @@ def test_fused_add_rmsnorm_module_checks_directly() -> None:
     x = randn(4, 1024, dtype=torch.bfloat16)
     with pytest.raises(
         RuntimeError,
-        match=re.escape("tensor 'input' dtype mismatch: expected float16 but got bfloat16"),
-    ):
-        module.fused_add_rmsnorm(x, x.clone(), weight_for(1024, torch.bfloat16), EPS)
+        match=re.escape("tensor 'residual' dtype mismatch: expected bfloat16 but got float16"),
+    ):  # the export takes input's dtype and checks residual and weight against it
+        module.fused_add_rmsnorm(x, x.half(), weight_for(1024, torch.bfloat16), EPS)
     good_call_still_works()
 
 

@@ -315,9 +315,9 @@ def test_qknorm_module_checks_directly() -> None:
     w = weight_for(128, torch.bfloat16)
     with pytest.raises(
         RuntimeError,
-        match=re.escape("tensor 'q' dtype mismatch: expected float16 but got bfloat16"),
-    ):
-        module.fused_inplace_qknorm(q, q.clone(), w, w, EPS)
+        match=re.escape("tensor 'k' dtype mismatch: expected bfloat16 but got float16"),
+    ):  # the export takes q's dtype and checks k and the weights against it
+        module.fused_inplace_qknorm(q, q.half(), w, w, EPS)
     good_call_still_works()
 
 

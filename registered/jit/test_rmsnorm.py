@@ -352,9 +352,13 @@ def test_rmsnorm_module_rejects_bad_input_directly() -> None:
     x, w = make(dtype=torch.float16)
     with pytest.raises(
         RuntimeError,
-        match=re.escape("tensor 'input' dtype mismatch: expected float16 but got bfloat16"),
-    ):
+        match=re.escape("tensor 'weight' dtype mismatch: expected bfloat16 but got float16"),
+    ):  # the export takes input's dtype and checks weight and out against it
         module.rmsnorm(torch.empty_like(x), x.bfloat16(), w, EPS)
+    with pytest.raises(
+        RuntimeError, match=re.escape("rmsnorm: input has dtype float32; supported: ")
+    ):
+        module.rmsnorm(torch.empty_like(x), x.float(), w, EPS)
     with pytest.raises(
         RuntimeError, match=re.escape("tensor 'out' device mismatch: expected cuda but got cpu:0")
     ):

@@ -519,9 +519,13 @@ def test_module_direct_call_errors() -> None:
     module = _jit_rope_module()
     q, k, cache, positions = good_args(dtype=torch.float32)
     with pytest.raises(
-        RuntimeError, match=re.escape("tensor 'q' dtype mismatch: expected float32 but got float16")
-    ):
+        RuntimeError, match=re.escape("tensor 'k' dtype mismatch: expected float16 but got float32")
+    ):  # the export takes q's dtype (float16) and checks every other tensor against it
         module.apply_rope_inplace(q.half(), k, cache, positions, True, 0)
+    with pytest.raises(
+        RuntimeError, match=re.escape("apply_rope_inplace: q has dtype float64; supported: ")
+    ):
+        module.apply_rope_inplace(q.double(), k.double(), cache, positions, True, 0)
     assert math.isfinite(float(q.sum()))
 
 

@@ -224,7 +224,7 @@ def test_module_rejects_wrong_dtype_rank_layout_and_device() -> None:
     cases = [
         (
             torch.empty(8, dtype=torch.float16, device="cuda"),
-            "tensor 'src' dtype mismatch: expected bfloat16 but got float16",
+            "tensor 'out' dtype mismatch: expected float16 but got bfloat16",  # src's dtype rules
         ),
         (
             torch.empty(2, 4, dtype=torch.bfloat16, device="cuda"),

@@ -51,9 +51,10 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
-  // Every row this thread touches uses the same weight packs: copy them to shared memory once,
-  // asynchronously (no registers held while rows load and reduce).
-  Slice::stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
+  // Every row this thread touches uses the same weight packs: loaded once (registers or
+  // shared-memory slots, see RowWeight).
+  RowWeight<T, kPacks, kWeightInRegisters<kGroup>> weight;
+  weight.begin(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
 
   const std::int64_t groups = Rows::per_cta();
   const std::int64_t rows_per_cta = groups * kRows;
@@ -75,14 +76,13 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
       sum[r].load(residual_row[r], rank, step, packs[r]);
       x[r].load(input_row[r], rank, step, packs[r]);
     }
-    Slice weight;
+    const Slice& w = weight.get(weight_slots, blockDim.x);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       sum[r].add(x[r]);
       sum[r].store(residual_row[r], rank, step, packs[r]);
       const float total = row_sum<kGroup>(sum[r].sum_squares(), scratch, call++);
-      if (r == 0) weight.load_staged(weight_slots, blockDim.x);
-      sum[r].scale(weight, rms_scale(total, p.inv_dim, p.eps));
+      sum[r].scale(w, rms_scale(total, p.inv_dim, p.eps));
       sum[r].store(input_row[r], rank, step, packs[r]);
     }
   }
@@ -158,7 +158,7 @@ void fused_add_rmsnorm(tvm::ffi::TensorView input,
       [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {
         constexpr int kRows = norm::rows_per_group(kGroup, kPacks);
         constexpr auto kernel = fused_add_rmsnorm_kernel<kGroup, kPacks, kRows, kUsePDL, T>;
-        const std::size_t smem = norm::staged_smem_bytes(kPacks, threads);
+        const std::size_t smem = norm::staged_smem_bytes<kGroup>(kPacks, threads);
         // As rmsnorm: one CTA per kRows x rows_per_cta rows, or one wave (persistent).
         std::int64_t grid = std::min<std::int64_t>(
             div_ceil(params.num_rows, std::int64_t{rows_per_cta} * kRows), 0x7fffffff);

@@ -51,14 +51,10 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
-  // Every row this thread touches uses the same weight packs: copy them to shared memory once,
-  // asynchronously (no registers held while rows load and reduce).
-  Slice weight;
-  if constexpr (SGL_NORM_WEIGHT_GLOBAL) {
-    weight.load(p.weight, rank, step, p.num_packs);
-  } else {
-    Slice::stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
-  }
+  // Every row this thread touches uses the same weight packs: loaded once (registers or
+  // shared-memory slots, see RowWeight).
+  RowWeight<T, kPacks, kWeightInRegisters<kGroup>> weight;
+  weight.begin(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
 
   const std::int64_t groups = Rows::per_cta();
   const std::int64_t rows_per_cta = groups * kRows;
@@ -76,11 +72,11 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
       packs[r] = valid ? p.num_packs : 0u;
       x[r].load(p.input + safe_row[r] * p.input_stride, rank, step, packs[r]);
     }
+    const Slice& w = weight.get(weight_slots, blockDim.x);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const float sum = row_sum<kGroup>(x[r].sum_squares(), scratch, call++);
-      if (!SGL_NORM_WEIGHT_GLOBAL && r == 0) weight.load_staged(weight_slots, blockDim.x);
-      x[r].scale(weight, rms_scale(sum, p.inv_dim, p.eps));
+      x[r].scale(w, rms_scale(sum, p.inv_dim, p.eps));
       x[r].store(p.out + safe_row[r] * p.out_stride, rank, step, packs[r]);
     }
   }
@@ -152,7 +148,7 @@ void rmsnorm(tvm::ffi::TensorView out,
       [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {
         constexpr int kRows = norm::rows_per_group(kGroup, kPacks);
         constexpr auto kernel = rmsnorm_kernel<kGroup, kPacks, kRows, kUsePDL, T>;
-        const std::size_t smem = norm::staged_smem_bytes(kPacks, threads);
+        const std::size_t smem = norm::staged_smem_bytes<kGroup>(kPacks, threads);
         // One CTA per kRows x rows_per_cta rows (a grid-stride loop only beyond 2^31 - 1 CTAs),
         // or, persistent, at most one wave of resident CTAs.
         std::int64_t grid = std::min<std::int64_t>(

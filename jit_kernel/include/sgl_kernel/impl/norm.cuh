@@ -37,11 +37,10 @@
 //   SGL_NORM_PDL_EARLY         1: with PDL, let the next kernel launch as soon as a CTA starts
 //                              (after its griddepcontrol.wait) rather than when it ends; the
 //                              next kernel still waits for this grid before touching memory
-//   SGL_NORM_LOAD_HINT         row loads: 0 plain; 1 L1 and L2 evict-first (an L2 cache
-//                              policy); 2 read-only path, no L1 allocation
-//   SGL_NORM_STORE_HINT        row stores: 0 plain; 1 streaming (st.global.cs)
-//   SGL_NORM_WEIGHT_GLOBAL     rmsnorm's weight: 0 staged once per CTA in shared memory
-//                              (cp.async); 1 loaded from global into registers by every thread
+//   SGL_NORM_WEIGHT_GLOBAL     where a thread's weight packs come from: 0 staged once per CTA
+//                              in shared memory (cp.async) for every plan; 1 loaded from global
+//                              into registers once per thread in the warp-group plans, staged
+//                              in the CTA plan; 2 from global into registers in every plan
 #ifndef SGL_NORM_WARP_CTA_THREADS
 #define SGL_NORM_WARP_CTA_THREADS 128
 #endif
@@ -60,14 +59,8 @@
 #ifndef SGL_NORM_LANE_PACKS
 #define SGL_NORM_LANE_PACKS 2
 #endif
-#ifndef SGL_NORM_LOAD_HINT
-#define SGL_NORM_LOAD_HINT 0
-#endif
-#ifndef SGL_NORM_STORE_HINT
-#define SGL_NORM_STORE_HINT 0
-#endif
 #ifndef SGL_NORM_WEIGHT_GLOBAL
-#define SGL_NORM_WEIGHT_GLOBAL 0
+#define SGL_NORM_WEIGHT_GLOBAL 1
 #endif
 
 namespace device::norm {
@@ -103,44 +96,6 @@ SGL_DEVICE std::uint32_t pack_pair(fp32x2_t value) {
   return bits;
 }
 
-static_assert(SGL_NORM_LOAD_HINT >= 0 && SGL_NORM_LOAD_HINT <= 2,
-              "SGL_NORM_LOAD_HINT must be 0, 1 or 2");
-static_assert(SGL_NORM_STORE_HINT == 0 || SGL_NORM_STORE_HINT == 1,
-              "SGL_NORM_STORE_HINT must be 0 or 1");
-
-/// Pack `index` of `base` read with the row-load cache hint (SGL_NORM_LOAD_HINT).
-SGL_DEVICE Pack load_row_pack(const void* base, std::uint32_t index) {
-  Pack pack;
-  const Pack* address = static_cast<const Pack*>(base) + index;
-  if constexpr (SGL_NORM_LOAD_HINT == 1) {
-    std::uint64_t policy;
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(pack[0]), "=r"(pack[1]), "=r"(pack[2]), "=r"(pack[3])
-                 : "l"(address), "l"(policy));
-  } else if constexpr (SGL_NORM_LOAD_HINT == 2) {
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(pack[0]), "=r"(pack[1]), "=r"(pack[2]), "=r"(pack[3])
-                 : "l"(address));
-  } else {
-    pack.load(base, index);
-  }
-  return pack;
-}
-
-/// Stores `pack` to pack `index` of `base` with the row-store cache hint (SGL_NORM_STORE_HINT).
-SGL_DEVICE void store_row_pack(void* base, std::uint32_t index, const Pack& pack) {
-  if constexpr (SGL_NORM_STORE_HINT == 1) {
-    Pack* address = static_cast<Pack*>(base) + index;
-    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};"
-                 :
-                 : "l"(address), "r"(pack[0]), "r"(pack[1]), "r"(pack[2]), "r"(pack[3])
-                 : "memory");
-  } else {
-    pack.store(base, index);
-  }
-}
-
 /// The kPacks packs of one row a thread owns: packs first, first + step, ... Packs at or past
 /// `num_packs` are not accessed and read as zeros (they add nothing to the sum of squares).
 template <typename T, int kPacks>
@@ -159,7 +114,7 @@ struct RowSlice {
     for (int k = 0; k < kPacks; ++k) {
       const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
       if (index < num_packs) {
-        pack[k] = load_row_pack(row, index);
+        pack[k].load(static_cast<const void*>(row), index);
       } else {
         pack[k].fill(0u);
       }
@@ -201,7 +156,7 @@ struct RowSlice {
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
-      if (index < num_packs) store_row_pack(row, index, pack[k]);
+      if (index < num_packs) pack[k].store(static_cast<void*>(row), index);
     }
   }
 
@@ -244,6 +199,44 @@ struct RowSlice {
         pack[k][j] = pack_pair<T>(fp32x2_t{(x.x * scale) * w.x, (x.y * scale) * w.y});
       }
     }
+  }
+};
+
+static_assert(SGL_NORM_WEIGHT_GLOBAL >= 0 && SGL_NORM_WEIGHT_GLOBAL <= 2,
+              "SGL_NORM_WEIGHT_GLOBAL must be 0, 1 or 2");
+
+/// Whether the plan of kGroup-lane row groups (0: the CTA plan) keeps its weight packs in
+/// registers, loaded from global, rather than staged in shared memory (SGL_NORM_WEIGHT_GLOBAL).
+template <std::uint32_t kGroup>
+inline constexpr bool kWeightInRegisters =
+    SGL_NORM_WEIGHT_GLOBAL == 2 || (SGL_NORM_WEIGHT_GLOBAL == 1 && kGroup != 0);
+
+/// The weight packs a thread applies to every row it owns (the same packs for each row): held
+/// in registers from the start (kInRegisters), or staged into this thread's shared-memory slots
+/// with cp.async and read back per batch of rows (no registers held while the rows load).
+template <typename T, int kPacks, bool kInRegisters>
+struct RowWeight {
+  RowSlice<T, kPacks> slice;
+
+  /// Loads the packs (kInRegisters) or starts staging them into `slots` (RowSlice::stage).
+  SGL_DEVICE void begin(const T* weight,
+                        std::uint32_t first,
+                        std::uint32_t step,
+                        std::uint32_t num_packs,
+                        Pack* slots,
+                        std::uint32_t slot_step) {
+    if constexpr (kInRegisters) {
+      slice.load(weight, first, step, num_packs);
+    } else {
+      RowSlice<T, kPacks>::stage(weight, first, step, num_packs, slots, slot_step);
+    }
+  }
+
+  /// The packs; staged ones are read from `slots` (after this thread's copies land) on every
+  /// call, so call it once per batch of rows, after the rows' loads are issued.
+  SGL_DEVICE const RowSlice<T, kPacks>& get(const Pack* slots, std::uint32_t slot_step) {
+    if constexpr (!kInRegisters) slice.load_staged(slots, slot_step);
+    return slice;
   }
 };
 
@@ -377,8 +370,11 @@ constexpr std::uint32_t min_blocks(std::uint32_t group, int packs, int rows = 1,
   return blocks == 0 ? 1u : (blocks < most ? blocks : most);
 }
 
-/// Dynamic shared memory of a kernel that stages kPacks packs per thread (RowSlice::stage).
+/// Dynamic shared memory of a row kernel of the kGroup plan with kPacks weight packs per thread:
+/// the staging slots (RowWeight), none when the plan keeps its weight in registers.
+template <std::uint32_t kGroup>
 constexpr std::size_t staged_smem_bytes(int packs, std::uint32_t threads) {
+  if constexpr (device::norm::kWeightInRegisters<kGroup>) return 0;
   return static_cast<std::size_t>(packs) * threads * device::norm::kPackBytes;
 }
 
