@@ -76,13 +76,13 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
       sum[r].load(residual_row[r], rank, step, packs[r]);
       x[r].load(input_row[r], rank, step, packs[r]);
     }
-    const Slice& w = weight.get(weight_slots, blockDim.x);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       sum[r].add(x[r]);
       sum[r].store(residual_row[r], rank, step, packs[r]);
       const float total = row_sum<kGroup>(sum[r].sum_squares(), scratch, call++);
-      sum[r].scale(w, rms_scale(total, p.inv_dim, p.eps));
+      if (r == 0) weight.ready(weight_slots, blockDim.x);
+      sum[r].scale(weight.slice, rms_scale(total, p.inv_dim, p.eps));
       sum[r].store(input_row[r], rank, step, packs[r]);
     }
   }

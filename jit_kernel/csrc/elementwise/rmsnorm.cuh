@@ -72,11 +72,11 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
       packs[r] = valid ? p.num_packs : 0u;
       x[r].load(p.input + safe_row[r] * p.input_stride, rank, step, packs[r]);
     }
-    const Slice& w = weight.get(weight_slots, blockDim.x);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const float sum = row_sum<kGroup>(x[r].sum_squares(), scratch, call++);
-      x[r].scale(w, rms_scale(sum, p.inv_dim, p.eps));
+      if (r == 0) weight.ready(weight_slots, blockDim.x);
+      x[r].scale(weight.slice, rms_scale(sum, p.inv_dim, p.eps));
       x[r].store(p.out + safe_row[r] * p.out_stride, rank, step, packs[r]);
     }
   }

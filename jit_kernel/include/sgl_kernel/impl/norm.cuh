@@ -232,11 +232,11 @@ struct RowWeight {
     }
   }
 
-  /// The packs; staged ones are read from `slots` (after this thread's copies land) on every
-  /// call, so call it once per batch of rows, after the rows' loads are issued.
-  SGL_DEVICE const RowSlice<T, kPacks>& get(const Pack* slots, std::uint32_t slot_step) {
+  /// Makes `slice` hold the packs: staged ones are read from `slots` once this thread's copies
+  /// have landed (call it once per batch of rows, just before the first scale: the wait then
+  /// overlaps the first reduction); nothing to do for packs held in registers.
+  SGL_DEVICE void ready(const Pack* slots, std::uint32_t slot_step) {
     if constexpr (!kInRegisters) slice.load_staged(slots, slot_step);
-    return slice;
   }
 };
 
