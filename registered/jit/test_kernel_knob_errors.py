@@ -63,10 +63,11 @@ CASES = [
     (
         "elementwise/rmsnorm.cuh",
         "rmsnorm<bf16_t, false>",
-        ["-DSGL_NORM_MIN_BLOCKS=32", "-DSGL_NORM_LANE_PACKS=3"],
+        ["-DSGL_NORM_MIN_BLOCKS=32", "-DSGL_NORM_LANE_PACKS=3", "-DSGL_NORM_WEIGHT_GLOBAL=3"],
         [
             "SGL_NORM_MIN_BLOCKS * SGL_NORM_WARP_CTA_THREADS must be at most 2048 threads per SM",
             "SGL_NORM_LANE_PACKS must be 1 or 2",
+            "SGL_NORM_WEIGHT_GLOBAL must be 0, 1 or 2",
         ],
     ),
 ]
