@@ -72,13 +72,12 @@ def _gated_activation(op: str, doc: str) -> Callable[..., torch.Tensor]:
     ``kernel`` is the module's ``op`` export once the first call has bound it (a closure
     variable: as cheap to load as a global).
     """
-    kernel: Any = None
 
     def rebind(function: Any) -> None:
         nonlocal kernel
         kernel = function
 
-    kernel = FirstCallBinding(
+    kernel: Any = FirstCallBinding(
         _jit_activation_module, op, op=op, tensor_arg=(1, "input"), rebind=rebind
     )
 

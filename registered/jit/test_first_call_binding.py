@@ -92,12 +92,23 @@ def one_arch(monkeypatch: pytest.MonkeyPatch, value: bool) -> None:
     monkeypatch.setattr(wrapper_args, "_all_devices_share_one_arch", lambda: value)
 
 
+def bound_in(namespace: dict, builder: Builder, position: int) -> FirstCallBinding:
+    """A binding stored as namespace["_kernel"], rebinding that entry; x is args[position]."""
+    binding = FirstCallBinding(
+        builder,
+        "kernel",
+        op="op",
+        tensor_arg=(position, "x"),
+        rebind=rebind_global(namespace, "_kernel"),
+    )
+    namespace["_kernel"] = binding
+    return binding
+
+
 def test_first_call_builds_once_and_rebinds_the_global(builder, monkeypatch):
     one_arch(monkeypatch, True)
     namespace: dict = {}
-    namespace["_kernel"] = FirstCallBinding(
-        builder, "kernel", op="op", tensor_arg=(1, "x"), rebind=rebind_global(namespace, "_kernel")
-    )
+    bound_in(namespace, builder, position=1)
     x = FakeCudaTensor(0)
     assert namespace["_kernel"]("out", x, 1.5) == 0
     assert len(builder.built) == 1
@@ -111,10 +122,7 @@ def test_first_call_builds_once_and_rebinds_the_global(builder, monkeypatch):
 def test_mixed_architectures_keep_one_export_per_device(builder, monkeypatch):
     one_arch(monkeypatch, False)
     namespace: dict = {}
-    binding = FirstCallBinding(
-        builder, "kernel", op="op", tensor_arg=(0, "x"), rebind=rebind_global(namespace, "_kernel")
-    )
-    namespace["_kernel"] = binding
+    binding = bound_in(namespace, builder, position=0)
     assert binding(FakeCudaTensor(1)) == 1
     assert binding(FakeCudaTensor(0)) == 0
     assert binding(FakeCudaTensor(1)) == 1
@@ -125,10 +133,7 @@ def test_mixed_architectures_keep_one_export_per_device(builder, monkeypatch):
 def test_cpu_tensor_non_tensor_and_failed_build_leave_the_binding(builder, monkeypatch):
     one_arch(monkeypatch, True)
     namespace: dict = {}
-    binding = FirstCallBinding(
-        builder, "kernel", op="op", tensor_arg=(0, "x"), rebind=rebind_global(namespace, "_kernel")
-    )
-    namespace["_kernel"] = binding
+    binding = bound_in(namespace, builder, position=0)
     with pytest.raises(RuntimeError, match=r"^op: x must be a CUDA tensor, got device cpu$"):
         binding(FakeCudaTensor(is_cuda=False))
     with pytest.raises(AttributeError):  # the wrapper turns this into a TypeError naming x
