@@ -111,11 +111,16 @@ KNOBS: dict[str, dict[str, tuple[str, int]]] = {
         "SGL_ROPE_LEAN_HEADS": ("K", 1),
         "SGL_ROPE_LEAN_BLOCK": ("J", 128),
         "SGL_ROPE_LEAN_NEOX_LIMIT": ("N", 0),
+        "SGL_ROPE_LEAN_ORDER": ("O", 0),
+        "SGL_ROPE_PDL_EARLY": ("E", 0),
+        "SGL_ROPE_CACHE_HINT": ("C", 0),
     },
     "store_cache": {
         "SGL_STORE_BLOCK": ("B", 256),
         "SGL_STORE_UNROLL": ("U", 4),
         "SGL_STORE_PERSISTENT": ("P", 1),
+        "SGL_STORE_PDL_EARLY": ("E", 0),
+        "SGL_STORE_LOAD_HINT": ("H", 0),
     },
 }
 
@@ -165,8 +170,9 @@ def _grid(family: str, rows: list[tuple[str, str, str]]) -> list[Variant]:
 # SGL_NORM_WARP_CTA_THREADS, _ROWS_PER_GROUP, _PERSISTENT, _PDL_EARLY; I/P/T/W/E:
 # SGL_QKNORM_ITEMS, _PERSISTENT, _CTA_THREADS, _WEIGHT_REGS, _PDL_EARLY; rope B/U/G/P/S/W/H:
 # SGL_ROPE_BLOCK, _NEOX_UNROLL, _GPTJ_UNROLL, _PERSISTENT, _SPREAD, _WHOLE_WARPS, _MAX_SIDE,
-# _MAX_REGS (M);
-# store_cache B/U/P: SGL_STORE_BLOCK, _UNROLL, _PERSISTENT. (Register caps that make the bf16
+# _MAX_REGS (M), _LEAN (L), _LEAN_HEADS (K), _LEAN_BLOCK (J), _LEAN_NEOX_LIMIT (N),
+# _LEAN_ORDER (O), _PDL_EARLY (E), _CACHE_HINT (C); store_cache B/U/P/E/H: SGL_STORE_BLOCK,
+# _UNROLL, _PERSISTENT, _PDL_EARLY, _LOAD_HINT; norm also M/L/W: _MIN_BLOCKS, _LANE_PACKS, _WEIGHT_GLOBAL. (Register caps that make the bf16
 # 16-byte activation kernels spill are left out: 40 and 48 registers spill there.)
 VARIANTS: dict[str, list[Variant]] = {
     "activation": _grid(
@@ -231,6 +237,13 @@ VARIANTS: dict[str, list[Variant]] = {
                 "as N2, the weight in registers in the warp-group plans, staged in the CTA plan "
                 "(default)",
             ),
+            ("N28", "R4 W1 E1", "as N27, PDL dependents launched when a CTA starts"),
+            ("N29", "R2 W1 E1", "as N28 with 2 rows per group (fused D = 256: more CTAs per SM)"),
+            (
+                "N30",
+                "R2 L1 T32 W1",
+                "as N18 (closest to torch.compile's fused), weight in registers",
+            ),
         ],
     ),
     "qknorm": _grid(
@@ -283,7 +296,18 @@ VARIANTS: dict[str, list[Variant]] = {
             (
                 "R27",
                 "S2 G4 L2 M72 N2097152",
-                "as R26, NeoX below 2^21 (token, head) pairs lean too (default)",
+                "as R26, NeoX below 2^21 (token, head) pairs lean too (the default before R34)",
+            ),
+            ("R28", "S2 G4 L2 M72 N2097152 O1", "as R27, lean grid token-major (DRAM locality)"),
+            ("R29", "S2 G4 L2 M72 N2097152 O1 E1", "as R28, PDL dependents launched at start"),
+            ("R30", "S2 G4 L2 M72 N2097152 E1", "as R27, PDL dependents launched at start"),
+            ("R31", "S2 G4 L2 M72 N2097152 C1", "as R27, q/k loads evict-first in L2"),
+            ("R32", "S2 G4 L2 M72 N2097152 C6", "as R27, cos/sin loads evict-last in L2"),
+            ("R33", "S2 G4 L2 M72 N2097152 C7", "as R27, q/k evict-first and cos/sin evict-last"),
+            (
+                "R34",
+                "S2 G4 L2 M72 N2097152 C2",
+                "as R32 in the lean plan, as R27 in the looping plan (default)",
             ),
         ],
     ),
@@ -299,7 +323,14 @@ VARIANTS: dict[str, list[Variant]] = {
             ("C6", "P0 U8 B128", "as C4 with 128-thread blocks"),
             ("C7", "P0 U8 B512", "as C4 with 512-thread blocks"),
             ("C8", "U8 B512", "persistent, 8 vectors, 512-thread blocks"),
-            ("C9", "P2 U8 B128", "as C6; rows of one vector per lane: the C0 plan (default)"),
+            (
+                "C9",
+                "P2 U8 B128",
+                "as C6; rows of one vector per lane: the C0 plan (the default before C12)",
+            ),
+            ("C10", "P2 U8 B128 E1", "as C9, PDL dependents launched when a block starts"),
+            ("C11", "P2 U8 B128 H1", "as C9, k/v rows loaded evict-first (L1 and L2)"),
+            ("C12", "P2 U8 B128 H2", "as C11 for k + v rows of at most 2 KiB, else C9 (default)"),
         ],
     ),
 }

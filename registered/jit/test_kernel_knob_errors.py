@@ -51,6 +51,18 @@ CASES = [
         ],
     ),
     (
+        "elementwise/rope.cuh",
+        "apply_rope_inplace<bf16_t, false>",
+        ["-DSGL_ROPE_LEAN_ORDER=2", "-DSGL_ROPE_CACHE_HINT=8"],
+        ["SGL_ROPE_LEAN_ORDER: 0 or 1", "SGL_ROPE_CACHE_HINT: 0..7"],
+    ),
+    (
+        "elementwise/store_cache.cuh",
+        "store_cache<false>",
+        ["-DSGL_STORE_LOAD_HINT=3"],
+        ["SGL_STORE_LOAD_HINT: 0, 1 or 2"],
+    ),
+    (
         "elementwise/store_cache.cuh",
         "store_cache<false>",
         ["-DSGL_STORE_BLOCK=96", "-DSGL_STORE_UNROLL=0", "-DSGL_STORE_PERSISTENT=3"],

@@ -156,7 +156,7 @@ void fused_add_rmsnorm(tvm::ffi::TensorView input,
   norm::dispatch_rows(
       params.num_packs,
       [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {
-        constexpr int kRows = norm::rows_per_group(kGroup, kPacks);
+        constexpr int kRows = norm::rows_per_group(kGroup, kPacks, /*tensors=*/2);
         constexpr auto kernel = fused_add_rmsnorm_kernel<kGroup, kPacks, kRows, kUsePDL, T>;
         const std::size_t smem = norm::staged_smem_bytes<kGroup>(kPacks, threads);
         // As rmsnorm: one CTA per kRows x rows_per_cta rows, or one wave (persistent).

@@ -6,8 +6,9 @@
 #include <sgl_kernel/tensor.h>     // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>      // For panic, DebugInfo, div_ceil
 #include <sgl_kernel/vec_width.h>  // For widest_common_alignment, address_bits
-#include <sgl_kernel/runtime.cuh>  // For runtime::get_sm_count, runtime::get_blocks_per_sm
-#include <sgl_kernel/type.cuh>     // For device::cast, fp16_t, bf16_t, fp32_t
+#include <sgl_kernel/cache_hint.cuh>  // For cache::load_hinted, cache::Evict
+#include <sgl_kernel/runtime.cuh>     // For runtime::get_sm_count, runtime::get_blocks_per_sm
+#include <sgl_kernel/type.cuh>        // For device::cast, fp16_t, bf16_t, fp32_t
 #include <sgl_kernel/utils.cuh>  // For LaunchKernel, SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
 #include <sgl_kernel/vec.cuh>    // For AlignedVector
 
@@ -42,6 +43,18 @@
 //                          (token, head) pairs take the looping plan (0: every NeoX call)
 //   SGL_ROPE_LEAN_HEADS    heads a thread of the lean plan rotates (1..8)
 //   SGL_ROPE_LEAN_BLOCK    threads per block the lean plan aims at (a multiple of 32, 64..512)
+//   SGL_ROPE_LEAN_ORDER    0: the lean grid runs a head group over all tokens before the next
+//                          group (consecutive blocks: same heads, next tokens); 1: token-major
+//                          (consecutive blocks: the head groups of the same tokens, so the
+//                          blocks resident at once cover whole q/k rows of a token range)
+//   SGL_ROPE_CACHE_HINT    L2 eviction hints (a sum): 1 q/k loads evict-first (each head is
+//                          read once); 2 the lean plan's cos/sin loads evict-last (the table
+//                          is read again for every head of a token, and should stay in L2
+//                          while q/k stream past); 4 the looping plan's too (its thread reads
+//                          a token's values once for all the heads it walks)
+//   SGL_ROPE_PDL_EARLY     1: with PDL, let the next kernel launch as soon as a block starts
+//                          (after its griddepcontrol.wait) rather than when it ends; the next
+//                          kernel still waits for this grid before touching memory
 #ifndef SGL_ROPE_BLOCK
 #define SGL_ROPE_BLOCK 256
 #endif
@@ -78,6 +91,15 @@
 #ifndef SGL_ROPE_LEAN_BLOCK
 #define SGL_ROPE_LEAN_BLOCK 128
 #endif
+#ifndef SGL_ROPE_LEAN_ORDER
+#define SGL_ROPE_LEAN_ORDER 0
+#endif
+#ifndef SGL_ROPE_CACHE_HINT
+#define SGL_ROPE_CACHE_HINT 2
+#endif
+#ifndef SGL_ROPE_PDL_EARLY
+#define SGL_ROPE_PDL_EARLY 0
+#endif
 #if SGL_ROPE_MAX_REGS > 0
 #define SGL_ROPE_KERNEL_BOUNDS __maxnreg__(SGL_ROPE_MAX_REGS)
 #else
@@ -97,6 +119,16 @@ inline constexpr int kRopeMaxSide = SGL_ROPE_MAX_SIDE;
 inline constexpr int kRopeLean = SGL_ROPE_LEAN;
 inline constexpr int kRopeLeanHeads = SGL_ROPE_LEAN_HEADS;
 inline constexpr int kRopeLeanBlock = SGL_ROPE_LEAN_BLOCK;
+inline constexpr bool kRopeLeanTokenMajor = SGL_ROPE_LEAN_ORDER != 0;
+inline constexpr bool kRopePDLEarly = SGL_ROPE_PDL_EARLY != 0;
+static_assert(SGL_ROPE_CACHE_HINT >= 0 && SGL_ROPE_CACHE_HINT <= 7, "SGL_ROPE_CACHE_HINT: 0..7");
+inline constexpr auto kRopeHeadEvict =
+    (SGL_ROPE_CACHE_HINT & 1) != 0 ? device::cache::Evict::kFirst : device::cache::Evict::kNormal;
+inline constexpr auto kRopeLeanTableEvict =
+    (SGL_ROPE_CACHE_HINT & 2) != 0 ? device::cache::Evict::kLast : device::cache::Evict::kNormal;
+inline constexpr auto kRopeLoopTableEvict =
+    (SGL_ROPE_CACHE_HINT & 4) != 0 ? device::cache::Evict::kLast : device::cache::Evict::kNormal;
+static_assert(SGL_ROPE_LEAN_ORDER == 0 || SGL_ROPE_LEAN_ORDER == 1, "SGL_ROPE_LEAN_ORDER: 0 or 1");
 inline constexpr std::int64_t kRopeLeanNeoxLimit = SGL_ROPE_LEAN_NEOX_LIMIT;
 static_assert(kRopeLeanNeoxLimit >= 0, "SGL_ROPE_LEAN_NEOX_LIMIT must be >= 0");
 inline constexpr std::int64_t kRopeMaxDim = 1024;
@@ -140,15 +172,16 @@ struct RopeParams {
   int cs_vec_bytes;    // widest aligned load of the cos/sin cache: 16, 8 or 4
 };
 
-/// dst[0..N) = src[0..N) from the fp32 cache, with the widest loads `vec_bytes` allows.
-template <int N>
+/// dst[0..N) = src[0..N) from the fp32 cache, with the widest loads `vec_bytes` allows and the L2
+/// eviction priority kPolicy.
+template <int N, device::cache::Evict kPolicy>
 SGL_DEVICE void load_cos_sin(const fp32_t* src, fp32_t (&dst)[N], int vec_bytes) {
   if constexpr (N % 4 == 0) {
     if (vec_bytes == 16) {
 #pragma unroll
       for (int i = 0; i < N; i += 4) {
         device::AlignedVector<fp32_t, 4> v;
-        v.load(src + i);
+        device::cache::load_hinted<kPolicy>(v, reinterpret_cast<const decltype(v)*>(src + i));
 #pragma unroll
         for (int j = 0; j < 4; ++j) dst[i + j] = v[j];
       }
@@ -160,7 +193,7 @@ SGL_DEVICE void load_cos_sin(const fp32_t* src, fp32_t (&dst)[N], int vec_bytes)
 #pragma unroll
       for (int i = 0; i < N; i += 2) {
         device::AlignedVector<fp32_t, 2> v;
-        v.load(src + i);
+        device::cache::load_hinted<kPolicy>(v, reinterpret_cast<const decltype(v)*>(src + i));
         dst[i] = v[0];
         dst[i + 1] = v[1];
       }
@@ -168,7 +201,7 @@ SGL_DEVICE void load_cos_sin(const fp32_t* src, fp32_t (&dst)[N], int vec_bytes)
     }
   }
 #pragma unroll
-  for (int i = 0; i < N; ++i) dst[i] = src[i];
+  for (int i = 0; i < N; ++i) device::cache::load_hinted<kPolicy>(dst[i], src + i);
 }
 
 /// (a, b) -> (a cos - b sin, b cos + a sin) in fp32 with every product and sum rounded on its
@@ -191,8 +224,12 @@ struct HeadChunk {
   device::AlignedVector<T, kVec> part[kParts];
 
   SGL_DEVICE void load(const T* head, int first, int half) {
-    part[0].load(head + first);
-    if constexpr (kNeox) part[1].load(head + half + first);
+    using Vec = device::AlignedVector<T, kVec>;
+    device::cache::load_hinted<kRopeHeadEvict>(part[0], reinterpret_cast<const Vec*>(head + first));
+    if constexpr (kNeox) {
+      device::cache::load_hinted<kRopeHeadEvict>(part[1],
+                                                 reinterpret_cast<const Vec*>(head + half + first));
+    }
   }
   /// Rotates the chunk in fp32 and stores it back to `head`.
   SGL_DEVICE void rotate_store(T* head,
@@ -236,7 +273,7 @@ SGL_DEVICE T* head_address(const RopeParams<T>& p, T* q_token, T* k_token, int h
 
 /// The cos and sin values of `chunk` at position `pos` (in range) from the fp32 cache (half =
 /// rope_dim / 2).
-template <int kCosSin, typename T>
+template <int kCosSin, device::cache::Evict kPolicy, typename T>
 SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
                                    std::int64_t pos,
                                    int chunk,
@@ -244,8 +281,8 @@ SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
                                    fp32_t (&cos_v)[kCosSin],
                                    fp32_t (&sin_v)[kCosSin]) {
   const fp32_t* row = p.cos_sin + pos * p.rope_dim;
-  load_cos_sin<kCosSin>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
-  load_cos_sin<kCosSin>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
+  load_cos_sin<kCosSin, kPolicy>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
+  load_cos_sin<kCosSin, kPolicy>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
 }
 
 /// Threads: blockDim.x = chunks * heads_per_pass for one token, blockDim.y tokens per block; the
@@ -271,6 +308,7 @@ __global__ void SGL_ROPE_KERNEL_BOUNDS rope_kernel(const RopeParams<T> p) {
   const int heads_step = p.heads_per_pass;
 
   device::PDLWaitPrimary<kUsePDL>();  // q, k and positions may come from the previous kernel
+  if constexpr (kRopePDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 
   const auto* positions = static_cast<const Pos*>(p.positions);
   const std::int64_t token_step = static_cast<std::int64_t>(gridDim.x) * blockDim.y;
@@ -296,7 +334,7 @@ __global__ void SGL_ROPE_KERNEL_BOUNDS rope_kernel(const RopeParams<T> p) {
     if (pos < 0 || pos >= p.max_pos) continue;  // left unchanged; the cache is never read
     fp32_t cos_v[kCosSin];
     fp32_t sin_v[kCosSin];
-    load_chunk_cos_sin(p, pos, chunk, half, cos_v, sin_v);
+    load_chunk_cos_sin<kCosSin, kRopeLoopTableEvict>(p, pos, chunk, half, cos_v, sin_v);
 
     while (true) {
 #pragma unroll
@@ -316,13 +354,15 @@ __global__ void SGL_ROPE_KERNEL_BOUNDS rope_kernel(const RopeParams<T> p) {
     }
   }
 
-  device::PDLTriggerSecondary<kUsePDL>();
+  if constexpr (!kRopePDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// The lean plan: no loop and no prefetch, so few registers and many resident threads. Block
-/// (chunks, tokens per block), grid (token blocks, head groups): thread (c, y) of block (bx, by)
-/// rotates chunk c (as in rope_kernel) of heads by * kRopeLeanHeads ... + kRopeLeanHeads - 1 of
-/// token bx * blockDim.y + y; its q/k loads are issued before its position arrives.
+/// (chunks, tokens per block); thread (c, y) of the block for head group g and token block b
+/// rotates chunk c (as in rope_kernel) of heads g * kRopeLeanHeads ... + kRopeLeanHeads - 1 of
+/// token b * blockDim.y + y; its q/k loads are issued before its position arrives. Grid
+/// (token blocks, head groups), or token-major (SGL_ROPE_LEAN_ORDER=1): one dimension of
+/// token blocks x head groups, the head group varying fastest.
 template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopeParams<T> p) {
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
@@ -332,10 +372,19 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
   const int chunk = static_cast<int>(threadIdx.x);
   const int half = p.rope_dim / 2;
   const int first = chunk * kVec;
-  const int head0 = static_cast<int>(blockIdx.y) * kRopeLeanHeads;
-  const std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  std::uint32_t head_group = blockIdx.y;
+  std::uint32_t token_block = blockIdx.x;
+  if constexpr (kRopeLeanTokenMajor) {
+    const auto head_groups =
+        static_cast<std::uint32_t>((p.num_heads + kRopeLeanHeads - 1) / kRopeLeanHeads);
+    head_group = blockIdx.x % head_groups;
+    token_block = blockIdx.x / head_groups;
+  }
+  const int head0 = static_cast<int>(head_group) * kRopeLeanHeads;
+  const std::int64_t token = static_cast<std::int64_t>(token_block) * blockDim.y + threadIdx.y;
 
   device::PDLWaitPrimary<kUsePDL>();
+  if constexpr (kRopePDLEarly) device::PDLTriggerSecondary<kUsePDL>();
   if (token < p.num_tokens) {
     const auto* positions = static_cast<const Pos*>(p.positions);
     const auto pos = static_cast<std::int64_t>(positions[token * p.position_stride]);
@@ -351,7 +400,7 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
     if (pos >= 0 && pos < p.max_pos) {  // else left unchanged; the cache is never read
       fp32_t cos_v[kCosSin];
       fp32_t sin_v[kCosSin];
-      load_chunk_cos_sin(p, pos, chunk, half, cos_v, sin_v);
+      load_chunk_cos_sin<kCosSin, kRopeLeanTableEvict>(p, pos, chunk, half, cos_v, sin_v);
 #pragma unroll
       for (int u = 0; u < kRopeLeanHeads; ++u) {
         if (head0 + u >= p.num_heads) break;
@@ -359,7 +408,7 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
       }
     }
   }
-  device::PDLTriggerSecondary<kUsePDL>();
+  if constexpr (!kRopePDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 }
 
 // ---------------------------------------------------------------- host side
@@ -379,7 +428,7 @@ template <typename... Args>
 }
 
 /// Launches the lean plan and returns true, or returns false where its grid does not fit (more
-/// than 65535 head groups).
+/// than 65535 head groups, or token-major: more than 2^31 - 1 blocks).
 template <typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 bool launch_rope_lean(const RopeParams<T>& params, DLDevice device) {
   using namespace host;
@@ -390,9 +439,13 @@ bool launch_rope_lean(const RopeParams<T>& params, DLDevice device) {
       std::max(1, kRopeLeanBlock / params.chunks), std::max<std::int64_t>(params.num_tokens, 1)));
   const std::int64_t token_blocks = div_ceil(params.num_tokens, std::int64_t{block_y});
   if (token_blocks > 0x7fffffff) return false;
-  LaunchKernel(dim3(static_cast<unsigned>(token_blocks), static_cast<unsigned>(head_groups)),
-               dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(block_y)),
-               device)
+  dim3 grid(static_cast<unsigned>(token_blocks), static_cast<unsigned>(head_groups));
+  if constexpr (kRopeLeanTokenMajor) {
+    if (token_blocks * head_groups > 0x7fffffff) return false;
+    grid = dim3(static_cast<unsigned>(token_blocks * head_groups));
+  }
+  LaunchKernel(
+      grid, dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(block_y)), device)
       .enable_pdl(kUsePDL)(rope_lean_kernel<T, kNeox, kVecBytes, Pos, kUsePDL>, params);
   return true;
 }

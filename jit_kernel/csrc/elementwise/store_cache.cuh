@@ -4,7 +4,8 @@
 #include <sgl_kernel/tensor.h>     // For data_address, details::describe, dtype_name, device_name
 #include <sgl_kernel/utils.h>      // For panic, DebugInfo, div_ceil, next_pow2, dtype_bytes
 #include <sgl_kernel/vec_width.h>  // For widest_common_alignment, address_bits
-#include <sgl_kernel/runtime.cuh>  // For runtime::get_sm_count, runtime::get_blocks_per_sm
+#include <sgl_kernel/cache_hint.cuh>  // For cache::load_hinted, cache::Evict
+#include <sgl_kernel/runtime.cuh>     // For runtime::get_sm_count, runtime::get_blocks_per_sm
 #include <sgl_kernel/utils.cuh>  // For LaunchKernel, RuntimeDeviceCheck, SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
 #include <sgl_kernel/vec.cuh>  // For AlignedVector
 
@@ -25,6 +26,13 @@
 //                         2: as 0, but rows of at most one vector per lane (<= 512 bytes at
 //                         16-byte vectors) take the small-row plan: persistent 256-thread
 //                         blocks, 4 vectors (the plan before tuning, faster on such rows)
+//   SGL_STORE_LOAD_HINT   k and v rows loaded evict-first (L1 and L2: they are read once):
+//                         0 never; 1 always; 2 in the 16-byte-vector plan of more than one
+//                         vector per lane when a k row plus a v row is at most
+//                         kHintMaxRowBytes (2 KiB; larger rows measured faster without)
+//   SGL_STORE_PDL_EARLY   1: with PDL, let the next kernel launch as soon as a block starts
+//                         (after its griddepcontrol.wait) rather than when it ends; the next
+//                         kernel still waits for this grid before touching memory
 #ifndef SGL_STORE_BLOCK
 #define SGL_STORE_BLOCK 128
 #endif
@@ -34,12 +42,24 @@
 #ifndef SGL_STORE_PERSISTENT
 #define SGL_STORE_PERSISTENT 2
 #endif
+#ifndef SGL_STORE_LOAD_HINT
+#define SGL_STORE_LOAD_HINT 2
+#endif
+#ifndef SGL_STORE_PDL_EARLY
+#define SGL_STORE_PDL_EARLY 0
+#endif
 
 namespace {
 
 inline constexpr int kStoreCacheBlock = SGL_STORE_BLOCK;    // threads per block
 inline constexpr int kStoreCacheUnroll = SGL_STORE_UNROLL;  // vectors in flight per thread
 inline constexpr int kStoreCachePersistent = SGL_STORE_PERSISTENT;
+inline constexpr bool kStoreCachePDLEarly = SGL_STORE_PDL_EARLY != 0;
+static_assert(SGL_STORE_LOAD_HINT >= 0 && SGL_STORE_LOAD_HINT <= 2,
+              "SGL_STORE_LOAD_HINT: 0, 1 or 2");
+inline constexpr int kStoreLoadHint = SGL_STORE_LOAD_HINT;
+/// With SGL_STORE_LOAD_HINT=2: the largest k row plus v row whose loads are hinted.
+inline constexpr std::uint32_t kHintMaxRowBytes = 2048;
 static_assert(kStoreCacheBlock >= 64 && kStoreCacheBlock <= 1024 &&
                   (kStoreCacheBlock & (kStoreCacheBlock - 1)) == 0,
               "SGL_STORE_BLOCK must be a power of two in [64, 1024]");
@@ -96,9 +116,17 @@ struct ByteVector<1> {
 inline constexpr int kSmallRowBlock = 256;
 inline constexpr int kSmallRowUnroll = 4;
 
+/// Vector `index` of the row at `row`, evict-first in L1 and L2 when kEvictFirst.
+template <bool kEvictFirst, typename Vec>
+SGL_DEVICE void load_vector(Vec& out, const void* row, std::uint32_t index) {
+  constexpr auto kPolicy =
+      kEvictFirst ? device::cache::Evict::kFirst : device::cache::Evict::kNormal;
+  device::cache::load_hinted<kPolicy>(out, static_cast<const Vec*>(row) + index);
+}
+
 /// Vectors first, first + group, ... (kUnroll of them) of the row that is k's row followed by
-/// v's row; those past the end are left alone.
-template <int kUnroll, typename Vec>
+/// v's row; those past the end are left alone. kEvictFirst: see load_vector.
+template <int kUnroll, bool kEvictFirst, typename Vec>
 SGL_DEVICE void load_row_vectors(Vec (&data)[kUnroll],
                                  const void* k_src,
                                  const void* v_src,
@@ -110,9 +138,9 @@ SGL_DEVICE void load_row_vectors(Vec (&data)[kUnroll],
   for (int u = 0; u < kUnroll; ++u) {
     const std::uint32_t i = first + u * group;
     if (i < k_vecs) {
-      data[u].load(k_src, i);
+      load_vector<kEvictFirst>(data[u], k_src, i);
     } else if (i < row_vecs) {
-      data[u].load(v_src, i - k_vecs);
+      load_vector<kEvictFirst>(data[u], v_src, i - k_vecs);
     }
   }
 }
@@ -140,8 +168,9 @@ SGL_DEVICE void store_row_vectors(const Vec (&data)[kUnroll],
 /// the row's first vectors, which do not depend on it), skips the row when the index is outside
 /// [0, num_slots) (recording it in checked mode), then copies the k row and the v row as one
 /// sequence of kVecBytes vectors, kUnroll loads in flight per thread. Groups stride
-/// over the rows (persistent: the grid is at most one wave of resident blocks).
-template <int kBlock, int kUnroll, int kVecBytes, typename Index, bool kUsePDL>
+/// over the rows (persistent: the grid is at most one wave of resident blocks). kEvictFirst: the
+/// k and v loads are evict-first (SGL_STORE_LOAD_HINT).
+template <int kBlock, int kUnroll, int kVecBytes, typename Index, bool kUsePDL, bool kEvictFirst>
 __global__ void __launch_bounds__(kBlock) store_cache_kernel(const StoreCacheParams p) {
   using vec_t = typename ByteVector<kVecBytes>::type;
   const std::uint32_t group_size = 1u << p.group_log2;
@@ -150,6 +179,7 @@ __global__ void __launch_bounds__(kBlock) store_cache_kernel(const StoreCachePar
   std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) >> p.group_log2;
 
   device::PDLWaitPrimary<kUsePDL>();  // indices, k and v may come from the previous kernel
+  if constexpr (kStoreCachePDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 
   for (; row < p.num_rows; row += num_groups) {
     const auto slot =
@@ -159,7 +189,8 @@ __global__ void __launch_bounds__(kBlock) store_cache_kernel(const StoreCachePar
     // The first vectors do not depend on the index: their loads are in flight with its load.
     vec_t data[kUnroll];
     std::uint32_t first = lane;
-    load_row_vectors(data, k_src, v_src, first, group_size, p.k_vecs, p.row_vecs);
+    load_row_vectors<kUnroll, kEvictFirst>(
+        data, k_src, v_src, first, group_size, p.k_vecs, p.row_vecs);
     if (slot < 0 || slot >= p.num_slots) {
       if (p.error != nullptr && lane == 0) {
         atomicMin(&p.error[0], static_cast<unsigned long long>(row));
@@ -173,11 +204,12 @@ __global__ void __launch_bounds__(kBlock) store_cache_kernel(const StoreCachePar
       store_row_vectors(data, k_dst, v_dst, first, group_size, p.k_vecs, p.row_vecs);
       first += group_size * kUnroll;
       if (first >= p.row_vecs) break;
-      load_row_vectors(data, k_src, v_src, first, group_size, p.k_vecs, p.row_vecs);
+      load_row_vectors<kUnroll, kEvictFirst>(
+          data, k_src, v_src, first, group_size, p.k_vecs, p.row_vecs);
     }
   }
 
-  device::PDLTriggerSecondary<kUsePDL>();
+  if constexpr (!kStoreCachePDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 }
 
 // ---------------------------------------------------------------- host side
@@ -397,10 +429,17 @@ inline StoreCachePlan plan_store_cache(const tvm::ffi::TensorView& k,
 
 /// One launch of the kBlock x kUnroll plan: at most one wave of resident blocks (persistent),
 /// or one lane group per row.
-template <int kBlock, int kUnroll, bool kPersistent, int kVecBytes, typename Index, bool kUsePDL>
+template <int kBlock,
+          int kUnroll,
+          bool kPersistent,
+          int kVecBytes,
+          typename Index,
+          bool kUsePDL,
+          bool kEvictFirst = kStoreLoadHint == 1>
 void launch_store_plan(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
   using namespace host;
-  constexpr auto kernel = store_cache_kernel<kBlock, kUnroll, kVecBytes, Index, kUsePDL>;
+  constexpr auto kernel =
+      store_cache_kernel<kBlock, kUnroll, kVecBytes, Index, kUsePDL, kEvictFirst>;
   const std::int64_t wanted = div_ceil(params.num_rows << params.group_log2, std::int64_t{kBlock});
   if (wanted == 0) return;
   std::int64_t grid = std::min<std::int64_t>(wanted, 0x7fffffff);  // the loop strides beyond
@@ -423,7 +462,14 @@ void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool us
           params, device, use_pdl);
     }
   }
-  launch_store_plan<kBlock, kUnroll, kStoreCachePersistent == 1, kVecBytes, Index, kUsePDL>(
+  constexpr bool kPersistent = kStoreCachePersistent == 1;
+  if constexpr (kStoreLoadHint == 2 && kVecBytes == 16) {
+    if (params.row_vecs * kVecBytes <= kHintMaxRowBytes) {
+      return launch_store_plan<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL, true>(
+          params, device, use_pdl);
+    }
+  }
+  launch_store_plan<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL>(
       params, device, use_pdl);
 }
 

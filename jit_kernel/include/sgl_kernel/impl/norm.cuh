@@ -22,8 +22,10 @@
 //   SGL_NORM_WARP_CTA_THREADS  CTA size of the warp-group plans (a multiple of 32, <= 1024)
 //   SGL_NORM_ROWS_PER_GROUP    rows each lane group of a warp-group plan takes per iteration,
 //                              all their loads issued before the first reduction; capped so
-//                              that a thread holds at most kMaxPacksInFlight packs of a tensor
-//                              (the 4-pack plan takes at most 2 rows). The CTA plan takes 1.
+//                              that a thread holds at most kMaxPacksInFlight packs over the
+//                              row tensors it reads (rmsnorm 1, fused_add_rmsnorm 2: the 2-pack
+//                              plans take 4 and 2 rows, the 4-pack plans 2 and 1). The CTA plan
+//                              takes 1.
 //   SGL_NORM_PERSISTENT        0: one CTA per row slot (grid = rows / rows per CTA);
 //                              1: at most one wave of resident CTAs striding over the rows
 //                              (each stages the weight once)
@@ -341,11 +343,14 @@ static_assert(
 /// Whether the row kernels trigger their PDL dependents at the start (SGL_NORM_PDL_EARLY).
 inline constexpr bool kRowsPDLEarly = SGL_NORM_PDL_EARLY != 0;
 
-/// Rows each group of `group` lanes (0: the whole CTA) holding `packs` packs per row takes per
-/// iteration: kRowsPerGroup, at most kMaxPacksInFlight / packs; 1 for the CTA path.
-constexpr int rows_per_group(std::uint32_t group, int packs) {
+/// Rows each group of `group` lanes (0: the whole CTA) holding `packs` packs per row of each of
+/// `tensors` row tensors takes per iteration: kRowsPerGroup, at most kMaxPacksInFlight /
+/// (packs x tensors); 1 for the CTA path. (fused_add_rmsnorm at D = 256: 2 rows of 2 tensors
+/// ran 47.0 us against 47.8 with 4 on the H100, rmsnorm 23.9 with 4 against 24.0 with 2.)
+constexpr int rows_per_group(std::uint32_t group, int packs, int tensors = 1) {
   if (group == 0) return 1;
-  const int cap = packs >= kMaxPacksInFlight ? 1 : kMaxPacksInFlight / packs;
+  const int held = packs * tensors;
+  const int cap = held >= kMaxPacksInFlight ? 1 : kMaxPacksInFlight / held;
   return kRowsPerGroup < cap ? kRowsPerGroup : cap;
 }
 
@@ -353,18 +358,19 @@ constexpr int rows_per_group(std::uint32_t group, int packs) {
 /// `packs` packs per thread of each of `rows` rows of `tensors` row tensors (rmsnorm 1,
 /// fused_add_rmsnorm 2): its largest CTA, and the resident CTAs per SM the register allocation
 /// must allow (65536 registers per SM). Two of the largest CTA-path CTAs (<= 64 registers).
-/// One row per iteration: 40 registers with 2 packs (12 CTAs of 128 threads), 64 with 4 (8
-/// CTAs); tighter caps spill (measured with ptxas for sm_90a). Several rows: 32 registers plus
-/// 4 per pack held (rows x tensors, the weight, one spare), rounded up to 8 (2 rows x 4 packs
-/// of rmsnorm spill at 80).
+/// One row of one tensor per iteration: 40 registers with 2 packs (12 CTAs of 128 threads), 64
+/// with 4 (8 CTAs); tighter caps spill (measured with ptxas for sm_90a). Otherwise: 32
+/// registers plus 4 per pack held (rows x tensors, the weight, one spare), rounded up to 8
+/// (2 rows x 4 packs of rmsnorm spill at 80; one row of fused_add_rmsnorm's 4-pack plan at 64).
 constexpr std::uint32_t max_threads(std::uint32_t group) {
   return group == 0 ? kCtaMaxThreads : kWarpPathThreads;
 }
 constexpr std::uint32_t min_blocks(std::uint32_t group, int packs, int rows = 1, int tensors = 1) {
   if (group == 0) return 1024u / kCtaMaxThreads;
   if (kWarpMinBlocks != 0 && packs <= kWarpPacks && tensors == 1) return kWarpMinBlocks;
-  const int budget =
-      rows == 1 ? (packs <= 2 ? 40 : 64) : (32 + 4 * packs * (rows * tensors + 2) + 7) / 8 * 8;
+  const int budget = rows == 1 && tensors == 1
+                         ? (packs <= 2 ? 40 : 64)
+                         : (32 + 4 * packs * (rows * tensors + 2) + 7) / 8 * 8;
   const std::uint32_t blocks = 65536u / (kWarpPathThreads * static_cast<std::uint32_t>(budget));
   const std::uint32_t most = 2048u / kWarpPathThreads;  // resident threads per SM
   return blocks == 0 ? 1u : (blocks < most ? blocks : most);
