@@ -121,6 +121,9 @@ KNOBS: dict[str, dict[str, tuple[str, int]]] = {
         "SGL_STORE_PERSISTENT": ("P", 1),
         "SGL_STORE_PDL_EARLY": ("E", 0),
         "SGL_STORE_LOAD_HINT": ("H", 0),
+        "SGL_STORE_SMALL_SPLIT": ("G", 0),
+        "SGL_STORE_SMALL_UNROLL": ("V", 4),
+        "SGL_STORE_SMALL_PERSISTENT": ("Q", 1),
     },
 }
 
@@ -172,7 +175,8 @@ def _grid(family: str, rows: list[tuple[str, str, str]]) -> list[Variant]:
 # SGL_ROPE_BLOCK, _NEOX_UNROLL, _GPTJ_UNROLL, _PERSISTENT, _SPREAD, _WHOLE_WARPS, _MAX_SIDE,
 # _MAX_REGS (M), _LEAN (L), _LEAN_HEADS (K), _LEAN_BLOCK (J), _LEAN_NEOX_LIMIT (N),
 # _LEAN_ORDER (O), _PDL_EARLY (E), _CACHE_HINT (C); store_cache B/U/P/E/H: SGL_STORE_BLOCK,
-# _UNROLL, _PERSISTENT, _PDL_EARLY, _LOAD_HINT; norm also M/L/W: _MIN_BLOCKS, _LANE_PACKS, _WEIGHT_GLOBAL. (Register caps that make the bf16
+# _UNROLL, _PERSISTENT, _PDL_EARLY, _LOAD_HINT, G/V/Q: _SMALL_SPLIT, _SMALL_UNROLL,
+# _SMALL_PERSISTENT; norm also M/L/W: _MIN_BLOCKS, _LANE_PACKS, _WEIGHT_GLOBAL. (Register caps that make the bf16
 # 16-byte activation kernels spill are left out: 40 and 48 registers spill there.)
 VARIANTS: dict[str, list[Variant]] = {
     "activation": _grid(
@@ -331,6 +335,10 @@ VARIANTS: dict[str, list[Variant]] = {
             ("C10", "P2 U8 B128 E1", "as C9, PDL dependents launched when a block starts"),
             ("C11", "P2 U8 B128 H1", "as C9, k/v rows loaded evict-first (L1 and L2)"),
             ("C12", "P2 U8 B128 H2", "as C11 for k + v rows of at most 2 KiB, else C9 (default)"),
+            ("C13", "P2 U8 B128 H2 G1", "as C12, small rows split: 4 vectors per lane"),
+            ("C14", "P2 U8 B128 H2 G1 Q0", "as C13, small-row plan not persistent"),
+            ("C15", "P2 U8 B128 H1 G1", "as C13, every row loaded evict-first"),
+            ("C16", "P2 U8 B128 H2 G1 V8", "as C13 with 8 vectors per lane"),
         ],
     ),
 }
@@ -734,20 +742,19 @@ def family_shapes(family: str) -> list[Shape]:
                     2 * t * (hq + hk) * d * _size(dt) + t * 8,
                 )
             )
-    elif family == "store_cache":  # the rows of scripts/bench_cases/store_cache.py with targets
-        for rows, heads, head_dim, targets in bench_case("store_cache").SPECS:
-            if targets:
-                row = heads * head_dim
-                shapes.append(
-                    Shape(
-                        family,
-                        "store_cache",
-                        f"{rows}x{row * 2}B bf16",
-                        torch.bfloat16,
-                        (rows, row),
-                        2 * 2 * rows * row * 2 + rows * 8,
-                    )
+    elif family == "store_cache":  # the rows of scripts/bench_cases/store_cache.py
+        for rows, heads, head_dim, _ in bench_case("store_cache").SPECS:
+            row = heads * head_dim
+            shapes.append(
+                Shape(
+                    family,
+                    "store_cache",
+                    f"{rows}x{row * 2}B bf16",
+                    torch.bfloat16,
+                    (rows, row),
+                    2 * 2 * rows * row * 2 + rows * 8,
                 )
+            )
     else:
         specs = [
             (16384, 32, 8, 128, torch.bfloat16),

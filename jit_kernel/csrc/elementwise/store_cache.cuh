@@ -26,6 +26,12 @@
 //                         2: as 0, but rows of at most one vector per lane (<= 512 bytes at
 //                         16-byte vectors) take the small-row plan: persistent 256-thread
 //                         blocks, 4 vectors (the plan before tuning, faster on such rows)
+//   SGL_STORE_SMALL_SPLIT 1: the small-row plan splits a row over fewer lanes, so that each
+//                         holds up to SGL_STORE_SMALL_UNROLL vectors (a warp takes several
+//                         rows at once); 0: one vector per lane (a warp per 512-byte row)
+//   SGL_STORE_SMALL_UNROLL vectors per thread of the small-row plan (1..16)
+//   SGL_STORE_SMALL_PERSISTENT 1: the small-row plan runs one wave of resident blocks striding
+//                         over the rows; 0: one lane group per row
 //   SGL_STORE_LOAD_HINT   k and v rows loaded evict-first (L1 and L2: they are read once):
 //                         0 never; 1 always; 2 in the 16-byte-vector plan of more than one
 //                         vector per lane when a k row plus a v row is at most
@@ -41,6 +47,15 @@
 #endif
 #ifndef SGL_STORE_PERSISTENT
 #define SGL_STORE_PERSISTENT 2
+#endif
+#ifndef SGL_STORE_SMALL_SPLIT
+#define SGL_STORE_SMALL_SPLIT 0
+#endif
+#ifndef SGL_STORE_SMALL_UNROLL
+#define SGL_STORE_SMALL_UNROLL 4
+#endif
+#ifndef SGL_STORE_SMALL_PERSISTENT
+#define SGL_STORE_SMALL_PERSISTENT 1
 #endif
 #ifndef SGL_STORE_LOAD_HINT
 #define SGL_STORE_LOAD_HINT 2
@@ -114,7 +129,10 @@ struct ByteVector<1> {
 
 /// The small-row plan of SGL_STORE_PERSISTENT=2: threads per block and vectors per thread.
 inline constexpr int kSmallRowBlock = 256;
-inline constexpr int kSmallRowUnroll = 4;
+inline constexpr int kSmallRowUnroll = SGL_STORE_SMALL_UNROLL;
+inline constexpr bool kSmallRowSplit = SGL_STORE_SMALL_SPLIT != 0;
+inline constexpr bool kSmallRowPersistent = SGL_STORE_SMALL_PERSISTENT != 0;
+static_assert(kSmallRowUnroll >= 1 && kSmallRowUnroll <= 16, "SGL_STORE_SMALL_UNROLL: 1..16");
 
 /// Vector `index` of the row at `row`, evict-first in L1 and L2 when kEvictFirst.
 template <bool kEvictFirst, typename Vec>
@@ -458,8 +476,19 @@ void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool us
   constexpr int kUnroll = kStoreCacheUnroll;
   if constexpr (kStoreCachePersistent == 2) {
     if (params.row_vecs <= (1u << params.group_log2)) {  // at most one vector per lane
-      return launch_store_plan<kSmallRowBlock, kSmallRowUnroll, true, kVecBytes, Index, kUsePDL>(
-          params, device, use_pdl);
+      StoreCacheParams small = params;
+      if constexpr (kSmallRowSplit) {  // the fewest lanes that cover the row kSmallRowUnroll deep
+        const std::uint32_t lanes = host::next_pow2(std::max<std::uint32_t>(
+            1, (params.row_vecs + kSmallRowUnroll - 1) / kSmallRowUnroll));
+        small.group_log2 = 0;
+        while ((1u << small.group_log2) < lanes) ++small.group_log2;
+      }
+      return launch_store_plan<kSmallRowBlock,
+                               kSmallRowUnroll,
+                               kSmallRowPersistent,
+                               kVecBytes,
+                               Index,
+                               kUsePDL>(small, device, use_pdl);
     }
   }
   constexpr bool kPersistent = kStoreCachePersistent == 1;
