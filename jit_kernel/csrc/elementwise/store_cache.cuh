@@ -33,9 +33,9 @@
 //   SGL_STORE_SMALL_PERSISTENT 1: the small-row plan runs one wave of resident blocks striding
 //                         over the rows; 0: one lane group per row
 //   SGL_STORE_LOAD_HINT   k and v rows loaded evict-first (L1 and L2: they are read once):
-//                         0 never; 1 always; 2 in the 16-byte-vector plan of more than one
-//                         vector per lane when a k row plus a v row is at most
-//                         kHintMaxRowBytes (2 KiB; larger rows measured faster without)
+//                         0 never; 1 always; 2 with 16-byte vectors when a k row plus a v row
+//                         is at most kHintMaxRowBytes (2 KiB; larger rows measured faster
+//                         without)
 //   SGL_STORE_PDL_EARLY   1: with PDL, let the next kernel launch as soon as a block starts
 //                         (after its griddepcontrol.wait) rather than when it ends; the next
 //                         kernel still waits for this grid before touching memory
@@ -49,7 +49,7 @@
 #define SGL_STORE_PERSISTENT 2
 #endif
 #ifndef SGL_STORE_SMALL_SPLIT
-#define SGL_STORE_SMALL_SPLIT 0
+#define SGL_STORE_SMALL_SPLIT 1
 #endif
 #ifndef SGL_STORE_SMALL_UNROLL
 #define SGL_STORE_SMALL_UNROLL 4
@@ -470,6 +470,20 @@ void launch_store_plan(const StoreCacheParams& params, DLDevice device, bool use
   LaunchKernel(static_cast<unsigned>(grid), kBlock, device).enable_pdl(use_pdl)(kernel, params);
 }
 
+/// launch_store_plan with the k/v loads evict-first where SGL_STORE_LOAD_HINT asks for it (mode
+/// 2: 16-byte vectors and a k row plus a v row of at most kHintMaxRowBytes).
+template <int kBlock, int kUnroll, bool kPersistent, int kVecBytes, typename Index, bool kUsePDL>
+void launch_store_plan_hinted(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
+  if constexpr (kStoreLoadHint == 2 && kVecBytes == 16) {
+    if (params.row_vecs * kVecBytes <= kHintMaxRowBytes) {
+      return launch_store_plan<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL, true>(
+          params, device, use_pdl);
+    }
+  }
+  launch_store_plan<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL>(
+      params, device, use_pdl);
+}
+
 template <int kVecBytes, typename Index, bool kUsePDL>
 void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
   constexpr int kBlock = kStoreCacheBlock;
@@ -478,27 +492,20 @@ void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool us
     if (params.row_vecs <= (1u << params.group_log2)) {  // at most one vector per lane
       StoreCacheParams small = params;
       if constexpr (kSmallRowSplit) {  // the fewest lanes that cover the row kSmallRowUnroll deep
-        const std::uint32_t lanes = host::next_pow2(std::max<std::uint32_t>(
-            1, (params.row_vecs + kSmallRowUnroll - 1) / kSmallRowUnroll));
+        const std::uint32_t lanes = host::next_pow2(
+            std::max<std::uint32_t>(1, (params.row_vecs + kSmallRowUnroll - 1) / kSmallRowUnroll));
         small.group_log2 = 0;
         while ((1u << small.group_log2) < lanes) ++small.group_log2;
       }
-      return launch_store_plan<kSmallRowBlock,
-                               kSmallRowUnroll,
-                               kSmallRowPersistent,
-                               kVecBytes,
-                               Index,
-                               kUsePDL>(small, device, use_pdl);
+      return launch_store_plan_hinted<kSmallRowBlock,
+                                      kSmallRowUnroll,
+                                      kSmallRowPersistent,
+                                      kVecBytes,
+                                      Index,
+                                      kUsePDL>(small, device, use_pdl);
     }
   }
-  constexpr bool kPersistent = kStoreCachePersistent == 1;
-  if constexpr (kStoreLoadHint == 2 && kVecBytes == 16) {
-    if (params.row_vecs * kVecBytes <= kHintMaxRowBytes) {
-      return launch_store_plan<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL, true>(
-          params, device, use_pdl);
-    }
-  }
-  launch_store_plan<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL>(
+  launch_store_plan_hinted<kBlock, kUnroll, kStoreCachePersistent == 1, kVecBytes, Index, kUsePDL>(
       params, device, use_pdl);
 }
 
