@@ -178,6 +178,9 @@ def _grid(family: str, rows: list[tuple[str, str, str]]) -> list[Variant]:
 # _UNROLL, _PERSISTENT, _PDL_EARLY, _LOAD_HINT, G/V/Q: _SMALL_SPLIT, _SMALL_UNROLL,
 # _SMALL_PERSISTENT; norm also M/L/W: _MIN_BLOCKS, _LANE_PACKS, _WEIGHT_GLOBAL. (Register caps that make the bf16
 # 16-byte activation kernels spill are left out: 40 and 48 registers spill there.)
+# R27 (rope default before R34): the base of the fifth sweep's rope variants.
+R27_KNOBS = "S2 G4 L2 M72 N2097152"
+
 VARIANTS: dict[str, list[Variant]] = {
     "activation": _grid(
         "activation",
@@ -299,18 +302,18 @@ VARIANTS: dict[str, list[Variant]] = {
             ("R26", "S2 G4 L2 M72", "lean plan for GPT-J, the looping plan (72 regs) for NeoX"),
             (
                 "R27",
-                "S2 G4 L2 M72 N2097152",
+                R27_KNOBS,
                 "as R26, NeoX below 2^21 (token, head) pairs lean too (the default before R34)",
             ),
-            ("R28", "S2 G4 L2 M72 N2097152 O1", "as R27, lean grid token-major (DRAM locality)"),
-            ("R29", "S2 G4 L2 M72 N2097152 O1 E1", "as R28, PDL dependents launched at start"),
-            ("R30", "S2 G4 L2 M72 N2097152 E1", "as R27, PDL dependents launched at start"),
-            ("R31", "S2 G4 L2 M72 N2097152 C1", "as R27, q/k loads evict-first in L2"),
-            ("R32", "S2 G4 L2 M72 N2097152 C6", "as R27, cos/sin loads evict-last in L2"),
-            ("R33", "S2 G4 L2 M72 N2097152 C7", "as R27, q/k evict-first and cos/sin evict-last"),
+            ("R28", f"{R27_KNOBS} O1", "as R27, lean grid token-major (DRAM locality)"),
+            ("R29", f"{R27_KNOBS} O1 E1", "as R28, PDL dependents launched at start"),
+            ("R30", f"{R27_KNOBS} E1", "as R27, PDL dependents launched at start"),
+            ("R31", f"{R27_KNOBS} C1", "as R27, q/k loads evict-first in L2"),
+            ("R32", f"{R27_KNOBS} C6", "as R27, cos/sin loads evict-last in L2"),
+            ("R33", f"{R27_KNOBS} C7", "as R27, q/k evict-first and cos/sin evict-last"),
             (
                 "R34",
-                "S2 G4 L2 M72 N2097152 C2",
+                f"{R27_KNOBS} C2",
                 "as R32 in the lean plan, as R27 in the looping plan (default)",
             ),
         ],

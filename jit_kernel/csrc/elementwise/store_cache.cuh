@@ -14,6 +14,7 @@
 #include <tvm/ffi/container/tensor.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -298,6 +299,13 @@ inline bool same_dtype(DLDataType a, DLDataType b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
 }
 
+/// log2 of the lane group that holds a row of `vectors` vectors at most `per_lane` deep: the
+/// smallest power of two >= ceil(vectors / per_lane), from 1 to 32 lanes (a warp).
+inline std::uint32_t group_log2_for(std::uint32_t vectors, std::uint32_t per_lane) {
+  const std::uint32_t lanes = std::clamp<std::uint32_t>(host::div_ceil(vectors, per_lane), 1, 32);
+  return static_cast<std::uint32_t>(std::countr_zero(host::next_pow2(lanes)));
+}
+
 /// Validated arguments, ready to launch.
 struct StoreCachePlan {
   StoreCacheParams params;
@@ -421,9 +429,7 @@ inline StoreCachePlan plan_store_cache(const tvm::ffi::TensorView& k,
   const auto row_vecs = static_cast<std::uint32_t>(k_vecs + v_rows.row_bytes / vec_bytes);
   // One warp for rows of >= 32 vectors (>= 512 B at 16 B), else the smallest power of two that
   // covers the row, so that short rows do not leave most lanes idle.
-  const std::uint32_t group = next_pow2(std::clamp<std::uint32_t>(row_vecs, 1, 32));
-  std::uint32_t group_log2 = 0;
-  while ((1u << group_log2) < group) ++group_log2;
+  const std::uint32_t group_log2 = group_log2_for(row_vecs, 1);
 
   StoreCacheParams params{};
   params.k = k_rows.data;
@@ -453,7 +459,7 @@ template <int kBlock,
           int kVecBytes,
           typename Index,
           bool kUsePDL,
-          bool kEvictFirst = kStoreLoadHint == 1>
+          bool kEvictFirst>
 void launch_store_plan(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
   using namespace host;
   constexpr auto kernel =
@@ -470,17 +476,17 @@ void launch_store_plan(const StoreCacheParams& params, DLDevice device, bool use
   LaunchKernel(static_cast<unsigned>(grid), kBlock, device).enable_pdl(use_pdl)(kernel, params);
 }
 
-/// launch_store_plan with the k/v loads evict-first where SGL_STORE_LOAD_HINT asks for it (mode
-/// 2: 16-byte vectors and a k row plus a v row of at most kHintMaxRowBytes).
+/// launch_store_plan with the k/v loads evict-first where SGL_STORE_LOAD_HINT asks for it (1:
+/// always; 2: 16-byte vectors and a k row plus a v row of at most kHintMaxRowBytes).
 template <int kBlock, int kUnroll, bool kPersistent, int kVecBytes, typename Index, bool kUsePDL>
 void launch_store_plan_hinted(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
-  if constexpr (kStoreLoadHint == 2 && kVecBytes == 16) {
-    if (params.row_vecs * kVecBytes <= kHintMaxRowBytes) {
+  if constexpr (kStoreLoadHint == 1 || (kStoreLoadHint == 2 && kVecBytes == 16)) {
+    if (kStoreLoadHint == 1 || params.row_vecs * kVecBytes <= kHintMaxRowBytes) {
       return launch_store_plan<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL, true>(
           params, device, use_pdl);
     }
   }
-  launch_store_plan<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL>(
+  launch_store_plan<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL, false>(
       params, device, use_pdl);
 }
 
@@ -491,12 +497,8 @@ void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool us
   if constexpr (kStoreCachePersistent == 2) {
     if (params.row_vecs <= (1u << params.group_log2)) {  // at most one vector per lane
       StoreCacheParams small = params;
-      if constexpr (kSmallRowSplit) {  // the fewest lanes that cover the row kSmallRowUnroll deep
-        const std::uint32_t lanes = host::next_pow2(
-            std::max<std::uint32_t>(1, (params.row_vecs + kSmallRowUnroll - 1) / kSmallRowUnroll));
-        small.group_log2 = 0;
-        while ((1u << small.group_log2) < lanes) ++small.group_log2;
-      }
+      if constexpr (kSmallRowSplit)
+        small.group_log2 = group_log2_for(params.row_vecs, kSmallRowUnroll);
       return launch_store_plan_hinted<kSmallRowBlock,
                                       kSmallRowUnroll,
                                       kSmallRowPersistent,
