@@ -292,6 +292,14 @@ class _Runner:
         self.record(group, name, problems)
 
 
+def _past_threshold(car: CustomAllReduce, dtype: torch.dtype, extra: int) -> int:
+    """Elements of ``dtype`` ``extra`` past the ``algo="auto"`` threshold (two-shot there), at
+    most ``max_bytes``: with 2 GPUs the threshold is ``max_bytes`` itself, and this is the
+    largest message (one-shot)."""
+    elem = dtype.itemsize
+    return min(car.one_shot_max_bytes // elem + extra, car.max_bytes // elem)
+
+
 # ----------------------------------------------------------------------------------- groups
 
 
@@ -322,16 +330,13 @@ def _sizes(runner: _Runner, dtype_name: str) -> None:
 
 
 def _in_place(runner: _Runner) -> None:
-    t = runner.car.one_shot_max_bytes
     for dtype in (torch.bfloat16, torch.float32):
-        elem = dtype.itemsize
         for n, algo in (
             (1, "auto"),
             (4099, "one_shot"),
             (4099, "two_shot"),
-            (t // elem + 9, "auto"),
+            (_past_threshold(runner.car, dtype, 9), "auto"),
         ):
-            n = min(n, runner.car.max_bytes // elem)
             inputs = runner.inputs(n, dtype, f"in_place/{dtype}/{n}/{algo}")
             x = inputs[runner.rank].clone()
             result = runner.car.all_reduce(x, out=x, algo=algo)
@@ -377,10 +382,9 @@ def _repeat(runner: _Runner) -> None:
     car = runner.car
     calls = runner.plan.repeat_calls
     sets = 5
-    threshold_elems = car.one_shot_max_bytes // 2 + 8
     configs = [
         ("one-shot bf16", torch.bfloat16, 1000, "auto"),
-        ("two-shot bf16", torch.bfloat16, min(threshold_elems, car.max_bytes // 2), "auto"),
+        ("past-threshold bf16", torch.bfloat16, _past_threshold(car, torch.bfloat16, 8), "auto"),
         ("alternating fp16", torch.float16, 4096 + 8, "alternate"),
         ("alternating fp32 odd", torch.float32, 12_345, "alternate"),
     ]
@@ -415,14 +419,13 @@ def _repeat(runner: _Runner) -> None:
 def _mixed(runner: _Runner) -> None:
     """Back-to-back calls of different sizes, dtypes and algorithms, checked after one sync."""
     car = runner.car
-    t = car.one_shot_max_bytes
     largest = car.max_bytes
     sequence = [
         (torch.bfloat16, 1, "auto"),
         (torch.float32, largest // 4, "auto"),
         (torch.float16, 7, "one_shot"),
         (torch.bfloat16, min(300_007, largest // 2), "two_shot"),
-        (torch.bfloat16, t // 2 + 1, "auto"),
+        (torch.bfloat16, _past_threshold(car, torch.bfloat16, 1), "auto"),
         (torch.bfloat16, 0, "auto"),
         (torch.float32, 4096, "two_shot"),
         (torch.float16, min(65_536 + 3, largest // 2), "auto"),
@@ -454,10 +457,9 @@ def _mixed(runner: _Runner) -> None:
 def _graph(runner: _Runner) -> None:
     """Capture several calls in a CUDA graph, replay with new data (and eager calls between)."""
     car = runner.car
-    t = car.one_shot_max_bytes
     specs = [
         (torch.bfloat16, 4099, "auto", False),
-        (torch.bfloat16, min(t // 2 + 8, car.max_bytes // 2), "auto", False),
+        (torch.bfloat16, _past_threshold(car, torch.bfloat16, 8), "auto", False),
         (torch.float32, 1001, "two_shot", False),
         (torch.float16, min(300_007, car.max_bytes // 2), "one_shot", False),
         (torch.bfloat16, 2048, "auto", True),  # in place

@@ -19,6 +19,7 @@ import torch
 
 from ci_runner import register_cpu_ci
 from jit_kernel.all_reduce import (
+    ALGORITHMS,
     CustomAllReduce,
     _jit_custom_all_reduce_module,
     _setup_problems,
@@ -29,6 +30,7 @@ from jit_kernel.all_reduce import (
 from jit_kernel.distributed import NVLS_OFF_ENV, WorkerError, free_port, run_on_gpus
 from jit_kernel.distributed.all_reduce_bench import combine_rows, default_sizes, format_tables
 from jit_kernel.distributed.all_reduce_checks import (
+    _GROUP_FUNCTIONS,
     PAD,
     SENTINEL,
     CheckPlan,
@@ -318,6 +320,57 @@ def cpu_runner(world: int) -> _Runner:
     runner = _Runner.__new__(_Runner)
     runner.plan, runner.rank, runner.world, runner.results = CheckPlan(), 0, world, []
     return runner
+
+
+class SizeCheckingAllReduce:
+    """Stands in for CustomAllReduce on CPU: rejects inputs over ``max_bytes`` and unknown
+    algorithms as the real one does, copies instead of summing, counts launches as the epoch."""
+
+    def __init__(self, max_bytes: int, one_shot_max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.one_shot_max_bytes = min(one_shot_max_bytes, max_bytes)  # as the real one caps it
+        self.launches = 0
+        self.largest = 0
+
+    def epoch(self) -> int:
+        return self.launches
+
+    def all_reduce(
+        self, input: torch.Tensor, out: torch.Tensor | None = None, algo: str = "auto"
+    ) -> torch.Tensor:
+        nbytes = input.numel() * input.element_size()
+        if nbytes > self.max_bytes:
+            raise RuntimeError(f"input has {nbytes} bytes, max_bytes={self.max_bytes}")
+        if algo not in ALGORITHMS:
+            raise ValueError(f"algo must be one of {ALGORITHMS}")
+        self.largest = max(self.largest, nbytes)
+        self.launches += input.numel() > 0
+        out = torch.empty_like(input) if out is None else out
+        out.copy_(input)
+        return out
+
+
+@pytest.mark.parametrize(
+    "one_shot_max_bytes",
+    [default_one_shot_max_bytes(2), default_one_shot_max_bytes(4), 1 << 20, 0],
+    ids=["2-gpus", "4-gpus", "threshold-at-max", "always-two-shot"],
+)
+def test_check_groups_stay_within_max_bytes(monkeypatch, one_shot_max_bytes: int) -> None:
+    """Every message the eager check groups send fits the communicator, whatever the threshold
+    (a size past the threshold once overran max_bytes when 2 GPUs took one-shot at every size,
+    and each check after it failed)."""
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args, **kwargs: None)
+    max_bytes = 1 << 20
+    runner = cpu_runner(world=2)
+    runner.plan = CheckPlan(repeat_calls=4, compare_nccl=False, skew=False, max_bytes=max_bytes)
+    runner.device = torch.device("cpu")
+    runner.gather = lambda value: [value] * runner.world
+    runner.car = SizeCheckingAllReduce(max_bytes, one_shot_max_bytes)
+    groups = ("sizes-float16", "sizes-bfloat16", "sizes-float32", "in_place", "shapes")
+    for group in (*groups, "empty", "repeat", "mixed"):
+        _GROUP_FUNCTIONS[group](runner)
+    assert runner.car.largest == max_bytes  # the largest size was reached, not overrun
+    assert {result.group for result in runner.results} >= {*groups, "empty", "repeat", "mixed"}
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
