@@ -77,6 +77,11 @@ class RunningAttempt:
         self.interrupted_by: int | None = None
         self._lock = threading.Lock()
 
+    @property
+    def ended_by_runner(self) -> bool:
+        """The runner killed the file (time limit or signal) rather than it exiting by itself."""
+        return self.timed_out or self.interrupted_by is not None
+
     def expire(self) -> None:
         with self._lock:
             if self.interrupted_by is None:
@@ -264,7 +269,12 @@ def run_attempt(
         cancel.detach()
         process_tree.unregister_root(proc.pid)
     leftovers = (
-        process_tree.kill_file_processes(running.root, token, settings.kill_grace_seconds)
+        process_tree.kill_file_processes(
+            running.root,
+            token,
+            settings.kill_grace_seconds,
+            settle_seconds=0.0 if running.ended_by_runner else process_tree.SETTLE_SECONDS,
+        )
         if running is not None
         else 0
     )

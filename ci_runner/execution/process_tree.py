@@ -12,8 +12,10 @@ Why three ways of finding a file's processes (all through psutil):
   among the runner's descendants, the token (or, for a process that cleared its environment,
   the file's session id) says which file a process belongs to when several files run at once.
 
-Killing is SIGTERM to every process found, a short grace, then SIGKILL to the survivors, and a
-reap, so the next file never starts next to a leftover of the previous one.
+After a file exits by itself, its remaining processes get :data:`SETTLE_SECONDS` to end on their
+own (helpers that quit when their parent does); killing is then SIGTERM to every process still
+found, a short grace, SIGKILL to the survivors, and a reap, so the next file never starts next to
+a leftover of the previous one.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import IO
 import psutil
 
 TOKEN_VARIABLE = "CI_RUNNER_RUN_TOKEN"
+SETTLE_SECONDS = 1.0  # a file's processes may outlive it by this much without being leftovers
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 
@@ -192,14 +195,21 @@ def _wait_dead(procs: list[psutil.Process], timeout: float) -> list[psutil.Proce
     return alive
 
 
-def kill_file_processes(root: psutil.Process, token: str, grace_seconds: float) -> int:
+def kill_file_processes(
+    root: psutil.Process, token: str, grace_seconds: float, settle_seconds: float = 0.0
+) -> int:
     """Terminate everything the file started; return how many processes had to be killed.
 
-    SIGTERM, up to ``grace_seconds`` for them to exit, SIGKILL for the survivors, then one
-    more sweep for anything forked meanwhile. The file's own process is signalled but left to
-    its ``Popen`` to reap; orphans adopted by the runner are reaped here.
+    First up to ``settle_seconds`` for processes that end by themselves once the file's own
+    process has exited (multiprocessing's resource tracker, a worker pool shutting down): they
+    are not leftovers. Then SIGTERM, up to ``grace_seconds`` for them to exit, SIGKILL for the
+    survivors, then one more sweep for anything forked meanwhile. The file's own process is
+    signalled but left to its ``Popen`` to reap; orphans adopted by the runner are reaped here.
     """
     alive = find_file_processes(root, token)
+    if alive and settle_seconds > 0:
+        _wait_dead(alive, settle_seconds)
+        alive = find_file_processes(root, token)
     killed = len(alive)
     if alive:
         _signal_all(alive, signal.SIGTERM)

@@ -70,5 +70,33 @@ def test_processes_left_by_a_passing_file_are_killed(tmp_path, marker):
     assert processes_with_marker(marker) == []
 
 
+HELPERS_THAT_QUIT = """
+import multiprocessing
+import os
+import subprocess
+import time
+
+
+def main():
+    # multiprocessing's spawn start method leaves its resource tracker running until this
+    # process exits; the child below ends 0.3 s after this file does.
+    worker = multiprocessing.get_context("spawn").Process(target=os.getpid)
+    worker.start()
+    worker.join()
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)", "{marker}"])
+    return worker.exitcode
+"""
+
+
+def test_helpers_that_end_with_the_file_are_not_leftovers(tmp_path, marker):
+    body = HELPERS_THAT_QUIT.format(marker=marker)
+    root = make_tree(tmp_path, {"test_pool.py": script_file(body, est=1)})
+    proc = run_suite(root, "--kill-grace-seconds", "0.5")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "registered/test_pool.py  passed" in proc.stdout
+    assert "leftover" not in proc.stdout, proc.stdout
+    assert processes_with_marker(marker) == []
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
