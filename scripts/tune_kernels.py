@@ -124,6 +124,7 @@ KNOBS: dict[str, dict[str, tuple[str, int]]] = {
         "SGL_STORE_SMALL_SPLIT": ("G", 0),
         "SGL_STORE_SMALL_UNROLL": ("V", 4),
         "SGL_STORE_SMALL_PERSISTENT": ("Q", 1),
+        "SGL_STORE_FEW_ROWS": ("F", 0),
     },
 }
 
@@ -176,7 +177,7 @@ def _grid(family: str, rows: list[tuple[str, str, str]]) -> list[Variant]:
 # _MAX_REGS (M), _LEAN (L), _LEAN_HEADS (K), _LEAN_BLOCK (J), _LEAN_NEOX_LIMIT (N),
 # _LEAN_ORDER (O), _PDL_EARLY (E), _CACHE_HINT (C); store_cache B/U/P/E/H: SGL_STORE_BLOCK,
 # _UNROLL, _PERSISTENT, _PDL_EARLY, _LOAD_HINT, G/V/Q: _SMALL_SPLIT, _SMALL_UNROLL,
-# _SMALL_PERSISTENT; norm also M/L/W: _MIN_BLOCKS, _LANE_PACKS, _WEIGHT_GLOBAL. (Register caps that make the bf16
+# _SMALL_PERSISTENT, F: _FEW_ROWS; norm also M/L/W: _MIN_BLOCKS, _LANE_PACKS, _WEIGHT_GLOBAL. (Register caps that make the bf16
 # 16-byte activation kernels spill are left out: 40 and 48 registers spill there.)
 # R27 (rope default before R34): the base of the fifth sweep's rope variants.
 R27_KNOBS = "S2 G4 L2 M72 N2097152"
@@ -341,11 +342,20 @@ VARIANTS: dict[str, list[Variant]] = {
             (
                 "C13",
                 "P2 U8 B128 H2 G1",
-                "as C12, small rows split: 4 vectors per lane (default; H2 now hints them too)",
+                "as C12, small rows split: 4 vectors per lane (H2 now hints them too; the default"
+                " before C17)",
             ),
             ("C14", "P2 U8 B128 H2 G1 Q0", "as C13, small-row plan not persistent"),
             ("C15", "P2 U8 B128 H1 G1", "as C13, every row loaded evict-first"),
             ("C16", "P2 U8 B128 H2 G1 V8", "as C13 with 8 vectors per lane"),
+            (
+                "C17",
+                "P2 U8 B128 H2 G1 F1",
+                "as C13, rows of few-row calls spread over more lanes until the grid has a"
+                " block per SM (default)",
+            ),
+            ("C18", "P2 U8 B128 H2 G1 F2", "as C17, spread until 2 blocks per SM"),
+            ("C19", "P2 U8 B128 H2 G1 F4", "as C17, spread until 4 blocks per SM"),
         ],
     ),
 }

@@ -59,8 +59,12 @@ CASES = [
     (
         "elementwise/store_cache.cuh",
         "store_cache<false>",
-        ["-DSGL_STORE_LOAD_HINT=3", "-DSGL_STORE_SMALL_UNROLL=0"],
-        ["SGL_STORE_LOAD_HINT: 0, 1 or 2", "SGL_STORE_SMALL_UNROLL: 1..16"],
+        ["-DSGL_STORE_LOAD_HINT=3", "-DSGL_STORE_SMALL_UNROLL=0", "-DSGL_STORE_FEW_ROWS=9"],
+        [
+            "SGL_STORE_LOAD_HINT: 0, 1 or 2",
+            "SGL_STORE_SMALL_UNROLL: 1..16",
+            "SGL_STORE_FEW_ROWS: 0..8",
+        ],
     ),
     (
         "elementwise/store_cache.cuh",

@@ -228,6 +228,32 @@ def test_store_cache_checked_single_bad_index_message() -> None:
         store_cache(k, v, k_cache, v_cache, indices, checked=True)
 
 
+@pytest.mark.parametrize(
+    ("num_rows", "elems", "dtype"),
+    [
+        (1, 1024, torch.float32),  # 8 KiB k + v: 512 lanes, 4 blocks for one row
+        (3, 4096, torch.float32),  # 32 KiB: 1024 lanes (the most), 2 vectors each
+        (2, 20000, torch.float32),  # 160 KiB: 1024 lanes, two passes of 8 vectors
+        (16, 1024, torch.bfloat16),  # a decode batch of 8 x 128 heads
+        (64, 1024, torch.bfloat16),
+        (5, 98, torch.float16),  # 4-byte vectors, 98 per row
+    ],
+)
+def test_store_cache_decode_batches_spread_rows_over_blocks(num_rows, elems, dtype) -> None:
+    """Few rows: each row is spread over more lanes (a group may span several blocks); every
+    byte lands, an out-of-range row is skipped, and checked mode counts each bad row once."""
+    case = make_case(num_rows, elems, elems, dtype, 4 * num_rows + 8, torch.int64)
+    case[4][num_rows // 2] = -1
+    run_and_check(*case)
+    k, v, k_cache, v_cache, indices = make_case(
+        num_rows + 1, elems, elems, dtype, 4 * num_rows + 8, torch.int64
+    )
+    indices[0] = -1
+    indices[num_rows] = 10**6
+    with pytest.raises(RuntimeError, match=r"indices\[0\] = -1 .* and 1 more out-of-range"):
+        store_cache(k, v, k_cache, v_cache, indices, checked=True)
+
+
 @pytest.mark.parametrize("num_rows", [1, 300])
 def test_store_cache_checked_passes_good_input(num_rows: int) -> None:
     run_and_check(*make_case(num_rows, 256, 256, torch.bfloat16, 1000, torch.int64), checked=True)

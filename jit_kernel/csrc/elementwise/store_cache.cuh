@@ -40,6 +40,9 @@
 //   SGL_STORE_PDL_EARLY   1: with PDL, let the next kernel launch as soon as a block starts
 //                         (after its griddepcontrol.wait) rather than when it ends; the next
 //                         kernel still waits for this grid before touching memory
+//   SGL_STORE_FEW_ROWS    N >= 1: when a warp per row would launch fewer than N blocks per SM
+//                         (decode batches), each row is spread over more lanes, down to one
+//                         vector per lane, until the grid has N blocks per SM; 0: a warp per row
 #ifndef SGL_STORE_BLOCK
 #define SGL_STORE_BLOCK 128
 #endif
@@ -64,6 +67,9 @@
 #ifndef SGL_STORE_PDL_EARLY
 #define SGL_STORE_PDL_EARLY 0
 #endif
+#ifndef SGL_STORE_FEW_ROWS
+#define SGL_STORE_FEW_ROWS 1
+#endif
 
 namespace {
 
@@ -71,6 +77,8 @@ inline constexpr int kStoreCacheBlock = SGL_STORE_BLOCK;    // threads per block
 inline constexpr int kStoreCacheUnroll = SGL_STORE_UNROLL;  // vectors in flight per thread
 inline constexpr int kStoreCachePersistent = SGL_STORE_PERSISTENT;
 inline constexpr bool kStoreCachePDLEarly = SGL_STORE_PDL_EARLY != 0;
+inline constexpr int kStoreCacheFewRows = SGL_STORE_FEW_ROWS;  // blocks per SM to reach
+static_assert(kStoreCacheFewRows >= 0 && kStoreCacheFewRows <= 8, "SGL_STORE_FEW_ROWS: 0..8");
 static_assert(SGL_STORE_LOAD_HINT >= 0 && SGL_STORE_LOAD_HINT <= 2,
               "SGL_STORE_LOAD_HINT: 0, 1 or 2");
 inline constexpr int kStoreLoadHint = SGL_STORE_LOAD_HINT;
@@ -193,7 +201,9 @@ template <int kBlock, int kUnroll, int kVecBytes, typename Index, bool kUsePDL, 
 __global__ void __launch_bounds__(kBlock) store_cache_kernel(const StoreCacheParams p) {
   using vec_t = typename ByteVector<kVecBytes>::type;
   const std::uint32_t group_size = 1u << p.group_log2;
-  const std::uint32_t lane = threadIdx.x & (group_size - 1);
+  // A group may span several blocks (SGL_STORE_FEW_ROWS): lanes count from the grid's start
+  // (32-bit arithmetic is exact here: a group of at most 1024 lanes divides 2^32).
+  const std::uint32_t lane = (blockIdx.x * kBlock + threadIdx.x) & (group_size - 1);
   const std::int64_t num_groups = (static_cast<std::int64_t>(gridDim.x) * kBlock) >> p.group_log2;
   std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x) >> p.group_log2;
 
@@ -490,6 +500,25 @@ void launch_store_plan_hinted(const StoreCacheParams& params, DLDevice device, b
       params, device, use_pdl);
 }
 
+/// SGL_STORE_FEW_ROWS: `params` with each row spread over more lanes (doubling the group, at
+/// most one vector per lane and kMaxGroupLog2) while a grid of `block`-thread blocks would have
+/// fewer than kStoreCacheFewRows blocks per SM. A decode batch of 16 rows of 4 KiB otherwise
+/// runs on 4 SMs.
+inline StoreCacheParams spread_few_rows(const StoreCacheParams& params,
+                                        int block,
+                                        DLDevice device) {
+  constexpr std::uint32_t kMaxGroupLog2 = 10;  // 1024 lanes: rows up to 16 KiB one vector deep
+  const std::int64_t wanted_blocks =
+      static_cast<std::int64_t>(host::runtime::get_sm_count(device.device_id)) * kStoreCacheFewRows;
+  StoreCacheParams spread = params;
+  while (spread.group_log2 < kMaxGroupLog2 && (1u << spread.group_log2) < params.row_vecs &&
+         host::div_ceil(params.num_rows << spread.group_log2, std::int64_t{block}) <
+             wanted_blocks) {
+    ++spread.group_log2;
+  }
+  return spread;
+}
+
 template <int kVecBytes, typename Index, bool kUsePDL>
 void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool use_pdl) {
   constexpr int kBlock = kStoreCacheBlock;
@@ -506,6 +535,11 @@ void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool us
                                       Index,
                                       kUsePDL>(small, device, use_pdl);
     }
+  }
+  if constexpr (kStoreCacheFewRows > 0 && kStoreCachePersistent != 1) {
+    const StoreCacheParams spread = spread_few_rows(params, kBlock, device);
+    return launch_store_plan_hinted<kBlock, kUnroll, false, kVecBytes, Index, kUsePDL>(
+        spread, device, use_pdl);
   }
   launch_store_plan_hinted<kBlock, kUnroll, kStoreCachePersistent == 1, kVecBytes, Index, kUsePDL>(
       params, device, use_pdl);
