@@ -502,8 +502,8 @@ void launch_store_plan_hinted(const StoreCacheParams& params, DLDevice device, b
 
 /// SGL_STORE_FEW_ROWS: `params` with each row spread over more lanes (doubling the group, at
 /// most one vector per lane and kMaxGroupLog2) while a grid of `block`-thread blocks would have
-/// fewer than kStoreCacheFewRows blocks per SM. A decode batch of 16 rows of 4 KiB otherwise
-/// runs on 4 SMs.
+/// fewer than kStoreCacheFewRows blocks per SM (0: `params` unchanged). A decode batch of 16
+/// rows of 4 KiB otherwise runs on 4 SMs.
 inline StoreCacheParams spread_few_rows(const StoreCacheParams& params,
                                         int block,
                                         DLDevice device) {
@@ -536,13 +536,10 @@ void launch_store_cache(const StoreCacheParams& params, DLDevice device, bool us
                                       kUsePDL>(small, device, use_pdl);
     }
   }
-  if constexpr (kStoreCacheFewRows > 0 && kStoreCachePersistent != 1) {
-    const StoreCacheParams spread = spread_few_rows(params, kBlock, device);
-    return launch_store_plan_hinted<kBlock, kUnroll, false, kVecBytes, Index, kUsePDL>(
-        spread, device, use_pdl);
-  }
-  launch_store_plan_hinted<kBlock, kUnroll, kStoreCachePersistent == 1, kVecBytes, Index, kUsePDL>(
-      params, device, use_pdl);
+  // The persistent grid (SGL_STORE_PERSISTENT=1) is sized by residency, not by rows: no spread.
+  constexpr bool kPersistent = kStoreCachePersistent == 1;
+  launch_store_plan_hinted<kBlock, kUnroll, kPersistent, kVecBytes, Index, kUsePDL>(
+      kPersistent ? params : spread_few_rows(params, kBlock, device), device, use_pdl);
 }
 
 template <typename Index, bool kUsePDL>
