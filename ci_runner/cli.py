@@ -24,14 +24,12 @@ from ci_runner.collect.scope import split_by_scope
 from ci_runner.collector import collect
 from ci_runner.env import EnvVarError
 from ci_runner.execution.api import (
-    FileToRun,
-    ShardContext,
     add_execution_arguments,
     execute_shard,
     validate_execution_arguments,
 )
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
-from ci_runner.model import Problem
+from ci_runner.model import FileToRun, Problem, ShardContext
 from ci_runner.plan_report import dry_run_document, plan_lines, selection_lines
 from ci_runner.planner import Plan, plan
 from ci_runner.selection import (

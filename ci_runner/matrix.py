@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ci_runner.catalog import Suite
-from ci_runner.execution.api import FileToRun
+from ci_runner.model import FileToRun
 
 FILL_FRACTION = 0.75
 GITHUB_MATRIX_JOB_LIMIT = 256

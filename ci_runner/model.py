@@ -1,8 +1,18 @@
-"""Records produced by discovery and consumed by selection, planning and the lints."""
+"""Every record that crosses a stage of the runner, and the statuses of a file's result.
+
+Discovery produces :class:`Registration` and :class:`Problem`; selection turns registrations into
+:class:`FileToRun` and :class:`DisabledFile`; planning adds a :class:`ShardContext`; execution
+produces :class:`AttemptResult`, :class:`FileResult` and a :class:`ShardOutcome`, which the
+reports render with the shard's :class:`RunInfo`. Plain data: this module imports nothing else of
+the runner, so every stage can depend on it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# ---------------------------------------------------------------------------- discovery
 
 
 @dataclass(frozen=True)
@@ -10,7 +20,7 @@ class Registration:
     """One ``register_<backend>_ci(...)`` call found in a file."""
 
     path: str  # POSIX, relative to the root
-    backend: str  # "cuda", "cpu", ... (see ci_runner.registration_syntax)
+    backend: str  # "cuda", "cpu", ... (see ci_runner.catalog.syntax)
     suite: str  # "" only for a disabled placeholder registration (it belongs to no suite)
     est_time: float  # 0 only for a disabled registration
     nightly: bool = False
@@ -40,3 +50,207 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}:{self.col}: {self.message}"
+
+
+# ---------------------------------------------------------------------------- selection and plan
+
+
+@dataclass(frozen=True)
+class FileToRun:
+    """One selected, enabled file (one entry per file, whatever its number of registrations)."""
+
+    path: str  # POSIX, relative to the root
+    suite: str
+    est_time: float
+    gpus: int = 1  # GPUs the file needs (exactly; at least, with all_gpus); 0 = none
+    all_gpus: bool = False  # gpus-per-file = "all": the file gets every GPU of the runner
+    gpus_from: str = field(default="", compare=False)  # where the need comes from (skip reason)
+
+
+@dataclass(frozen=True)
+class DisabledFile:
+    """A selected file whose registration is disabled: listed with its reason, never run."""
+
+    path: str
+    suite: str
+    reason: str
+    est_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class ShardContext:
+    """What the executor needs to know about the plan it is running a slice of."""
+
+    root: Path
+    hw: str
+    suites: tuple[str, ...]
+    nightly: bool
+    shard_id: int  # 0-based
+    shard_count: int
+    predicted_makespan: float  # est seconds of the slowest shard
+    shard_est_total: float  # est seconds of this shard
+    lower_bound: float
+    plan_hash: str
+    disabled: tuple[DisabledFile, ...] = ()
+    suite_timeouts: dict[str, float | None] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------- results
+
+PASSED = "passed"
+FAILED = "failed"
+TIMEOUT = "timeout"
+CRASHED = "crashed"  # ended by a signal it did not handle (SIGSEGV, SIGABRT, SIGKILL, ...)
+FLAKY = "flaky"  # failed, then passed on a retry
+NOT_RUN = "not_run"  # never started (fail-fast, interruption) or interrupted while running
+DISABLED = "disabled"  # registered with disabled="reason"
+SKIPPED = "skipped"  # needs more GPUs than the runner has; never started, does not fail the run
+
+# Every file of a shard ends as exactly one of these.
+STATUSES: tuple[str, ...] = (PASSED, FAILED, TIMEOUT, CRASHED, FLAKY, NOT_RUN, DISABLED, SKIPPED)
+# Statuses that make the shard fail (flaky only with --fail-on-flaky).
+FAILING_STATUSES = frozenset({FAILED, TIMEOUT, CRASHED})
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One test case: a pytest case from the child's JUnit XML, or the whole file."""
+
+    name: str
+    classname: str
+    time: float
+    outcome: str  # "passed" | "failed" | "error" | "skipped"
+    message: str = ""
+    text: str = ""
+    type: str = ""  # JUnit result type, e.g. "timeout", "crashed", "not_run"
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """One run of one file."""
+
+    number: int  # 1-based
+    status: str  # passed | failed | timeout | crashed | not_run (interrupted)
+    elapsed: float
+    exit_code: int | None  # None when killed by a signal (see ``signal``) or never started
+    reason: str  # one line: why it is not passed ("" when passed)
+    retriable: bool
+    cases: tuple[CaseResult, ...]
+    is_pytest: bool
+    output_path: str  # combined stdout+stderr on disk
+    output_bytes: int
+    output_tail: str  # last 64 KiB of the output, errors="replace"; "" for a passed attempt
+    tail_truncated: bool
+    timeout_limit: float
+    term_signal: int | None = None
+    leftover_processes: int = 0  # descendants still alive after the file ended (then killed)
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """The final word on one file of the shard."""
+
+    path: str
+    suite: str
+    est_time: float
+    status: str
+    elapsed: float  # wall time across all attempts and retry waits
+    attempts: tuple[AttemptResult, ...] = ()
+    reason: str = ""
+    gpu_ids: tuple[str, ...] = ()
+    timeout_limit: float | None = None
+    cases: tuple[CaseResult, ...] = field(default=())
+
+    @property
+    def final_attempt(self) -> AttemptResult | None:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def failed_attempts(self) -> tuple[AttemptResult, ...]:
+        return tuple(a for a in self.attempts if a.status != PASSED)
+
+
+def placeholder(path: str, suite: str, est_time: float, status: str, reason: str) -> FileResult:
+    """A file that did not run (not_run, skipped or disabled): one skipped case that says why."""
+    case = CaseResult(
+        name=path.rsplit("/", 1)[-1],
+        classname=path.removesuffix(".py").replace("/", "."),
+        time=0.0,
+        outcome="skipped",
+        message=f"{status}: {reason}",
+        type=status,
+    )
+    return FileResult(
+        path=path, suite=suite, est_time=est_time, status=status, elapsed=0.0, reason=reason,
+        cases=(case,),
+    )  # fmt: skip
+
+
+def case_counts(results: list[FileResult]) -> tuple[int, int, int]:
+    """(passed, failed, skipped) test cases over ``results``; errors count as failed."""
+    passed = failed = skipped = 0
+    for result in results:
+        for case in result.cases:
+            if case.outcome == "passed":
+                passed += 1
+            elif case.outcome == "skipped":
+                skipped += 1
+            else:
+                failed += 1
+    return passed, failed, skipped
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The plan this shard belongs to, and how it runs (what every report is headed with)."""
+
+    hw: str
+    suites: tuple[str, ...]
+    nightly: bool
+    shard_id: int
+    shard_count: int
+    plan_hash: str
+    predicted_makespan: float
+    shard_est_total: float
+    lower_bound: float
+    slots: str = ""
+    mode: str = ""
+
+    @property
+    def shard(self) -> str:
+        """``"0/4"``: 0-based shard id / shard count (the JUnit and timings spelling)."""
+        return f"{self.shard_id}/{self.shard_count}"
+
+
+@dataclass
+class ShardOutcome:
+    """The shard's results in plan order (finished, not_run and disabled files alike)."""
+
+    info: RunInfo
+    results: list[FileResult] = field(default_factory=list)
+    wall: float = 0.0
+    exit_code: int = 0
+    interrupted_by: str | None = None  # "SIGTERM" / "SIGINT"
+
+    def with_status(self, *statuses: str) -> list[FileResult]:
+        return [r for r in self.results if r.status in statuses]
+
+    @property
+    def failing(self) -> list[FileResult]:
+        return self.with_status(*sorted(FAILING_STATUSES))
+
+    @property
+    def flaky(self) -> list[FileResult]:
+        return self.with_status(FLAKY)
+
+    @property
+    def not_run(self) -> list[FileResult]:
+        return self.with_status(NOT_RUN)
+
+    @property
+    def disabled(self) -> list[FileResult]:
+        return self.with_status(DISABLED)
+
+    @property
+    def skipped(self) -> list[FileResult]:
+        return self.with_status(SKIPPED)

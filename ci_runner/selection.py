@@ -8,8 +8,7 @@ from dataclasses import dataclass
 
 from ci_runner.catalog import ALL_GPUS, Catalog, Suite
 from ci_runner.collect.suites import unknown_suite_message
-from ci_runner.execution.api import DisabledFile, FileToRun
-from ci_runner.model import Registration
+from ci_runner.model import DisabledFile, FileToRun, Registration
 
 
 class SelectionError(Exception):

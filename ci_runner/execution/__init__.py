@@ -9,13 +9,11 @@ The CLI calls exactly three things from here:
 """
 
 from ci_runner.execution.api import (
-    DisabledFile,
-    FileToRun,
-    ShardContext,
     add_execution_arguments,
     execute_shard,
     validate_execution_arguments,
 )
+from ci_runner.model import DisabledFile, FileToRun, ShardContext
 
 __all__ = [
     "DisabledFile",

@@ -1,4 +1,4 @@
-"""Data handed from the planner to the executor, and the executor's three entry points.
+"""The executor's three entry points.
 
 :func:`execute_shard` runs each file of the shard in its own process session with a time limit,
 retries and GPU slots as the flags say, and writes the reports (console, JUnit XML, timings
@@ -12,7 +12,6 @@ import argparse
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_runner.cli_errors import usage_error
@@ -25,13 +24,22 @@ from ci_runner.env import (
 )
 from ci_runner.execution.file_runner import RunSettings
 from ci_runner.execution.gpu_slots import SlotError, SlotSet, resolve_slots, skip_reason
-from ci_runner.execution.outcomes import DISABLED, NOT_RUN, SKIPPED
 from ci_runner.execution.process_tree import set_child_subreaper
 from ci_runner.execution.retry import RetryPolicy
 from ci_runner.execution.shard_runner import Job, ShardRunner, run_jobs
 from ci_runner.execution.signals import StopRequest
 from ci_runner.execution.timeouts import timeout_for
-from ci_runner.reports import ConsoleReport, RunInfo, ShardOutcome, ShardReports, placeholder
+from ci_runner.model import (
+    DISABLED,
+    NOT_RUN,
+    SKIPPED,
+    FileToRun,
+    RunInfo,
+    ShardContext,
+    ShardOutcome,
+    placeholder,
+)
+from ci_runner.reports import ConsoleReport, ShardReports
 from ci_runner.reports.step_summary import STEP_SUMMARY_VARIABLE
 
 GITHUB_ACTIONS = "GITHUB_ACTIONS"
@@ -40,46 +48,6 @@ CHECKED_BOOLEAN_VARIABLES = (IS_IN_CI, RUN_FULL_TESTS, DISABLE_LOG_BANDWIDTH, GI
 DEFAULT_MAX_ATTEMPTS = 2
 DEFAULT_RETRY_WAIT_SECONDS = 30.0
 DEFAULT_KILL_GRACE_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class FileToRun:
-    """One selected, enabled file of the current shard."""
-
-    path: str  # POSIX, relative to the root
-    suite: str
-    est_time: float
-    gpus: int = 1  # GPUs the file needs (exactly; at least, with all_gpus); 0 = none
-    all_gpus: bool = False  # gpus-per-file = "all": the file gets every GPU of the runner
-    gpus_from: str = field(default="", compare=False)  # where the need comes from (skip reason)
-
-
-@dataclass(frozen=True)
-class DisabledFile:
-    """A selected file whose registration is disabled: listed with its reason, never run."""
-
-    path: str
-    suite: str
-    reason: str
-    est_time: float = 0.0
-
-
-@dataclass(frozen=True)
-class ShardContext:
-    """What the executor needs to know about the plan it is running a slice of."""
-
-    root: Path
-    hw: str
-    suites: tuple[str, ...]
-    nightly: bool
-    shard_id: int  # 0-based
-    shard_count: int
-    predicted_makespan: float  # est seconds of the slowest shard
-    shard_est_total: float  # est seconds of this shard
-    lower_bound: float
-    plan_hash: str
-    disabled: tuple[DisabledFile, ...] = ()
-    suite_timeouts: dict[str, float | None] = field(default_factory=dict)
 
 
 def _seconds(minimum_exclusive: bool):

@@ -22,7 +22,10 @@ from ci_runner.env import RUN_FULL_TESTS
 from ci_runner.execution import process_tree
 from ci_runner.execution.captured_output import TAIL_BYTES, read_tail, size_of
 from ci_runner.execution.gpu_slots import VISIBLE_DEVICES
-from ci_runner.execution.outcomes import (
+from ci_runner.execution.pytest_results import ADDOPTS_VARIABLE, PytestReport, child_addopts
+from ci_runner.execution.retry import RetryPolicy, broken_file_error, pytest_exit_blocks_retry
+from ci_runner.execution.signals import signal_name
+from ci_runner.model import (
     CRASHED,
     FAILED,
     FAILING_STATUSES,
@@ -33,10 +36,7 @@ from ci_runner.execution.outcomes import (
     AttemptResult,
     CaseResult,
     FileResult,
-    signal_name,
 )
-from ci_runner.execution.pytest_results import ADDOPTS_VARIABLE, PytestReport, child_addopts
-from ci_runner.execution.retry import RetryPolicy, broken_file_error, pytest_exit_blocks_retry
 
 ATTEMPT_VARIABLE = "CI_RUNNER_ATTEMPT"
 

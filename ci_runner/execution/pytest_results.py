@@ -14,7 +14,7 @@ from xml.etree.ElementTree import ParseError
 
 from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped
 
-from ci_runner.execution.outcomes import CaseResult
+from ci_runner.model import CaseResult
 
 ADDOPTS_VARIABLE = "PYTEST_ADDOPTS"
 MAX_CASE_TEXT = 16 * 1024  # failure text kept per pytest case

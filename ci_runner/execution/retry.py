@@ -19,7 +19,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ci_runner.execution.outcomes import PYTEST_EXIT_REASONS, TIMEOUT, AttemptResult
+from ci_runner.model import TIMEOUT, AttemptResult
+
+# pytest's documented exit codes that mean "this file is broken, retrying cannot help".
+PYTEST_INTERRUPTED = 2  # also: errors during collection
+PYTEST_INTERNAL_ERROR = 3
+PYTEST_USAGE_ERROR = 4
+PYTEST_NO_TESTS = 5
+PYTEST_EXIT_REASONS: dict[int, str] = {
+    PYTEST_INTERRUPTED: "pytest was interrupted or hit errors during collection (exit 2)",
+    PYTEST_INTERNAL_ERROR: "pytest internal error (exit 3)",
+    PYTEST_USAGE_ERROR: "pytest usage error (exit 4)",
+    PYTEST_NO_TESTS: "no tests collected (pytest exit 5)",
+}
 
 _BROKEN_FILE_LINE = re.compile(
     r"^(SyntaxError|IndentationError|TabError|ImportError|ModuleNotFoundError)\b.*$",

@@ -18,17 +18,18 @@ from pathlib import Path
 
 from ci_runner.execution.file_runner import CancelToken, RetryBudget, RunSettings, run_file
 from ci_runner.execution.gpu_slots import SlotPool, SlotSet, slots_needed
-from ci_runner.execution.outcomes import (
+from ci_runner.execution.signals import StopRequest, signal_name
+from ci_runner.exit_codes import EXIT_OK, EXIT_SIGNAL_BASE, EXIT_TEST_FAILURES
+from ci_runner.model import (
     FAILED,
     FAILING_STATUSES,
     FLAKY,
     NOT_RUN,
     FileResult,
-    signal_name,
+    ShardOutcome,
+    placeholder,
 )
-from ci_runner.execution.signals import StopRequest
-from ci_runner.exit_codes import EXIT_OK, EXIT_SIGNAL_BASE, EXIT_TEST_FAILURES
-from ci_runner.reports import ShardOutcome, ShardReports, placeholder
+from ci_runner.reports import ShardReports
 
 POLL_SECONDS = 0.1
 

@@ -16,6 +16,14 @@ from typing import Any
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
+def signal_name(signum: int) -> str:
+    """``11`` -> ``"SIGSEGV"``; unknown numbers become ``"signal 42"``."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 class StopRequest:
     """Context manager that turns SIGTERM/SIGINT into :attr:`signum` + :attr:`event`."""
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ci_runner.execution.outcomes import AttemptResult, FileResult
+from ci_runner.model import AttemptResult, FileResult, RunInfo, ShardOutcome
 from ci_runner.reports.console import ConsoleReport
 from ci_runner.reports.junit import write_junit
-from ci_runner.reports.model import RunInfo, ShardOutcome, placeholder
 from ci_runner.reports.step_summary import append_step_summary
 from ci_runner.reports.timings import write_timings
 
@@ -81,4 +80,4 @@ def _warn(message: str) -> None:
     print(f"run_suite: warning: {message}", file=sys.stderr, flush=True)
 
 
-__all__ = ["ConsoleReport", "RunInfo", "ShardOutcome", "ShardReports", "placeholder"]
+__all__ = ["ConsoleReport", "ShardReports"]

@@ -12,16 +12,28 @@ import threading
 from typing import TextIO
 
 from ci_runner.execution.captured_output import copy_text
-from ci_runner.execution.outcomes import (
+from ci_runner.model import (
     CRASHED,
     FAILING_STATUSES,
     FLAKY,
     TIMEOUT,
     AttemptResult,
     FileResult,
+    RunInfo,
+    ShardOutcome,
     case_counts,
 )
-from ci_runner.reports.model import RunInfo, ShardOutcome, format_seconds
+
+
+def format_seconds(seconds: float) -> str:
+    """``12.3s``, ``4m05s``, ``1h02m``."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 def file_line(result: FileResult, index: int, total: int) -> str:

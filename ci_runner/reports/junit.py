@@ -20,8 +20,7 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, SystemErr, TestCase, TestSuite
 
-from ci_runner.execution.outcomes import AttemptResult, CaseResult, FileResult
-from ci_runner.reports.model import RunInfo
+from ci_runner.model import AttemptResult, CaseResult, FileResult, RunInfo
 
 _XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 ATTEMPT_TEXT_BYTES = 16 * 1024

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ci_runner.execution.outcomes import FLAKY, case_counts
-from ci_runner.reports.model import ShardOutcome, format_seconds
+from ci_runner.model import FLAKY, ShardOutcome, case_counts
+from ci_runner.reports.console import format_seconds
 
 STEP_SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
 FAILURE_TAIL_LINES = 60

@@ -13,8 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ci_runner.execution.outcomes import FileResult
-from ci_runner.reports.model import RunInfo
+from ci_runner.model import FileResult, RunInfo
 
 
 def timing_record(result: FileResult, info: RunInfo) -> dict[str, object]:

@@ -16,10 +16,10 @@ from ci_runner.execution import (
     validate_execution_arguments,
 )
 from ci_runner.execution.file_runner import RunSettings, child_environment, judge_exit
-from ci_runner.execution.outcomes import AttemptResult, CaseResult
 from ci_runner.execution.pytest_results import PytestReport, pytest_addopts
 from ci_runner.execution.retry import RetryPolicy, broken_file_error
 from ci_runner.execution.timeouts import timeout_for, timeout_from_est
+from ci_runner.model import AttemptResult, CaseResult
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 

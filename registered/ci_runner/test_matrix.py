@@ -9,8 +9,8 @@ import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import Suite
-from ci_runner.execution.api import FileToRun
 from ci_runner.matrix import MatrixError, build_matrix, shard_budget_seconds
+from ci_runner.model import FileToRun
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 

@@ -9,8 +9,15 @@ import pytest
 from junitparser import JUnitXml
 
 from ci_runner import register_cpu_ci
-from ci_runner.execution.outcomes import AttemptResult, CaseResult, FileResult
-from ci_runner.reports import ConsoleReport, RunInfo, ShardOutcome, placeholder
+from ci_runner.model import (
+    AttemptResult,
+    CaseResult,
+    FileResult,
+    RunInfo,
+    ShardOutcome,
+    placeholder,
+)
+from ci_runner.reports import ConsoleReport
 from ci_runner.reports.console import file_line
 from ci_runner.reports.junit import write_junit, xml_safe
 from ci_runner.reports.step_summary import render_step_summary

@@ -7,8 +7,7 @@ import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
-from ci_runner.execution.api import DisabledFile, FileToRun
-from ci_runner.model import Registration
+from ci_runner.model import DisabledFile, FileToRun, Registration
 from ci_runner.selection import SelectionError, parse_suite_list, resolve_suites, select
 
 sys.path.insert(0, str(Path(__file__).parent))
