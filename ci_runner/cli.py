@@ -20,8 +20,8 @@ from ci_runner.adoption.init_command import add_init_arguments
 from ci_runner.adoption.init_command import main as init_main
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
 from ci_runner.cli_errors import usage_error
+from ci_runner.collect import collect
 from ci_runner.collect.scope import split_by_scope
-from ci_runner.collector import collect
 from ci_runner.env import EnvVarError
 from ci_runner.execution.api import (
     add_execution_arguments,
@@ -30,9 +30,10 @@ from ci_runner.execution.api import (
 )
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
 from ci_runner.model import FileToRun, Problem, ShardContext
-from ci_runner.plan_report import dry_run_document, plan_lines, selection_lines
-from ci_runner.planner import Plan, plan
-from ci_runner.selection import (
+from ci_runner.plan.matrix import build_matrix
+from ci_runner.plan.packing import Plan, plan
+from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
+from ci_runner.select import (
     Selection,
     SelectionError,
     parse_suite_list,
@@ -226,13 +227,11 @@ def _run(args: argparse.Namespace) -> int:
         allow_empty=args.allow_empty,
     )
     if args.print_matrix:
-        from ci_runner.matrix import build_matrix
-
         try:
             matrix = build_matrix(
                 list(selection.files), list(selection.suites), args.matrix_target_minutes
             )
-        except ValueError as exc:  # ci_runner.matrix.MatrixError: a suite cannot be sharded
+        except ValueError as exc:  # MatrixError: a suite cannot be sharded
             return usage_error(exc)
         print(json.dumps(matrix))
         return EXIT_OK

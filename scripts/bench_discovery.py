@@ -44,7 +44,7 @@ from tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
 
 from ci_runner.catalog import load_catalog  # noqa: E402
 from ci_runner.cli import main as run_suite_main  # noqa: E402
-from ci_runner.collector import collect  # noqa: E402
+from ci_runner.collect import collect  # noqa: E402
 
 DEFAULT_FILES = {"simple": 5000, "sglang": 1500}
 TARGET_SECONDS = {"simple": 2.0, "sglang": 1.0}

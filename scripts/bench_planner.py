@@ -6,7 +6,7 @@ Usage::
     python scripts/bench_planner.py [--seeds 4] [--json]
 
 For every distribution (lognormal, Pareto, bimodal), file count (10 to 500) and shard count
-(2 to 32) it plans ``--seeds`` random instances with :func:`ci_runner.planner.plan` and with plain
+(2 to 32) it plans ``--seeds`` random instances with :func:`ci_runner.plan.packing.plan` and plain
 LPT, and reports makespan / lower bound (mean and worst) for both, how often the planner beat
 LPT, and planning times; then the time to plan 10,000 files.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ci_runner.planner import plan
+from ci_runner.plan.packing import plan
 
 DISTRIBUTIONS = ("lognormal", "pareto", "bimodal")
 FILE_COUNTS = (10, 20, 50, 100, 200, 500)

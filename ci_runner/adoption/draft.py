@@ -19,16 +19,16 @@ from pathlib import Path
 
 from ci_runner.adoption.survey import Survey, survey_tree
 from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
-from ci_runner.collect.scan import backend_of_marker_name, parse_source, scan_tree
-from ci_runner.collector import is_registered_file
-from ci_runner.markers import MARKER_BACKENDS
-from ci_runner.model import Problem, Registration
-from ci_runner.registration_syntax import (
+from ci_runner.catalog.syntax import (
     BUILTIN_KEYWORDS,
     RegistrationSyntax,
     SuiteTemplate,
     parse_template,
 )
+from ci_runner.collect import is_registered_file
+from ci_runner.collect.scan import backend_of_marker_name, parse_source, scan_tree
+from ci_runner.markers import MARKER_BACKENDS
+from ci_runner.model import Problem, Registration
 
 SGLANG_TEMPLATE = "{stage}-test-{runner_config}"
 SHOWN_PER_CONFLICT = 5

@@ -18,9 +18,9 @@ from pathlib import Path
 from ci_runner.adoption.catalog_text import catalog_text
 from ci_runner.adoption.draft import Draft, draft_catalog
 from ci_runner.catalog import CATALOG_FILE, CatalogError, parse_catalog
+from ci_runner.catalog.syntax import SyntaxConfigError
 from ci_runner.cli_errors import usage_error
 from ci_runner.exit_codes import EXIT_OK
-from ci_runner.registration_syntax import SyntaxConfigError
 
 REGISTERED_DIR_CANDIDATES = ("registered", "test/registered", "tests/registered")
 PROG = "run_suite.py init"

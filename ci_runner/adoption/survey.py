@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_runner.catalog import DEFAULT_FILE_PATTERNS, NEVER_COLLECTED
+from ci_runner.catalog.syntax import BUILTIN_KEYWORDS
+from ci_runner.collect import is_registered_file
 from ci_runner.collect.scan import parse_source, unknown_marker_name
-from ci_runner.collector import is_registered_file
 from ci_runner.markers import MARKER_PARAMETERS
-from ci_runner.registration_syntax import BUILTIN_KEYWORDS
 
 
 @dataclass

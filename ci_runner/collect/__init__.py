@@ -1,4 +1,14 @@
-"""Static discovery internals: one file's syntax tree (:mod:`.scan`, :mod:`.entry_point`) and
-registrations against the suite catalog (:mod:`.suites`). The public API is
-:mod:`ci_runner.collector`.
+"""Stage 2, discovery: every registration of the tree, and every problem, without importing it.
+
+* :mod:`.discovery`: walks the registered directory and collects each file (:func:`collect`);
+* :mod:`.scan`: one file's registrations and problems from its syntax tree;
+* :mod:`.arguments`: one marker call's arguments, checked, into a Registration;
+* :mod:`.entry_point`: the ``if __name__ == "__main__":`` block the runner needs;
+* :mod:`.suite_checks`: registrations against the catalog's suites;
+* :mod:`.scope`: ``--scoped-validation``, which problems concern the selected suites.
 """
+
+from ci_runner.collect.discovery import Collection, collect, discover_files, is_registered_file
+from ci_runner.collect.scan import scan_markers
+
+__all__ = ["Collection", "collect", "discover_files", "is_registered_file", "scan_markers"]

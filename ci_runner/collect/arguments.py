@@ -13,8 +13,8 @@ import difflib
 import math
 from collections.abc import Callable
 
+from ci_runner.catalog.syntax import MIN_GPUS, RegistrationSyntax
 from ci_runner.model import Problem, Registration
-from ci_runner.registration_syntax import MIN_GPUS, RegistrationSyntax
 
 _MISSING = object()
 Report = Callable[[ast.AST, str], None]

@@ -5,7 +5,7 @@ Accepted: a module-level expression statement that is the call itself, spelled b
 reg``, from any module: ``from sglang.test.ci.ci_register import register_cuda_ci``) or through a
 module attribute (``ci_runner.register_cuda_ci(...)``, ``cr.markers.register_cuda_ci(...)``).
 Which names are markers, and which arguments they take, comes from the catalog's
-:class:`~ci_runner.registration_syntax.RegistrationSyntax`. Anything else that mentions a marker
+:class:`~ci_runner.catalog.syntax.RegistrationSyntax`. Anything else that mentions a marker
 is reported, and so is a module-level call of an unknown ``register_<name>_ci``, so no
 registration is silently ignored.
 """
@@ -17,9 +17,9 @@ import bisect
 import re
 from collections.abc import Mapping
 
+from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
 from ci_runner.collect.arguments import parse_call
 from ci_runner.model import Problem, Registration
-from ci_runner.registration_syntax import DEFAULT_SYNTAX, RegistrationSyntax
 
 
 def parse_source(source: str | bytes, rel_path: str) -> tuple[ast.Module | None, Problem | None]:
@@ -39,7 +39,7 @@ def scan_markers(
 ) -> tuple[list[Registration], list[Problem]]:
     """Registrations of one file plus every malformed, hidden or duplicated marker call.
 
-    Catalog-independent: suite names are not checked here (see :mod:`ci_runner.collect.suites`).
+    Catalog-independent: suite names are not checked here (see :mod:`ci_runner.collect.suite_checks`).
     """
     tree, problem = parse_source(source, rel_path)
     if tree is None:

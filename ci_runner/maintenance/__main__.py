@@ -14,7 +14,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "check-no-registered-tests-in-package": ("registration_lints", "main_no_tests_in_package"),
     "check-registered-tests": ("registration_lints", "main_registered_tests"),
-    "check-workflow-dispatch": ("dispatch", "main"),
+    "check-workflow-dispatch": ("workflow_coverage", "main"),
     "merge-junit": ("junit_merge", "main"),
     "update-est-time": ("est_time", "main"),
 }

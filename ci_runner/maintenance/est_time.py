@@ -25,9 +25,9 @@ from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 from ci_runner.catalog import CatalogError, find_root, load_syntax
+from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
 from ci_runner.cli_errors import usage_error
 from ci_runner.markers import MARKER_PARAMETERS
-from ci_runner.registration_syntax import DEFAULT_SYNTAX, RegistrationSyntax
 
 PASSING = frozenset({"passed", "flaky"})
 Key = tuple[str, str]  # (path, suite)

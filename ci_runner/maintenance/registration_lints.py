@@ -3,7 +3,7 @@
 * :func:`package_offenders`: a ``register_*_ci(...)`` call (or a malformed one) inside an
   importable package ships the test in the wheel, and the runner never collects it there.
 * :func:`registered_tree_problems`: the registered tree validates exactly as ``run_suite.py``
-  would (same :func:`ci_runner.collector.collect`), so a bad registration fails at commit time
+  would (same :func:`ci_runner.collect.collect`), so a bad registration fails at commit time
   instead of failing every CI job.
 """
 
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ci_runner.catalog import CatalogError, find_root, load_catalog, load_syntax
+from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
 from ci_runner.cli_errors import usage_error
-from ci_runner.collector import collect, scan_markers
+from ci_runner.collect import collect, scan_markers
 from ci_runner.model import Problem
-from ci_runner.registration_syntax import DEFAULT_SYNTAX, RegistrationSyntax
 
 
 def discover_packages(root: Path) -> list[str]:

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from ci_runner import register_cpu_ci
+from ci_runner.collect import scan_markers
 from ci_runner.collect.scan import scan_tree
-from ci_runner.collector import scan_markers
 from ci_runner.markers import MARKER_BACKENDS
 
 register_cpu_ci(est_time=3, suite="base-a-test-cpu")

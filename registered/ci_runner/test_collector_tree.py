@@ -7,7 +7,7 @@ import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import CatalogError, load_catalog
-from ci_runner.collector import collect, discover_files
+from ci_runner.collect import collect, discover_files
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import make_repo, registered_source

@@ -9,8 +9,8 @@ import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import Suite
-from ci_runner.matrix import MatrixError, build_matrix, shard_budget_seconds
 from ci_runner.model import FileToRun
+from ci_runner.plan.matrix import MatrixError, build_matrix, shard_budget_seconds
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 

@@ -10,11 +10,11 @@ import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
-from ci_runner.collector import collect
+from ci_runner.collect import collect
 from ci_runner.execution.gpu_slots import SlotSet, skip_reason
 from ci_runner.maintenance.junit_merge import Entry, Plan, check, summary_lines
 from ci_runner.model import Registration
-from ci_runner.selection import gpu_need, select
+from ci_runner.select import gpu_need, select
 
 register_cpu_ci(est_time=12, suite="base-a-test-cpu")
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from ci_runner import register_cpu_ci
-from ci_runner.planner import lpt_plan, plan
+from ci_runner.plan.packing import lpt_plan, plan
 
 register_cpu_ci(est_time=3, suite="base-a-test-cpu")
 

@@ -15,8 +15,8 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
 from ci_runner.cli import main
-from ci_runner.collector import collect
-from ci_runner.selection import SelectionError, select
+from ci_runner.collect import collect
+from ci_runner.select import SelectionError, select
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 

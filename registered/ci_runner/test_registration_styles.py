@@ -9,9 +9,9 @@ import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
+from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax, parse_template
+from ci_runner.collect import collect
 from ci_runner.collect.scan import scan_markers
-from ci_runner.collector import collect
-from ci_runner.registration_syntax import DEFAULT_SYNTAX, RegistrationSyntax, parse_template
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 

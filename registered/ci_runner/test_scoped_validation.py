@@ -9,8 +9,8 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
 from ci_runner.cli import main
+from ci_runner.collect import collect
 from ci_runner.collect.scope import split_by_scope
-from ci_runner.collector import collect
 
 register_cpu_ci(est_time=6, suite="base-a-test-cpu")
 

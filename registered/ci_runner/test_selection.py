@@ -8,7 +8,7 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
 from ci_runner.model import DisabledFile, FileToRun, Registration
-from ci_runner.selection import SelectionError, parse_suite_list, resolve_suites, select
+from ci_runner.select import SelectionError, parse_suite_list, resolve_suites, select
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import make_repo

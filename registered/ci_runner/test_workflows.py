@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from ci_runner import register_cpu_ci
-from ci_runner.maintenance.dispatch import main as dispatch_main
+from ci_runner.maintenance.workflow_coverage import main as dispatch_main
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -24,7 +24,7 @@ from ci_runner.catalog import (
 )
 from ci_runner.collect.entry_point import check_entry_point
 from ci_runner.collect.scan import parse_source, scan_markers, scan_tree
-from ci_runner.collect.suites import check_registration
+from ci_runner.collect.suite_checks import check_registration
 from ci_runner.model import Problem, Registration
 
 __all__ = ["Collection", "collect", "discover_files", "is_registered_file", "scan_markers"]

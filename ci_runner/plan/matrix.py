@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ci_runner.catalog import Suite
 from ci_runner.model import FileToRun
+from ci_runner.plan.packing import plan
 
 FILL_FRACTION = 0.75
 GITHUB_MATRIX_JOB_LIMIT = 256
@@ -68,9 +69,7 @@ def _target_minutes(suite: Suite, override: float | None) -> float:
 
 
 def _makespan(items: Sequence[tuple[str, float]], shard_count: int) -> float:
-    """The slowest shard of the planner's plan for ``shard_count`` shards."""
-    from ci_runner.planner import plan  # the planner the runner itself uses
-
+    """The slowest shard of the plan the runner itself would use for ``shard_count`` shards."""
     return float(plan(items, shard_count).makespan)
 
 

@@ -1,4 +1,4 @@
-"""The suite catalog: ``[tool.ci-runner]`` in the repository's ``pyproject.toml``.
+"""The suites of the catalog, read and validated from ``[tool.ci-runner]`` in ``pyproject.toml``.
 
 The catalog is data, so another repository adopts the runner by writing its own table; nothing
 about a particular project's suites lives in code.
@@ -6,11 +6,12 @@ about a particular project's suites lives in code.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ci_runner.registration_syntax import (
+from ci_runner.catalog.syntax import (
     DEFAULT_SYNTAX,
     RegistrationSyntax,
     SyntaxConfigError,
@@ -74,6 +75,19 @@ class Catalog:
     @property
     def registered_path(self) -> Path:
         return self.root / self.registered_dir
+
+
+def unknown_suite_message(name: str, backend: str, catalog: Catalog, origin: str = "") -> str:
+    """ "unknown cuda suite 'x'; did you mean 'y'?" (or the list of known suites)."""
+    known = [s.name for s in catalog.for_hw(backend)]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if close:
+        hint = f"did you mean {close[0]!r}?"
+    elif known:
+        hint = f"known {backend} suites: {', '.join(known)}"
+    else:
+        hint = f"the catalog defines no {backend} suite"
+    return f"unknown {backend} suite {name!r}{origin}; {hint}"
 
 
 def find_root(start: Path) -> Path:

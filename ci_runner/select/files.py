@@ -1,5 +1,6 @@
-"""Select the files one invocation runs: by backend (``--hw``), suites (``--suite a,b``) and
-cadence (``--nightly``). Disabled registrations are listed with their reasons, never run.
+"""The files of the requested suites: one entry per file, disabled ones listed with their reasons.
+
+A file registered for several of the suites runs once; see :func:`select`.
 """
 
 from __future__ import annotations
@@ -7,16 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ci_runner.catalog import ALL_GPUS, Catalog, Suite
-from ci_runner.collect.suites import unknown_suite_message
 from ci_runner.model import DisabledFile, FileToRun, Registration
-
-
-class SelectionError(Exception):
-    """The requested selection is invalid or empty; one message per line."""
-
-    def __init__(self, messages: list[str]) -> None:
-        super().__init__("\n".join(messages))
-        self.messages = messages
+from ci_runner.select.suites import SelectionError, resolve_suites
 
 
 @dataclass(frozen=True)
@@ -32,45 +25,6 @@ class Selection:
     @property
     def est_total(self) -> float:
         return sum(f.est_time for f in self.files)
-
-
-def parse_suite_list(text: str) -> list[str]:
-    """``"a, b,a"`` -> ``["a", "b"]``: comma separated, stripped, de-duplicated in order."""
-    names: list[str] = []
-    for part in text.split(","):
-        name = part.strip()
-        if name and name not in names:
-            names.append(name)
-    if not names:
-        raise SelectionError([f"--suite {text!r} names no suite; pass one or more names, a,b"])
-    return names
-
-
-def resolve_suites(catalog: Catalog, names: list[str], hw: str, nightly: bool) -> list[Suite]:
-    """The catalog suites for ``names``; every unknown, renamed or mismatched one is an error."""
-    errors: list[str] = []
-    suites: list[Suite] = []
-    for name in names:
-        suite = catalog.get(name)
-        if suite is None:
-            renamed = catalog.renamed(name)
-            if renamed is not None:
-                errors.append(f"--suite: suite {name!r} was renamed to {renamed.name!r}")
-            else:
-                errors.append(f"--suite: {unknown_suite_message(name, hw, catalog)}")
-        elif suite.hw != hw:
-            errors.append(
-                f"--suite: suite {name!r} is a {suite.hw} suite; run it with --hw {suite.hw}"
-            )
-        elif suite.nightly and not nightly:
-            errors.append(f"--suite: suite {name!r} is a nightly suite; add --nightly")
-        elif nightly and not suite.nightly:
-            errors.append(f"--suite: suite {name!r} is a per-commit suite; drop --nightly")
-        else:
-            suites.append(suite)
-    if errors:
-        raise SelectionError(errors)
-    return suites
 
 
 def select(

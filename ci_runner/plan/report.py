@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ci_runner.planner import Plan
-from ci_runner.selection import Selection
+from ci_runner.plan.packing import Plan
+from ci_runner.select import Selection
 
 
 def _seconds(value: float) -> str:

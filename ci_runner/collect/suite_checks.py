@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import difflib
-
-from ci_runner.catalog import Catalog
+from ci_runner.catalog import Catalog, unknown_suite_message
 from ci_runner.model import Problem, Registration
 
 
@@ -44,16 +42,3 @@ def _message(reg: Registration, catalog: Catalog) -> str | None:
             "GPUs (gpus-per-file = 0 in the catalog)"
         )
     return None
-
-
-def unknown_suite_message(name: str, backend: str, catalog: Catalog, origin: str = "") -> str:
-    """ "unknown cuda suite 'x'; did you mean 'y'?" (or the list of known suites)."""
-    known = [s.name for s in catalog.for_hw(backend)]
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    if close:
-        hint = f"did you mean {close[0]!r}?"
-    elif known:
-        hint = f"known {backend} suites: {', '.join(known)}"
-    else:
-        hint = f"the catalog defines no {backend} suite"
-    return f"unknown {backend} suite {name!r}{origin}; {hint}"

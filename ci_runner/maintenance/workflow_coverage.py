@@ -1,5 +1,6 @@
-"""Dispatch check: every catalog suite is run by some workflow, and every suite run is in the
-catalog. A suite that no workflow runs is a silent drop: its files pass every lint and never run.
+"""Workflow coverage (``check-workflow-dispatch``): every catalog suite is run by some workflow,
+and every suite a workflow runs is in the catalog. A suite that no workflow runs is a silent drop:
+its files pass every lint and never run.
 
 The check reads ``.github/workflows/*.yml`` with PyYAML and tokenizes each ``run:`` script with
 :mod:`shlex`. A run_suite invocation (``run_suite.py``, ``run-suite``, ``python -m ci_runner.cli``)

@@ -1,0 +1,54 @@
+"""Which suites an invocation asks for: ``--suite a,b`` checked against the catalog, ``--hw`` and
+``--nightly``. Every unknown, renamed or mismatched name is an error, all reported at once.
+"""
+
+from __future__ import annotations
+
+from ci_runner.catalog import Catalog, Suite, unknown_suite_message
+
+
+class SelectionError(Exception):
+    """The requested selection is invalid or empty; one message per line."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__("\n".join(messages))
+        self.messages = messages
+
+
+def parse_suite_list(text: str) -> list[str]:
+    """``"a, b,a"`` -> ``["a", "b"]``: comma separated, stripped, de-duplicated in order."""
+    names: list[str] = []
+    for part in text.split(","):
+        name = part.strip()
+        if name and name not in names:
+            names.append(name)
+    if not names:
+        raise SelectionError([f"--suite {text!r} names no suite; pass one or more names, a,b"])
+    return names
+
+
+def resolve_suites(catalog: Catalog, names: list[str], hw: str, nightly: bool) -> list[Suite]:
+    """The catalog suites for ``names``; every unknown, renamed or mismatched one is an error."""
+    errors: list[str] = []
+    suites: list[Suite] = []
+    for name in names:
+        suite = catalog.get(name)
+        if suite is None:
+            renamed = catalog.renamed(name)
+            if renamed is not None:
+                errors.append(f"--suite: suite {name!r} was renamed to {renamed.name!r}")
+            else:
+                errors.append(f"--suite: {unknown_suite_message(name, hw, catalog)}")
+        elif suite.hw != hw:
+            errors.append(
+                f"--suite: suite {name!r} is a {suite.hw} suite; run it with --hw {suite.hw}"
+            )
+        elif suite.nightly and not nightly:
+            errors.append(f"--suite: suite {name!r} is a nightly suite; add --nightly")
+        elif nightly and not suite.nightly:
+            errors.append(f"--suite: suite {name!r} is a per-commit suite; drop --nightly")
+        else:
+            suites.append(suite)
+    if errors:
+        raise SelectionError(errors)
+    return suites
