@@ -26,7 +26,8 @@ from ci_runner.catalog.syntax import (
     parse_template,
 )
 from ci_runner.collect import is_registered_file
-from ci_runner.collect.scan import backend_of_marker_name, parse_source, scan_tree
+from ci_runner.collect.calls import backend_of_marker_name
+from ci_runner.collect.scan import parse_source, scan_tree
 from ci_runner.markers import MARKER_BACKENDS
 from ci_runner.model import Problem, Registration
 

@@ -2,13 +2,13 @@
 
 Nothing here knows a catalog yet. Every ``*.py`` under the registered directory (but
 ``__init__.py`` and ``conftest.py``) is parsed; each module-level call of a ``register_<x>_ci``
-marker (by bare name, import alias or module attribute) counts. The result says which syntax the
+marker counts, however it is bound (read by :mod:`ci_runner.collect.calls`, as the collector
+reads it). The result says which syntax the
 catalog must declare so that the strict collector accepts the tree.
 """
 
 from __future__ import annotations
 
-import ast
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,7 +17,8 @@ from pathlib import Path
 from ci_runner.catalog import DEFAULT_FILE_PATTERNS, NEVER_COLLECTED
 from ci_runner.catalog.syntax import BUILTIN_KEYWORDS
 from ci_runner.collect import is_registered_file
-from ci_runner.collect.scan import parse_source, unknown_marker_name
+from ci_runner.collect.calls import read_marker_calls
+from ci_runner.collect.scan import parse_source
 from ci_runner.markers import MARKER_PARAMETERS
 
 
@@ -59,33 +60,13 @@ def survey_tree(root: Path, registered_dir: str) -> Survey:
         if tree is None:
             survey.unparsable.append(rel_path)
             continue
-        calls = _marker_calls(tree)
-        for name, call in calls:
-            survey.markers[name] += 1
-            survey.keywords.update(kw.arg for kw in call.keywords if kw.arg and kw.arg not in core)
+        calls = [call for call in read_marker_calls(tree).calls if call.is_registration]
+        for call in calls:
+            survey.markers[call.marker] += 1
+            survey.keywords.update(
+                kw.arg for kw in call.call.keywords if kw.arg and kw.arg not in core
+            )
         name = rel_path.rsplit("/", 1)[-1]
         if calls and not is_registered_file(name, DEFAULT_FILE_PATTERNS):
             survey.outside_default_patterns.append(rel_path)
     return survey
-
-
-def _marker_calls(tree: ast.Module) -> list[tuple[str, ast.Call]]:
-    """(marker name, call) for every module-level ``register_<x>_ci`` call statement."""
-    aliases = {
-        alias.asname: alias.name
-        for stmt in tree.body
-        if isinstance(stmt, ast.ImportFrom)
-        for alias in stmt.names
-        if alias.asname and unknown_marker_name(ast.Name(alias.name))
-    }
-    calls: list[tuple[str, ast.Call]] = []
-    for stmt in tree.body:
-        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-            continue
-        func = stmt.value.func
-        name = unknown_marker_name(func)
-        if name is None and isinstance(func, ast.Name):
-            name = aliases.get(func.id)
-        if name is not None:
-            calls.append((name, stmt.value))
-    return calls

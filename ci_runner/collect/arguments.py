@@ -1,4 +1,5 @@
-"""Read the arguments of one accepted marker call into a Registration, reporting every problem.
+"""Check the bound arguments of one accepted marker call into a Registration, reporting every
+problem (the binding itself is :func:`ci_runner.collect.calls.bind_arguments`).
 
 Every argument must be a literal. The suite is named either by ``suite=`` or, when the catalog
 declares a ``suite-template``, by all of the template's fields (``stage=`` + ``runner_config=``),
@@ -9,11 +10,11 @@ placeholder marks a helper file as registered without putting it in a suite.
 from __future__ import annotations
 
 import ast
-import difflib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ci_runner.catalog.syntax import MIN_GPUS, RegistrationSyntax
+from ci_runner.collect.calls import MarkerCall
 from ci_runner.model import Problem, Registration
 
 _MISSING = object()
@@ -21,19 +22,22 @@ Report = Callable[[ast.AST, str], None]
 
 
 def parse_call(
-    call: ast.Call, marker: str, rel_path: str, syntax: RegistrationSyntax
+    marker_call: MarkerCall, rel_path: str, syntax: RegistrationSyntax
 ) -> tuple[Registration | None, list[Problem]]:
     """Turn one accepted marker call into a Registration, or into Problems."""
     problems: list[Problem] = []
 
     def report(node: ast.AST, message: str) -> None:
-        problems.append(Problem(rel_path, node.lineno, node.col_offset + 1, message))
+        problems.append(Problem(rel_path, node.lineno, node.col_offset + 1, message))  # type: ignore[attr-defined]
 
-    values, keywords, unpacked = _bind(call, marker, syntax, report)
-    if not unpacked:
+    call, marker, bound = marker_call.call, marker_call.marker, marker_call.arguments
+    for node, message in bound.issues:
+        report(node, message)
+    values = bound.values
+    if not bound.unpacked:
         if "est_time" not in values:
             report(call, f"{marker}() is missing the required argument 'est_time'")
-        _check_suite_form(call, marker, values, keywords, syntax, report)
+        _check_suite_form(call, marker, values, bound.keywords, syntax, report)
     checked: dict[str, object] = {}
     for name, node in values.items():
         value = _literal(node)
@@ -56,56 +60,11 @@ def parse_call(
     return _registration(call, marker, rel_path, syntax, checked), []
 
 
-def _bind(
-    call: ast.Call, marker: str, syntax: RegistrationSyntax, report: Report
-) -> tuple[dict[str, ast.expr], dict[str, ast.keyword], bool]:
-    """Argument name -> value node (and keyword nodes); True when ``*``/``**`` hides some."""
-    positional = syntax.positional
-    accepted = syntax.arguments
-    values: dict[str, ast.expr] = {}
-    keywords: dict[str, ast.keyword] = {}
-    unpacked = False
-    for index, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            report(arg, f"starred argument {ast.unparse(arg)} is not supported in {marker}()")
-            unpacked = True
-        elif index >= len(positional):
-            report(
-                arg,
-                f"too many positional arguments in {marker}(): at most {len(positional)} "
-                f"({', '.join(positional)})",
-            )
-            break
-        else:
-            values[positional[index]] = arg
-    for keyword in call.keywords:
-        if keyword.arg is None:
-            report(keyword, f"**{ast.unparse(keyword.value)} is not supported in {marker}()")
-            unpacked = True
-        elif keyword.arg not in accepted:
-            close = difflib.get_close_matches(keyword.arg, accepted, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            report(
-                keyword,
-                f"unknown argument {keyword.arg!r} in {marker}(); expected "
-                f"{', '.join(accepted)}{hint}",
-            )
-        elif keyword.arg in values:
-            report(
-                keyword,
-                f"argument {keyword.arg!r} given twice in {marker}() (positionally and by keyword)",
-            )
-        else:
-            values[keyword.arg] = keyword.value
-            keywords[keyword.arg] = keyword
-    return values, keywords, unpacked
-
-
 def _check_suite_form(
     call: ast.Call,
     marker: str,
-    values: dict[str, ast.expr],
-    keywords: dict[str, ast.keyword],
+    values: Mapping[str, ast.expr],
+    keywords: Mapping[str, ast.keyword],
     syntax: RegistrationSyntax,
     report: Report,
 ) -> None:
@@ -136,7 +95,7 @@ def _check_suite_form(
 
 
 def _check_placeholders(
-    values: dict[str, ast.expr], checked: dict[str, object], report: Report
+    values: Mapping[str, ast.expr], checked: dict[str, object], report: Report
 ) -> None:
     """``est_time=0`` and ``suite=""`` only in a disabled registration."""
     if checked.get("disabled") is not None:

@@ -11,7 +11,7 @@ import ast
 import functools
 from collections.abc import Callable
 
-from ci_runner.collect.scan import iter_nodes
+from ci_runner.collect.calls import iter_nodes
 from ci_runner.model import Problem
 
 FIX_HINT = 'end the file with: if __name__ == "__main__": sys.exit(pytest.main([__file__, "-v"]))'

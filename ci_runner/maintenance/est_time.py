@@ -27,7 +27,7 @@ from xml.etree.ElementTree import ParseError
 from ci_runner.catalog import CatalogError, find_root, load_syntax
 from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
 from ci_runner.cli_errors import usage_error
-from ci_runner.markers import MARKER_PARAMETERS
+from ci_runner.collect.calls import read_marker_calls
 
 PASSING = frozenset({"passed", "flaky"})
 Key = tuple[str, str]  # (path, suite)
@@ -151,46 +151,6 @@ def measured_est(values: Sequence[float]) -> int:
 # ---------------------------------------------------------------------------- source
 
 
-def _marker_name(call: ast.Call, syntax: RegistrationSyntax) -> str | None:
-    func = call.func
-    if isinstance(func, ast.Name):
-        name = func.id
-    elif isinstance(func, ast.Attribute):
-        name = func.attr
-    else:
-        return None
-    return name if name in syntax.markers else None
-
-
-def _suite_name(call: ast.Call, syntax: RegistrationSyntax) -> str | None:
-    """The literal ``suite=``, or the name the catalog's suite-template composes; else None."""
-    suite = _argument(call, "suite")
-    if suite is not None:
-        return (
-            suite.value
-            if isinstance(suite, ast.Constant) and isinstance(suite.value, str)
-            else None
-        )
-    template = syntax.suite_template
-    if template is None:
-        return None
-    parts = {name: _argument(call, name) for name in template.fields}
-    values = {k: v.value for k, v in parts.items() if isinstance(v, ast.Constant)}
-    if len(values) != len(parts) or not all(isinstance(v, str) for v in values.values()):
-        return None
-    return template.compose(values)  # type: ignore[arg-type]
-
-
-def _argument(call: ast.Call, name: str) -> ast.expr | None:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    if name not in MARKER_PARAMETERS:
-        return None  # keyword-only
-    index = MARKER_PARAMETERS.index(name)
-    return call.args[index] if index < len(call.args) else None
-
-
 def _char_col(line_text: str, byte_col: int) -> int:
     return len(line_text.encode("utf-8")[:byte_col].decode("utf-8"))
 
@@ -198,21 +158,18 @@ def _char_col(line_text: str, byte_col: int) -> int:
 def find_literals(
     source: str, rel_path: str, syntax: RegistrationSyntax = DEFAULT_SYNTAX
 ) -> list[EstTimeLiteral]:
-    """Every module-level marker call's est_time literal (raises SyntaxError on bad Python).
+    """The est_time literal of every registration (raises SyntaxError on bad Python).
 
-    The suite is ``suite=`` or, with the catalog's ``suite-template``, the composed name.
+    Registrations and their suites are read as the collector reads them
+    (:mod:`ci_runner.collect.calls`): however the marker is bound, ``suite=`` or the name the
+    catalog's ``suite-template`` composes.
     """
     tree = ast.parse(source, filename=rel_path)
     lines = source.splitlines(keepends=True)
     found: list[EstTimeLiteral] = []
-    for statement in tree.body:
-        if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
-            continue
-        call = statement.value
-        if _marker_name(call, syntax) is None:
-            continue
-        suite = _suite_name(call, syntax)
-        est = _argument(call, "est_time")
+    for call in read_marker_calls(tree, syntax).registrations:
+        suite = call.suite
+        est = call.arguments.values.get("est_time")
         if suite is None or est is None:
             continue  # malformed: the collector reports it
         is_number = (
