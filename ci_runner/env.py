@@ -16,6 +16,9 @@ FALSE_VALUES = frozenset({"0", "false", "no", "off"})
 IS_IN_CI = "SGLANG_IS_IN_CI"
 RUN_FULL_TESTS = "SGLANG_JIT_KERNEL_RUN_FULL_TESTS"
 DISABLE_LOG_BANDWIDTH = "SGLANG_KERNEL_DISABLE_LOG_BANDWIDTH"
+GITHUB_ACTIONS = "GITHUB_ACTIONS"
+# Boolean variables run_suite.py checks before anything runs: a typo is exit 2, not a default.
+CHECKED_BOOLEAN_VARIABLES = (IS_IN_CI, RUN_FULL_TESTS, DISABLE_LOG_BANDWIDTH, GITHUB_ACTIONS)
 
 
 class EnvVarError(ValueError):
@@ -44,3 +47,13 @@ def get_bool_env(
     if value is None or value.strip() == "":
         return default
     return parse_bool(value, name)
+
+
+def check_boolean_environment(environ: Mapping[str, str] | None = None) -> str | None:
+    """The error message for the first invalid variable of ``CHECKED_BOOLEAN_VARIABLES``."""
+    for name in CHECKED_BOOLEAN_VARIABLES:
+        try:
+            get_bool_env(name, environ=environ)
+        except EnvVarError as exc:
+            return str(exc)
+    return None

@@ -22,12 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ci_runner.execution import (
-    FileToRun,
-    ShardContext,
-    add_execution_arguments,
-    execute_shard,
-)
+from ci_runner.cli.arguments import add_execution_arguments, shard_options
+from ci_runner.execution import execute_shard
+from ci_runner.model import FileToRun, ShardContext
+from ci_runner.reports import ShardReports
 
 SLEEPS = [3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.2, 1.0, 1.0, 0.8, 0.5, 0.5, 0.5, 0.4, 0.3, 0.3]
 
@@ -46,10 +44,10 @@ def _run(root: Path, files: list[FileToRun], argv: list[str]) -> tuple[float, li
     args = parser.parse_args(
         [*argv, "--timings-out", str(timings), "--junit-xml", str(root / "j.xml")]
     )
-    args.nightly = False
+    execution, reports = shard_options(parser, args)
     with contextlib.redirect_stdout(io.StringIO()):
         start = time.perf_counter()
-        code = execute_shard(files, _context(root), args)
+        code = execute_shard(files, _context(root), execution, ShardReports(reports))
         wall = time.perf_counter() - start
     if code != 0:
         raise SystemExit(f"benchmark shard failed with exit code {code}")

@@ -70,14 +70,17 @@ class SlotSet:
 def resolve_slots(
     hw: str,
     gpus: int | None,
-    gpu_ids: str | None,
+    gpu_ids: Sequence[str] | None,
     environ: Mapping[str, str] | None = None,
     nvidia_smi_count: int | None = None,
 ) -> SlotSet:
-    """Decide the shard's slots from the flags and the machine (see module docstring)."""
+    """Decide the shard's slots from the flags and the machine (see module docstring).
+
+    ``gpu_ids``: the ids of ``--gpu-ids``, already parsed (:func:`parse_id_list`).
+    """
     env = os.environ if environ is None else environ
     if gpu_ids is not None:
-        return SlotSet(parse_id_list(gpu_ids, "--gpu-ids"), True, "--gpu-ids")
+        return SlotSet(tuple(gpu_ids), True, "--gpu-ids")
     visible_text = env.get(VISIBLE_DEVICES, "").strip()
     visible = parse_id_list(visible_text, VISIBLE_DEVICES) if visible_text else ()
     if gpus is not None:

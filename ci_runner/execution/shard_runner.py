@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ci_runner.execution.file_runner import CancelToken, RetryBudget, RunSettings, run_file
 from ci_runner.execution.gpu_slots import SlotPool, SlotSet, slots_needed
+from ci_runner.execution.listener import ShardListener
 from ci_runner.execution.signals import StopRequest, signal_name
 from ci_runner.exit_codes import EXIT_OK, EXIT_SIGNAL_BASE, EXIT_TEST_FAILURES
 from ci_runner.model import (
@@ -29,7 +30,6 @@ from ci_runner.model import (
     ShardOutcome,
     placeholder,
 )
-from ci_runner.reports import ShardReports
 
 POLL_SECONDS = 0.1
 
@@ -62,15 +62,20 @@ def _cleanup(result: FileResult) -> None:
 
 
 class ShardRunner:
-    """Runs ``jobs`` on ``slots`` and reports every file to ``reports``."""
+    """Runs ``jobs`` on ``slots`` and tells ``listener`` about every attempt and file.
+
+    ``results``: the shard's results in plan order, starting as placeholders (the jobs' own
+    positions first); each finished file replaces its placeholder.
+    """
 
     def __init__(
         self,
         jobs: Sequence[Job],
         slots: SlotSet,
         settings: RunSettings,
-        reports: ShardReports,
+        listener: ShardListener,
         stop: StopRequest,
+        results: Sequence[FileResult],
         continue_on_error: bool,
         fail_on_flaky: bool,
     ) -> None:
@@ -78,7 +83,8 @@ class ShardRunner:
         self.slots = slots
         self.pool = SlotPool(slots.ids)
         self.settings = settings
-        self.reports = reports
+        self.listener = listener
+        self.results = list(results)
         self.stop = stop
         self.continue_on_error = continue_on_error
         self.fail_on_flaky = fail_on_flaky
@@ -95,7 +101,7 @@ class ShardRunner:
                 job.path, job.suite, job.est_time, self.settings,
                 gpu_ids if self.slots.pinned and job.gpus > 0 else (),
                 self.slots.pinned and job.gpus > 0, job.timeout, cancel, self.budget,
-                self.reports.attempt_ended,
+                self.listener.attempt_ended,
             )  # fmt: skip
         except Exception as exc:  # an executor bug must not hang the shard
             result = FileResult(
@@ -125,7 +131,8 @@ class ShardRunner:
         entry = running.pop(index)
         entry.thread.join()
         self.pool.give_back(entry.slot_ids)
-        self.reports.file_finished(index, result, len(self.jobs))
+        self.results[index] = result
+        self.listener.file_finished(index, result, len(self.jobs))
         _cleanup(result)
         if self._is_failure(result) and self._first_failure is None:
             self._first_failure = result
@@ -179,7 +186,7 @@ def run_jobs(runner: ShardRunner, outcome: ShardOutcome) -> None:
     start = time.monotonic()
     never_started, signum = runner.run()
     reason = runner.not_run_reason(signum)
-    results = list(runner.reports.results)
+    results = list(runner.results)
     for job in never_started:
         results[job.index] = placeholder(job.path, job.suite, job.est_time, NOT_RUN, reason)
     outcome.results = results

@@ -1,18 +1,27 @@
 """Stage 3, selection: the files one invocation runs, by backend (``--hw``), suites
 (``--suite a,b``) and cadence (``--nightly``).
 
-* :mod:`.suites`: the requested suites, checked against the catalog;
+* :mod:`.suites`: the requested suites, checked against the catalog once (:class:`SuiteRequest`);
 * :mod:`.files`: the registrations of those suites merged to one entry per file.
 """
 
-from ci_runner.select.files import Selection, gpu_need, select
-from ci_runner.select.suites import SelectionError, parse_suite_list, resolve_suites
+from ci_runner.select.files import Selection, gpu_need, select, select_files
+from ci_runner.select.suites import (
+    SelectionError,
+    SuiteRequest,
+    parse_suite_list,
+    request_suites,
+    resolve_suites,
+)
 
 __all__ = [
     "Selection",
     "SelectionError",
+    "SuiteRequest",
     "gpu_need",
     "parse_suite_list",
+    "request_suites",
     "resolve_suites",
     "select",
+    "select_files",
 ]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ci_runner.catalog import ALL_GPUS, Catalog, Suite
 from ci_runner.model import DisabledFile, FileToRun, Registration
-from ci_runner.select.suites import SelectionError, resolve_suites
+from ci_runner.select.suites import SelectionError, SuiteRequest, request_suites
 
 
 @dataclass(frozen=True)
@@ -35,13 +35,24 @@ def select(
     nightly: bool,
     allow_empty: bool = False,
 ) -> Selection:
+    """:func:`select_files` for the suites ``suite_names`` of ``hw`` (resolved here)."""
+    request = request_suites(catalog, hw, suite_names, nightly)
+    return select_files(registrations, catalog, request, allow_empty)
+
+
+def select_files(
+    registrations: list[Registration],
+    catalog: Catalog,
+    request: SuiteRequest,
+    allow_empty: bool = False,
+) -> Selection:
     """Pick the registrations of the requested suites and merge them to one entry per file.
 
     A file registered for several of the suites runs once, with the largest est_time among its
     enabled registrations (and that registration's suite; GPUs: see :func:`gpu_need`).
     A file is listed as disabled only when all its selected registrations are disabled.
     """
-    suites = resolve_suites(catalog, suite_names, hw, nightly)
+    hw, nightly, suites = request.hw, request.nightly, list(request.suites)
     rank = {suite.name: index for index, suite in enumerate(suites)}
     chosen = [
         r for r in registrations if r.backend == hw and r.suite in rank and r.nightly == nightly
@@ -104,7 +115,7 @@ def gpu_need(regs: list[Registration], catalog: Catalog) -> tuple[int, bool, str
 
 def _suite(catalog: Catalog, name: str) -> Suite:
     suite = catalog.get(name)
-    assert suite is not None  # resolve_suites checked every selected name
+    assert suite is not None  # request_suites checked every selected name
     return suite
 
 

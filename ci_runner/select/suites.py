@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ci_runner.catalog import Catalog, Suite, unknown_suite_message
 
 
@@ -13,6 +15,20 @@ class SelectionError(Exception):
     def __init__(self, messages: list[str]) -> None:
         super().__init__("\n".join(messages))
         self.messages = messages
+
+
+@dataclass(frozen=True)
+class SuiteRequest:
+    """What one invocation asks for, checked against the catalog: backend, suites, cadence."""
+
+    hw: str
+    suites: tuple[Suite, ...]  # in the order asked for
+    nightly: bool
+
+
+def request_suites(catalog: Catalog, hw: str, names: list[str], nightly: bool) -> SuiteRequest:
+    """The request for ``names`` (see :func:`parse_suite_list`); raises :class:`SelectionError`."""
+    return SuiteRequest(hw, tuple(resolve_suites(catalog, names, hw, nightly)), nightly)
 
 
 def parse_suite_list(text: str) -> list[str]:

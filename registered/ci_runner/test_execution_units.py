@@ -7,19 +7,14 @@ from pathlib import Path
 import pytest
 
 from ci_runner import register_cpu_ci
-from ci_runner.execution import (
-    DisabledFile,
-    FileToRun,
-    ShardContext,
-    add_execution_arguments,
-    execute_shard,
-    validate_execution_arguments,
-)
+from ci_runner.cli.arguments import add_execution_arguments, shard_options
+from ci_runner.execution import ExecutionOptions, execute_shard
 from ci_runner.execution.file_runner import RunSettings, child_environment, judge_exit
 from ci_runner.execution.pytest_results import PytestReport, pytest_addopts
 from ci_runner.execution.retry import RetryPolicy, broken_file_error
 from ci_runner.execution.timeouts import timeout_for, timeout_from_est
-from ci_runner.model import AttemptResult, CaseResult
+from ci_runner.model import AttemptResult, CaseResult, DisabledFile, FileToRun, ShardContext
+from ci_runner.reports import ReportOptions, ShardReports
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
@@ -158,6 +153,13 @@ def parser():
     return p
 
 
+def run_shard(files, ctx, argv=()):
+    """execute_shard with the options of ``argv`` and the reports connected, as the CLI does."""
+    p = parser()
+    execution, reports = shard_options(p, p.parse_args(list(argv)))
+    return execute_shard(files, ctx, execution, ShardReports(reports))
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -177,7 +179,7 @@ def parser():
 def test_flag_errors_exit_2_with_a_message(argv, message, capsys):
     p = parser()
     with pytest.raises(SystemExit) as info:
-        validate_execution_arguments(p, p.parse_args(argv))
+        shard_options(p, p.parse_args(argv))
     assert info.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -186,18 +188,18 @@ def test_invalid_boolean_variable_is_a_usage_error(monkeypatch, capsys):
     monkeypatch.setenv("SGLANG_IS_IN_CI", "maybe")
     p = parser()
     with pytest.raises(SystemExit):
-        validate_execution_arguments(p, p.parse_args([]))
+        shard_options(p, p.parse_args([]))
     assert "SGLANG_IS_IN_CI='maybe' is not a boolean" in capsys.readouterr().err
     monkeypatch.delenv("SGLANG_IS_IN_CI")
     monkeypatch.setenv("SGLANG_KERNEL_DISABLE_LOG_BANDWIDTH", "2")
-    code = execute_shard([], context(Path.cwd()), p.parse_args([]))
+    code = execute_shard([], context(Path.cwd()), ExecutionOptions(), ShardReports(ReportOptions()))
     assert code == 2
     assert "SGLANG_KERNEL_DISABLE_LOG_BANDWIDTH='2' is not a boolean" in capsys.readouterr().err
 
 
-def context(root, disabled=()):
+def context(root, disabled=(), nightly=False):
     return ShardContext(
-        root=root, hw="cpu", suites=("s",), nightly=False, shard_id=0, shard_count=1,
+        root=root, hw="cpu", suites=("s",), nightly=nightly, shard_id=0, shard_count=1,
         predicted_makespan=0, shard_est_total=0, lower_bound=0, plan_hash="h", disabled=disabled,
     )  # fmt: skip
 
@@ -205,7 +207,7 @@ def context(root, disabled=()):
 def test_empty_shard_exits_0_and_lists_disabled_files(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     disabled = (DisabledFile("registered/test_d.py", "s", "flaky on H100"),)
-    code = execute_shard([], context(tmp_path, disabled), parser().parse_args([]))
+    code = run_shard([], context(tmp_path, disabled))
     out = capsys.readouterr().out
     assert code == 0
     assert "registered/test_d.py [disabled]: flaky on H100" in out
@@ -215,8 +217,8 @@ def test_empty_shard_exits_0_and_lists_disabled_files(tmp_path, capsys, monkeypa
 def test_unwritable_report_is_a_usage_error(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     (tmp_path / "file").write_text("")
-    args = parser().parse_args(["--junit-xml", str(tmp_path / "file" / "junit.xml")])
-    assert execute_shard([], context(tmp_path), args) == 2
+    argv = ["--junit-xml", str(tmp_path / "file" / "junit.xml")]
+    assert run_shard([], context(tmp_path), argv) == 2
     assert "run_suite: error: cannot write a report file:" in capsys.readouterr().err
 
 
@@ -226,9 +228,8 @@ def test_nightly_reaches_the_file(tmp_path, capsys, monkeypatch):
     (tmp_path / "test_n.py").write_text(
         "import os, sys\nsys.exit(0 if os.environ['SGLANG_JIT_KERNEL_RUN_FULL_TESTS'] == '1' else 1)\n"
     )
-    args = parser().parse_args([])
-    args.nightly = True
-    code = execute_shard([FileToRun("test_n.py", "s", 1, gpus=0)], context(tmp_path), args)
+    files = [FileToRun("test_n.py", "s", 1, gpus=0)]
+    code = run_shard(files, context(tmp_path, nightly=True))
     assert code == 0, capsys.readouterr().out
 
 

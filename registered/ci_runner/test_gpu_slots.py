@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ci_runner import register_cpu_ci
-from ci_runner.execution.gpu_slots import SlotError, SlotPool, resolve_slots
+from ci_runner.execution.gpu_slots import SlotError, SlotPool, parse_id_list, resolve_slots
 
 register_cpu_ci(est_time=7, suite="base-a-test-cpu")
 
@@ -16,7 +16,8 @@ from execution_tree import gpu_recorder, make_tree, run_suite  # noqa: E402
 
 
 def test_gpu_ids_flag_wins():
-    slots = resolve_slots("cuda", None, "3, 1", environ={"CUDA_VISIBLE_DEVICES": "0"})
+    ids = parse_id_list("3, 1", "--gpu-ids")
+    slots = resolve_slots("cuda", None, ids, environ={"CUDA_VISIBLE_DEVICES": "0"})
     assert (slots.ids, slots.pinned) == (("3", "1"), True)
 
 
@@ -59,7 +60,7 @@ def test_cpu_default_is_one_unpinned_slot():
 )
 def test_bad_slot_requests_are_explained(gpus, ids, env, message):
     with pytest.raises(SlotError, match=None) as info:
-        resolve_slots("cuda", gpus, ids, environ=env)
+        resolve_slots("cuda", gpus, ids and parse_id_list(ids, "--gpu-ids"), environ=env)
     assert message in str(info.value)
 
 

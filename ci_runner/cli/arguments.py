@@ -1,0 +1,319 @@
+"""The command line of ``run_suite.py``: its flags, their checks, and the options built from them.
+
+:func:`build_parser` defines every flag; :func:`validate_arguments` checks the ones that select and
+plan; :func:`shard_options` checks the execution and report flags and turns them, once, into the
+:class:`~ci_runner.execution.options.ExecutionOptions` and
+:class:`~ci_runner.reports.shard_reports.ReportOptions` the stages below the CLI read. Bad input
+exits 2 through ``parser.error``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ci_runner.adoption.init_command import DESCRIPTION as INIT_DESCRIPTION
+from ci_runner.adoption.init_command import add_init_arguments
+from ci_runner.env import check_boolean_environment
+from ci_runner.execution.gpu_slots import SlotError, parse_id_list
+from ci_runner.execution.options import (
+    DEFAULT_KILL_GRACE_SECONDS,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_RETRY_WAIT_SECONDS,
+    ExecutionOptions,
+)
+from ci_runner.execution.retry import RetryPolicy
+from ci_runner.reports.shard_reports import ReportOptions
+
+MAX_SHARDS = 4096
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser: selection, partitioning, output, then the execution flags."""
+    parser = argparse.ArgumentParser(
+        prog="run_suite.py",
+        usage="%(prog)s --hw HW --suite SUITE [options]\n"
+        "       %(prog)s init [--root DIR] [--registered-dir DIR] [--suite-template TEMPLATE] "
+        "[--output PATH] [--force]",
+        description="Run one shard of a CI suite of registered test files.",
+    )
+    commands = parser.add_subparsers(
+        title="subcommands (give one as the first argument)", metavar="COMMAND", dest="command"
+    )
+    add_init_arguments(
+        commands.add_parser(
+            "init",
+            help="adopt the runner in an existing repository: write a starting "
+            "[tool.ci-runner] catalog from its registrations (run_suite.py init --help)",
+            description=INIT_DESCRIPTION,
+        )
+    )
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help="repository root (holds pyproject.toml with [tool.ci-runner]); "
+        "default: the nearest such directory at or above the current one",
+    )
+    parser.add_argument(
+        "--hw",
+        required=True,
+        metavar="HW",
+        help="backend whose registrations to select: amd, cpu, cuda, musa, npu, xpu, or one "
+        "the catalog adds with extra-markers",
+    )
+    parser.add_argument(
+        "--suite", required=True, help="suite name, or a comma-separated list of suites"
+    )
+    parser.add_argument(
+        "--nightly", action="store_true", help="select nightly suites (registered nightly=True)"
+    )
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="a suite that selects no enabled file is not an error",
+    )
+    parser.add_argument(
+        "--scoped-validation",
+        action="store_true",
+        help="fail only on registration problems in files that may belong to the selected "
+        "suites; print the others as warnings (default: any problem in the tree fails)",
+    )
+    parser.add_argument(
+        "--auto-partition-id", type=int, metavar="I", help="0-based shard to run (needs the size)"
+    )
+    parser.add_argument(
+        "--auto-partition-size", type=int, metavar="N", help="number of shards (needs the id)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the selection and the whole plan; run nothing"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="dry-run output format (json: one object on stdout)",
+    )
+    parser.add_argument(
+        "--print-matrix",
+        action="store_true",
+        help="print the CI shard matrix for the selection as one JSON line; run nothing",
+    )
+    parser.add_argument(
+        "--matrix-target-minutes",
+        type=float,
+        metavar="M",
+        help="with --print-matrix: target minutes per shard (default: from the catalog)",
+    )
+    add_execution_arguments(parser)
+    return parser
+
+
+def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Cross-flag checks; errors exit 2 through ``parser.error``."""
+    if args.command == "init":
+        parser.error("init must be the first argument: run_suite.py init [--root DIR] ...")
+    shard_id, size = args.auto_partition_id, args.auto_partition_size
+    if (shard_id is None) != (size is None):
+        parser.error("--auto-partition-id and --auto-partition-size must be given together")
+    if size is not None:
+        if not 1 <= size <= MAX_SHARDS:
+            parser.error(f"--auto-partition-size must be in [1, {MAX_SHARDS}], got {size}")
+        if not 0 <= shard_id < size:
+            parser.error(f"--auto-partition-id must be in [0, {size}), got {shard_id}")
+    if args.format == "json" and not args.dry_run:
+        parser.error("--format json needs --dry-run")
+    if args.print_matrix and (args.dry_run or size is not None):
+        parser.error(
+            "--print-matrix cannot be combined with --dry-run or --auto-partition-*: "
+            "it sizes the shards itself"
+        )
+    minutes = args.matrix_target_minutes
+    if minutes is not None:
+        if not args.print_matrix:
+            parser.error("--matrix-target-minutes needs --print-matrix")
+        if not minutes > 0 or minutes == float("inf"):
+            parser.error(f"--matrix-target-minutes must be a positive number, got {minutes}")
+
+
+def _seconds(minimum_exclusive: bool):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds, got {text!r}"
+            ) from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"expected a finite number of seconds, got {text!r}")
+        if minimum_exclusive and value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+        return value
+
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
+    return value
+
+
+def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the flags that control how files run and what is reported."""
+    run = parser.add_argument_group("execution")
+    run.add_argument(
+        "--continue-on-error",
+        action="store_true",
+        help="run every file even after a failure (default: start no file after the first "
+        "failure; the rest are reported as not_run)",
+    )
+    run.add_argument(
+        "--timeout-per-file",
+        type=_seconds(True),
+        metavar="S",
+        help="time limit per file attempt (default: the suite's timeout-per-file, else 1200); "
+        "with --timeout-from-est-time it is the cap",
+    )
+    run.add_argument(
+        "--timeout-from-est-time",
+        action="store_true",
+        help="derive each file's limit from est_time: min(max(3*est+60, 60), cap), cap = "
+        "--timeout-per-file or 3600",
+    )
+    run.add_argument(
+        "--kill-grace-seconds",
+        type=_seconds(False),
+        default=DEFAULT_KILL_GRACE_SECONDS,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL when a file's processes are stopped "
+        f"(default {DEFAULT_KILL_GRACE_SECONDS:g})",
+    )
+    retry = parser.add_argument_group("retries")
+    retry.add_argument(
+        "--enable-retry", action="store_true", help="retry failed files that can be flaky"
+    )
+    retry.add_argument(
+        "--max-attempts",
+        type=_positive_int,
+        metavar="N",
+        help=f"attempts per file including the first (default {DEFAULT_MAX_ATTEMPTS}; "
+        "needs --enable-retry)",
+    )
+    retry.add_argument(
+        "--retry-wait-seconds",
+        type=_seconds(False),
+        metavar="S",
+        help=f"pause before a retry (default {DEFAULT_RETRY_WAIT_SECONDS:g}; needs --enable-retry)",
+    )
+    retry.add_argument(
+        "--retry-timeouts",
+        action="store_true",
+        help="also retry files that timed out (needs --enable-retry)",
+    )
+    retry.add_argument(
+        "--retry-budget-seconds",
+        type=_seconds(False),
+        metavar="S",
+        help="stop retrying once retries (attempts after the first, and waits) have used S "
+        "seconds of this shard (default: no cap; needs --enable-retry)",
+    )
+    retry.add_argument(
+        "--fail-on-flaky",
+        action="store_true",
+        help="a file that passed only on a retry fails the run (exit 1)",
+    )
+    gpus = parser.add_argument_group("GPU slots")
+    exclusive = gpus.add_mutually_exclusive_group()
+    exclusive.add_argument(
+        "--gpus",
+        type=_positive_int,
+        metavar="N",
+        help="run on N GPU slots (ids: the first N of CUDA_VISIBLE_DEVICES, else 0..N-1); "
+        "default for --hw cuda: every visible GPU; otherwise 1 slot (one file at a time)",
+    )
+    exclusive.add_argument(
+        "--gpu-ids", metavar="IDS", help="run on these GPU ids, comma-separated (e.g. 0,1,2,3)"
+    )
+    out = parser.add_argument_group("reports")
+    out.add_argument(
+        "--junit-xml", type=Path, metavar="PATH", help="write a JUnit XML report (after every file)"
+    )
+    out.add_argument(
+        "--timings-out",
+        type=Path,
+        metavar="PATH",
+        help="write per-file timings as JSON lines (after every file)",
+    )
+    out.add_argument(
+        "--show-output",
+        action="store_true",
+        help="print the output of passing files too (default: only failing and flaky files)",
+    )
+
+
+def shard_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[ExecutionOptions, ReportOptions]:
+    """Check the execution and report flags (and the boolean environment variables) and build
+    the options of the run from them; bad input exits 2 through ``parser.error``."""
+    if not args.enable_retry:
+        given = [
+            flag
+            for flag, value in (
+                ("--max-attempts", args.max_attempts),
+                ("--retry-wait-seconds", args.retry_wait_seconds),
+                ("--retry-budget-seconds", args.retry_budget_seconds),
+                ("--retry-timeouts", args.retry_timeouts or None),
+            )
+            if value is not None
+        ]
+        if given:
+            parser.error(f"{', '.join(given)} need(s) --enable-retry")
+    for flag, path in (("--junit-xml", args.junit_xml), ("--timings-out", args.timings_out)):
+        if path is not None and path.is_dir():
+            parser.error(f"{flag} {path}: is a directory; expected a file path")
+    if args.junit_xml is not None and args.junit_xml == args.timings_out:
+        parser.error("--junit-xml and --timings-out must be different files")
+    gpu_ids = None
+    if args.gpu_ids is not None:
+        try:
+            gpu_ids = parse_id_list(args.gpu_ids, "--gpu-ids")
+        except SlotError as exc:
+            parser.error(str(exc))
+    message = check_boolean_environment()
+    if message:
+        parser.error(message)
+    execution = ExecutionOptions(
+        continue_on_error=args.continue_on_error,
+        timeout_per_file=args.timeout_per_file,
+        timeout_from_est_time=args.timeout_from_est_time,
+        kill_grace_seconds=args.kill_grace_seconds,
+        retry=_retry_policy(args),
+        fail_on_flaky=args.fail_on_flaky,
+        gpus=args.gpus,
+        gpu_ids=gpu_ids,
+    )
+    reports = ReportOptions.from_environment(args.junit_xml, args.timings_out, args.show_output)
+    return execution, reports
+
+
+def _retry_policy(args: argparse.Namespace) -> RetryPolicy:
+    if not args.enable_retry:
+        return RetryPolicy()
+    return RetryPolicy(
+        enabled=True,
+        max_attempts=args.max_attempts or DEFAULT_MAX_ATTEMPTS,
+        wait_seconds=(
+            DEFAULT_RETRY_WAIT_SECONDS
+            if args.retry_wait_seconds is None
+            else args.retry_wait_seconds
+        ),
+        retry_timeouts=args.retry_timeouts,
+        budget_seconds=args.retry_budget_seconds,
+    )

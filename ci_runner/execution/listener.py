@@ -1,0 +1,33 @@
+"""What the executor tells about a shard as it runs: the :class:`ShardListener` interface.
+
+The executor knows nothing of the reports; the CLI hands it a listener (the reports of
+:mod:`ci_runner.reports`), so JUnit XML and timings are still rewritten after every file.
+Calls come from the executor's threads, one at a time per file, in this order:
+:meth:`~ShardListener.shard_started` once, then :meth:`~ShardListener.attempt_ended` and
+:meth:`~ShardListener.file_finished` as files run, then :meth:`~ShardListener.shard_finished`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from ci_runner.model import AttemptResult, FileResult, RunInfo, ShardOutcome
+
+
+class ShardListener(Protocol):
+    """Receives a shard's progress; must be safe to call from several threads."""
+
+    def shard_started(self, info: RunInfo, results: Sequence[FileResult], to_run: int) -> None:
+        """Before any file runs. ``results``: a placeholder per file in plan order (not_run for
+        the ``to_run`` files to run, then skipped, then disabled). Raising ``OSError`` (an output
+        that cannot be written) stops the shard with exit 2 before anything runs."""
+
+    def attempt_ended(self, path: str, attempt: AttemptResult, why: str, again: bool) -> None:
+        """A failed attempt of ``path``; ``again``: whether it is retried, ``why`` (not)."""
+
+    def file_finished(self, index: int, result: FileResult, total: int) -> None:
+        """The file at plan position ``index`` (of ``total`` to run) ended with ``result``."""
+
+    def shard_finished(self, outcome: ShardOutcome) -> None:
+        """Every file ended (or will not run); ``outcome`` holds the final results."""

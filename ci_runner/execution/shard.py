@@ -1,0 +1,105 @@
+"""Run one shard: :func:`execute_shard`, the executor's entry point.
+
+It runs each file of the shard in its own process session with a time limit, retries and GPU
+slots as :class:`~ci_runner.execution.options.ExecutionOptions` say, and tells a
+:class:`~ci_runner.execution.listener.ShardListener` (the reports) what happened. Its return value
+is the process exit code: 0 all passed (or an empty shard), 1 test failures, 2 usage errors,
+130/143 interrupted by SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from ci_runner.cli_errors import usage_error
+from ci_runner.env import check_boolean_environment
+from ci_runner.execution.file_runner import RunSettings
+from ci_runner.execution.gpu_slots import SlotError, SlotSet, resolve_slots, skip_reason
+from ci_runner.execution.listener import ShardListener
+from ci_runner.execution.options import ExecutionOptions
+from ci_runner.execution.process_tree import set_child_subreaper
+from ci_runner.execution.shard_runner import Job, ShardRunner, run_jobs
+from ci_runner.execution.signals import StopRequest
+from ci_runner.execution.timeouts import timeout_for
+from ci_runner.model import (
+    DISABLED,
+    NOT_RUN,
+    SKIPPED,
+    FileToRun,
+    RunInfo,
+    ShardContext,
+    ShardOutcome,
+    placeholder,
+)
+
+
+def execute_shard(
+    files: Sequence[FileToRun],
+    ctx: ShardContext,
+    options: ExecutionOptions,
+    listener: ShardListener,
+) -> int:
+    """Run the shard's ``files`` (longest first), tell ``listener``, return the exit code."""
+    message = check_boolean_environment()
+    if message:
+        return usage_error(message, prog="run_suite")
+    try:
+        slots: SlotSet = resolve_slots(ctx.hw, options.gpus, options.gpu_ids)
+    except SlotError as exc:
+        return usage_error(exc, prog="run_suite")
+    skipped = [
+        placeholder(f.path, f.suite, f.est_time, SKIPPED, reason)
+        for f in files
+        if (reason := skip_reason(f.gpus, f.all_gpus, f.gpus_from, slots))
+    ]
+    skipped_paths = {r.path for r in skipped}
+    files = [f for f in files if f.path not in skipped_paths]
+    info = RunInfo(
+        hw=ctx.hw, suites=ctx.suites, nightly=ctx.nightly, shard_id=ctx.shard_id,
+        shard_count=ctx.shard_count, plan_hash=ctx.plan_hash,
+        predicted_makespan=ctx.predicted_makespan, shard_est_total=ctx.shard_est_total,
+        lower_bound=ctx.lower_bound, slots=slots.describe(), mode=options.describe(),
+    )  # fmt: skip
+    jobs = [
+        Job(
+            index=i, path=f.path, suite=f.suite, est_time=f.est_time, gpus=f.gpus,
+            all_gpus=f.all_gpus, timeout=timeout_for(
+                f.suite, f.est_time, flag_timeout=options.timeout_per_file,
+                from_est=options.timeout_from_est_time, suite_timeouts=ctx.suite_timeouts,
+            ),
+        )
+        for i, f in enumerate(files)
+    ]  # fmt: skip
+    start_results = [
+        *(placeholder(j.path, j.suite, j.est_time, NOT_RUN, "not started yet") for j in jobs),
+        *skipped,
+        *(placeholder(d.path, d.suite, d.est_time, DISABLED, d.reason) for d in ctx.disabled),
+    ]
+    outcome = ShardOutcome(info)
+    previous_subreaper = set_child_subreaper(True)
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="ci-runner-") as workdir,
+            StopRequest() as stop,
+        ):
+            settings = RunSettings(
+                root=Path(ctx.root).resolve(), workdir=Path(workdir), base_env=dict(os.environ),
+                nightly=ctx.nightly, kill_grace_seconds=options.kill_grace_seconds,
+                retry=options.retry,
+            )  # fmt: skip
+            try:
+                listener.shard_started(info, start_results, len(jobs))
+            except OSError as exc:
+                return usage_error(f"cannot write a report file: {exc}", prog="run_suite")
+            runner = ShardRunner(
+                jobs, slots, settings, listener, stop, start_results,
+                continue_on_error=options.continue_on_error, fail_on_flaky=options.fail_on_flaky,
+            )  # fmt: skip
+            run_jobs(runner, outcome)
+            listener.shard_finished(outcome)
+    finally:
+        set_child_subreaper(previous_subreaper)
+    return outcome.exit_code
