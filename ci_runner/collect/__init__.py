@@ -1,6 +1,8 @@
 """Stage 2, discovery: every registration of the tree, and every problem, without importing it.
 
 * :mod:`.discovery`: walks the registered directory and collects each file (:func:`collect`);
+* :mod:`.calls`: the one reader of marker calls, however the marker is bound (also used by the
+  est_time updater, ``init`` and the lints);
 * :mod:`.scan`: one file's registrations and problems from its syntax tree;
 * :mod:`.arguments`: one marker call's arguments, checked, into a Registration;
 * :mod:`.entry_point`: the ``if __name__ == "__main__":`` block the runner needs;

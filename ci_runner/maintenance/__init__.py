@@ -1,5 +1,10 @@
 """Repository maintenance behind ``scripts/``: lints, the aggregate JUnit check, est_time upkeep.
 
+* :mod:`.registration_lints`: registrations validate; none inside a package;
+* :mod:`.workflow_coverage`: every catalog suite is run by a workflow (``check-workflow-dispatch``);
+* :mod:`.junit_merge`: the merged JUnit of a sharded run against its plan;
+* :mod:`.est_time`: declared est_time against measured run times.
+
 Each module has a ``main(argv)`` that the matching thin script in ``scripts/`` calls. None of them
 imports torch or a test file.
 """
