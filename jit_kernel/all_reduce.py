@@ -42,15 +42,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 
-from jit_kernel.utils import (
-    build_only,
-    cache_once,
-    is_arch_support_pdl,
-    load_jit,
-    make_cpp_args,
-    raise_argument_type_error,
-    register_precompile,
-)
+from jit_kernel.compiler import build_only, is_arch_support_pdl, load_jit, make_cpp_args
+from jit_kernel.wrapper import cache_once, raise_argument_type_error, register_precompile
 
 if TYPE_CHECKING:
     import torch.distributed as dist
@@ -87,7 +80,7 @@ def default_one_shot_max_bytes(world_size: int) -> int:
 
     One-shot reads (W - 1) x size bytes from the peers per rank, two-shot 2 (W - 1) / W x size
     but needs a second barrier: with 2 GPUs the traffic is the same, with 8 one-shot reads 3.5x
-    more. These thresholds are a starting point; ``scripts/bench_all_reduce.py`` prints both
+    more. These thresholds are a starting point; ``benchmarks/bench_all_reduce.py`` prints both
     algorithms side by side to tune them per machine (``one_shot_max_bytes=``). Measured on 2
     NVLink-connected H200s, one-shot was faster than two-shot at every size from 1 KiB to 8 MiB
     (e.g. 35.7 vs 38.3 us at 8 MiB), so 2 GPUs always take one-shot (the communicator caps the

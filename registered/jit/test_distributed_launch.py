@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from benchmarks.all_reduce_harness import combine_rows, default_sizes, format_tables
 from ci_runner import register_cpu_ci
 from jit_kernel.all_reduce import (
     ALGORITHMS,
@@ -28,8 +29,9 @@ from jit_kernel.all_reduce import (
     p2p_problems,
 )
 from jit_kernel.distributed import NVLS_OFF_ENV, WorkerError, free_port, run_on_gpus
-from jit_kernel.distributed.all_reduce_bench import combine_rows, default_sizes, format_tables
-from jit_kernel.distributed.all_reduce_checks import (
+from jit_kernel.distributed.launch import disable_nvlink_multicast, init_from_env
+from jit_kernel.wrapper.registry import registered_specs
+from testing.all_reduce_checks import (
     _GROUP_FUNCTIONS,
     PAD,
     SENTINEL,
@@ -38,9 +40,7 @@ from jit_kernel.distributed.all_reduce_checks import (
     _Runner,
     size_grid,
 )
-from jit_kernel.distributed.launch import disable_nvlink_multicast, init_from_env
-from jit_kernel.distributed.selftest import summarize
-from jit_kernel.utils.registry import registered_specs
+from testing.all_reduce_selftest import summarize
 
 register_cpu_ci(est_time=50, suite="base-a-test-cpu")
 

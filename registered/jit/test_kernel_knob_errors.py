@@ -7,8 +7,8 @@ import pytest
 from helpers_jit_toolchain import nvcc_missing_reason
 
 from ci_runner import register_cpu_ci
-from jit_kernel.utils import build_only, load_jit, override_arch
-from jit_kernel.utils.compile import JitCompileError
+from jit_kernel.compiler import build_only, load_jit, override_arch
+from jit_kernel.compiler.load import JitCompileError
 
 register_cpu_ci(est_time=15, suite="base-a-test-cpu")
 

@@ -11,10 +11,11 @@ import torch
 from helpers_jit_toolchain import nvcc_missing_reason, run_python, subprocess_env, write_cpp_kernel
 
 from ci_runner import register_cpu_ci
-from jit_kernel.precompile import precompile
-from jit_kernel.utils import BuildResult, cache_once, load_jit, register_precompile
-from jit_kernel.utils.arch import ArchInfo
-from jit_kernel.utils.registry import PrecompileSpec
+from jit_kernel.compiler import BuildResult, load_jit
+from jit_kernel.compiler.arch import ArchInfo
+from jit_kernel.tools.precompile import precompile
+from jit_kernel.wrapper import cache_once, register_precompile
+from jit_kernel.wrapper.registry import PrecompileSpec
 
 register_cpu_ci(est_time=220, suite="base-a-test-cpu")
 
@@ -78,7 +79,8 @@ def write_fake_package(root: Path, source: Path) -> None:
     (package / "good.py").write_text(
         textwrap.dedent(
             f"""
-            from jit_kernel.utils import cache_once, load_jit, register_precompile
+            from jit_kernel.compiler import load_jit
+            from jit_kernel.wrapper import cache_once, register_precompile
 
             @cache_once
             def _module(k):

@@ -19,7 +19,7 @@ import torch
 from helpers_norm import ATOL, DIMS, DTYPES, EPS, NUM_ROWS, RTOL, randn, weight_for
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=11, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=12, suite="nightly-kernel-1-gpu", nightly=True)

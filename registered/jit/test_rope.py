@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=18, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=32, suite="nightly-kernel-1-gpu", nightly=True)

@@ -1,4 +1,4 @@
-"""scripts/tune_kernels.py: --list needs no GPU, and every usage error is one clear line (exit 2)."""
+"""tools/tune_kernels.py: --list needs no GPU, and every usage error is one clear line (exit 2)."""
 
 import os
 import subprocess
