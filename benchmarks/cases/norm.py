@@ -30,6 +30,7 @@ from benchmarks.cases.case import (
 from jit_kernel.fused_add_rmsnorm import _jit_fused_add_rmsnorm_module, fused_add_rmsnorm
 from jit_kernel.qknorm import _jit_qknorm_module, fused_inplace_qknorm
 from jit_kernel.rmsnorm import _jit_rmsnorm_module, rmsnorm
+from testing import references
 
 EPS = 1e-6
 BF16 = torch.bfloat16
@@ -39,9 +40,7 @@ BF16 = torch.bfloat16
 
 def _fp32_rmsnorm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """What our kernels compute: fp32 math, one rounding."""
-    xf = x.float()
-    rstd = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + EPS)
-    return ((xf * rstd) * weight.float()).to(x.dtype)
+    return references.rmsnorm(x, weight, EPS).to(x.dtype)
 
 
 def _torch_rmsnorm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -25,6 +25,7 @@ from benchmarks.cases.case import (
     OverheadCase,
 )
 from jit_kernel.rope import _jit_rope_module, apply_rope_inplace
+from testing import references
 
 MAX_POSITION = 8192
 HEAD_DIM = 128
@@ -39,10 +40,7 @@ SPECS = [
 ]
 
 
-def make_cos_sin_cache(max_position: int, rope_dim: int) -> torch.Tensor:
-    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, rope_dim, 2, dtype=torch.float32) / rope_dim))
-    angles = torch.outer(torch.arange(max_position, dtype=torch.float32), inv_freq)
-    return torch.cat([angles.cos(), angles.sin()], dim=-1).cuda()
+make_cos_sin_cache = references.make_cos_sin_cache
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, is_neox: bool) -> torch.Tensor:
@@ -110,12 +108,11 @@ def _inputs(tokens: int, hq: int, hk: int, dtype: torch.dtype) -> tuple[torch.Te
 def _checker(is_neox: bool) -> Callable[[tuple[Any, ...]], None]:
     def check(inputs: tuple[Any, ...]) -> None:
         q, k, cache, positions = (t.clone() for t in inputs)
-        expected_q, expected_k = q.clone(), k.clone()
-        torch_rope(expected_q, expected_k, cache, positions, is_neox)
+        expected_q = references.rope(q, cache, positions, is_neox).to(q.dtype)
+        expected_k = references.rope(k, cache, positions, is_neox).to(k.dtype)
         apply_rope_inplace(q, k, cache, positions, is_neox=is_neox)
-        tol = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}[q.dtype]
-        torch.testing.assert_close(q, expected_q, rtol=tol, atol=1e-5)
-        torch.testing.assert_close(k, expected_k, rtol=tol, atol=1e-5)
+        torch.testing.assert_close(q, expected_q, **references.ROUNDED_TOL[q.dtype])
+        torch.testing.assert_close(k, expected_k, **references.ROUNDED_TOL[k.dtype])
 
     return check
 

@@ -32,16 +32,9 @@ from jit_kernel.fused_add_rmsnorm import (  # noqa: E402
     can_use_fused_add_rmsnorm,
     fused_add_rmsnorm,
 )
+from testing import references  # noqa: E402
 
-
-def reference(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = EPS
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(new residual in the dtype, normalised output in fp32, not rounded)."""
-    new_residual = (x.float() + residual.float()).to(x.dtype)
-    rf = new_residual.float()
-    rstd = torch.rsqrt(rf.pow(2).mean(dim=-1, keepdim=True) + eps)
-    return new_residual, (rf * rstd) * weight.float()
+reference = references.fused_add_rmsnorm
 
 
 def run_and_check(

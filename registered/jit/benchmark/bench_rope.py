@@ -21,6 +21,7 @@ from ci_runner import register_cuda_ci
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from jit_kernel.rope import apply_rope_inplace
+from testing import references
 
 register_cuda_ci(est_time=94, suite="base-b-kernel-benchmark-1-gpu-large")
 
@@ -30,10 +31,7 @@ MAX_POSITION = 8192
 HEAD_DIM = 128
 
 
-def make_cos_sin_cache(max_position: int, rope_dim: int) -> torch.Tensor:
-    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, rope_dim, 2, dtype=torch.float32) / rope_dim))
-    angles = torch.outer(torch.arange(max_position, dtype=torch.float32), inv_freq)
-    return torch.cat([angles.cos(), angles.sin()], dim=-1).cuda()
+make_cos_sin_cache = references.make_cos_sin_cache
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, is_neox: bool) -> torch.Tensor:
