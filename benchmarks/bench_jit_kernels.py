@@ -5,7 +5,7 @@ Run on a GPU from the repo root::
     python -m benchmarks.bench_jit_kernels [--only rmsnorm scale ...] [--json out.json] [--check]
 
 Each kernel family contributes a module in ``benchmarks/cases/`` (interface:
-``bench_cases/case.py``). Measured side by side in one run:
+``benchmarks/cases/case.py``). Measured side by side in one run:
 
 * device-to-device copy bandwidth: ``dst.copy_(src)`` of a 1 GiB buffer (bytes read + written),
   the reference every kernel is compared with (the faster of eager loop and graph replay);
@@ -437,7 +437,7 @@ def main() -> int:
             module = load_family(family)
             cases = [] if args.skip_bandwidth else module.bandwidth_cases()
         except Exception:
-            errors.append(f"bench_cases/{family}.py:\n{traceback.format_exc()}")
+            errors.append(f"benchmarks/cases/{family}.py:\n{traceback.format_exc()}")
             continue
         for case in cases:
             if only and case.kernel not in only:
@@ -452,7 +452,7 @@ def main() -> int:
         try:
             ocases = module.overhead_cases()
         except Exception:
-            errors.append(f"bench_cases/{family}.py overhead_cases():\n{traceback.format_exc()}")
+            errors.append(f"benchmarks/cases/{family}.py overhead_cases():\n{traceback.format_exc()}")
             continue
         for ocase in ocases:
             if only and ocase.name.split()[0] not in only:

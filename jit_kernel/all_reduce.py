@@ -80,11 +80,10 @@ def default_one_shot_max_bytes(world_size: int) -> int:
 
     One-shot reads (W - 1) x size bytes from the peers per rank, two-shot 2 (W - 1) / W x size
     but needs a second barrier: with 2 GPUs the traffic is the same, with 8 one-shot reads 3.5x
-    more. These thresholds are a starting point; ``benchmarks/bench_all_reduce.py`` prints both
-    algorithms side by side to tune them per machine (``one_shot_max_bytes=``). Measured on 2
-    NVLink-connected H200s, one-shot was faster than two-shot at every size from 1 KiB to 8 MiB
-    (e.g. 35.7 vs 38.3 us at 8 MiB), so 2 GPUs always take one-shot (the communicator caps the
-    threshold at its ``max_bytes``).
+    more, so 2 GPUs always take one-shot (the communicator caps the threshold at its
+    ``max_bytes``). ``python -m benchmarks.bench_all_reduce`` prints both algorithms side by side
+    to tune them per machine (``one_shot_max_bytes=``); its figures are in
+    ``verification/verify_multi_gpu.md``.
     """
     if world_size <= 2:
         return 1 << 62

@@ -129,8 +129,8 @@ class KernelTable(dict[Hashable, "Function"]):
     table.miss(key, tensor)``.
 
     It holds the module's ``export`` function itself, so a hit is one ``dict.get`` followed by
-    a direct call: no Python-level call, no device query, no ``Module`` attribute lookup (the
-    latter alone costs a bare ``module.export(...)`` call about 0.1 us). The table keeps an
+    a direct call: no Python-level call, no device query, no ``Module`` attribute lookup. The
+    table keeps an
     entry under its bare ``key`` only on a machine whose GPUs all share one architecture,
     where one module serves every device; on a mixed machine it stays empty and every call
     goes through :meth:`miss` (one function per (key, device)). Kernels that take their

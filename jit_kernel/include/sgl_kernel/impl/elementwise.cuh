@@ -62,8 +62,7 @@ __global__ void unary_map_kernel(T* __restrict__ dst, const T* __restrict__ src,
 
 namespace host::elementwise {
 
-/// Threads per block and vectors each thread loads before it stores any (the measured best; the
-/// figures are in benchmarks/bench_jit_kernels.md).
+/// Threads per block and vectors each thread loads before it stores any.
 inline constexpr int kBlockSize = 128;
 inline constexpr int kUnroll = 2;
 inline constexpr std::size_t kVecBytes = 16;
