@@ -452,7 +452,9 @@ def main() -> int:
         try:
             ocases = module.overhead_cases()
         except Exception:
-            errors.append(f"benchmarks/cases/{family}.py overhead_cases():\n{traceback.format_exc()}")
+            errors.append(
+                f"benchmarks/cases/{family}.py overhead_cases():\n{traceback.format_exc()}"
+            )
             continue
         for ocase in ocases:
             if only and ocase.name.split()[0] not in only:
