@@ -89,6 +89,25 @@ def rope(
     return out
 
 
+def rope_inplace(
+    q: torch.Tensor, k: torch.Tensor, cache: torch.Tensor, positions: torch.Tensor, is_neox: bool
+) -> None:
+    """q and k rotated in place, in fp32 and rounded once; every position in range. The torch
+    peer of the benchmarks (no masking, no host sync, so CUDA graphs and torch.compile take it)."""
+    half = cache.shape[1] // 2
+    rows = cache[positions]
+    cos, sin = rows[:, None, :half], rows[:, None, half:]
+    for x in (q, k):
+        xf = x[..., : 2 * half].float()
+        if is_neox:
+            x1, x2 = xf.chunk(2, dim=-1)
+            rotated = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+        else:
+            x1, x2 = xf[..., 0::2], xf[..., 1::2]
+            rotated = torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).flatten(-2)
+        x[..., : 2 * half] = rotated.to(x.dtype)
+
+
 #: The gate functions of the gated activations, by kernel name.
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "silu_and_mul": F.silu,
