@@ -71,11 +71,17 @@ def test_precompile_builds_without_filling_the_in_process_cache(tmp_path, monkey
 
 
 def write_fake_package(root: Path, source: Path) -> None:
-    """A kernel package with two good specs, one that fails to compile, one broken module."""
+    """A kernel package with two good specs, one that fails to compile, one broken module, and
+    infrastructure that must not be imported (a subpackage, a _-prefixed module)."""
     package = root / "fakekernels"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "utils.py").write_text("raise RuntimeError('utils must not be imported')\n")
+    # Infrastructure lives in subpackages and _-prefixed modules: precompile imports neither.
+    (package / "helpers").mkdir()
+    (package / "helpers" / "__init__.py").write_text(
+        "raise RuntimeError('helpers must not be imported')\n"
+    )
+    (package / "_private.py").write_text("raise RuntimeError('_private must not be imported')\n")
     (package / "good.py").write_text(
         textwrap.dedent(
             f"""
@@ -114,7 +120,7 @@ def test_cli_counts_built_cached_and_failed(tmp_path):
     assert "--- failed: import fakekernels.bad_import" in first.stderr
     assert "No module named 'no_such_module_xyz'" in first.stderr
     assert "JitCompileError" in first.stderr and "no_such_function" in first.stderr
-    assert "utils must not be imported" not in first.stderr
+    assert "must not be imported" not in first.stderr
     second = run_python([*command, "-j", "1"], env)
     assert summary_of(second.stdout) == (0, 2, 2)
 
