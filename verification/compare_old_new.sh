@@ -8,8 +8,10 @@
 #
 # OLD_DIR: a full copy of the old tree (e.g. `git archive main | tar -x -C old-main`), with its
 # jit_kernel/, ci_runner/ and its bench_jit_kernels.py (scripts/ or benchmarks/). STEPs, in the
-# order given (default: all): bench (precompile both, time new/old/new, compare rows),
-# unit, nightly, bench_suite, memcheck. Each step fits one 10-minute device command.
+# order given (default: all): bench (= precompile, bench_new_1, bench_old, bench_new_2, compare:
+# both trees precompiled, the benchmark timed new/old/new, the rows compared), unit, nightly,
+# bench_suite, memcheck. Each step but bench fits one 10-minute device command; BENCH_ARGS
+# (e.g. --skip-overhead) is passed to the three benchmark runs.
 set -uo pipefail
 OLD=$(cd "${1:?usage: verification/compare_old_new.sh OLD_DIR [STEP ...]}" && pwd) || exit 2
 shift
@@ -19,6 +21,7 @@ OUT="${OUT:-$NEW/compare-old-new}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 SGLANG_IS_IN_CI="${SGLANG_IS_IN_CI:-1}"
 PY="${PYTHON:-python3}"
+BENCH_ARGS="${BENCH_ARGS:-}"
 # shellcheck source=verification/verify_steps.sh
 . verification/verify_steps.sh
 if [ -f "$OLD/benchmarks/bench_jit_kernels.py" ]; then
@@ -36,12 +39,15 @@ new() { PYTHONPATH="$NEW" JIT_KERNEL_CACHE_DIR="$OUT/jit-new" "$@"; }
 KERNEL_TESTS=$(ls registered/jit/test_{add_constant,scale,rmsnorm,fused_add_rmsnorm,qknorm,store_cache,rope,activation}.py)
 run_step() {
   case "$1" in
-    bench)
+    bench) for part in precompile bench_new_1 bench_old bench_new_2 compare; do run_step "$part"; done ;;
+    precompile)
       step precompile_old old "$PY" -m jit_kernel precompile
-      step precompile_new new "$PY" -m jit_kernel precompile
-      step bench_new_1 new "$PY" -m benchmarks.bench_jit_kernels --json "$OUT/bench_new_1.json" --check
-      step bench_old old "$PY" "${OLD_BENCH[@]}" --json "$OUT/bench_old.json" --check
-      step bench_new_2 new "$PY" -m benchmarks.bench_jit_kernels --json "$OUT/bench_new_2.json" --check
+      step precompile_new new "$PY" -m jit_kernel precompile ;;
+    bench_new_1 | bench_new_2)
+      step "$1" new "$PY" -m benchmarks.bench_jit_kernels --json "$OUT/$1.json" --check $BENCH_ARGS ;;
+    bench_old)
+      step bench_old old "$PY" "${OLD_BENCH[@]}" --json "$OUT/bench_old.json" --check $BENCH_ARGS ;;
+    compare)
       step compare new "$PY" -m verification.compare_bench "$OUT/bench_old.json" \
         "$OUT/bench_new_1.json" "$OUT/bench_new_2.json" --max-slowdown 0.02 ;;
     unit)
@@ -61,7 +67,8 @@ run_step() {
       step memcheck_graphs new compute-sanitizer --tool memcheck --target-processes all \
         "$PY" -m pytest -q -p no:cacheprovider -k "graph" $KERNEL_TESTS ;;
     *)
-      echo "compare_old_new: unknown step '$1' (bench, unit, nightly, bench_suite, memcheck)" >&2
+      echo "compare_old_new: unknown step '$1' (bench or its parts precompile, bench_new_1," \
+        "bench_old, bench_new_2, compare; unit, nightly, bench_suite, memcheck)" >&2
       status=1 ;;
   esac
 }
