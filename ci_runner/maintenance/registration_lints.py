@@ -88,7 +88,7 @@ def _root(value: str | None) -> Path:
 
 
 def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
-    """``scripts/check_no_registered_tests_in_package.py``: exit 1 listing every offender."""
+    """``check-no-registered-tests-in-package``: exit 1 listing every offender."""
     parser = argparse.ArgumentParser(
         prog="check_no_registered_tests_in_package.py",
         description="Fail when a register_*_ci(...) call sits inside an importable package.",
@@ -139,7 +139,7 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
 
 
 def main_registered_tests(argv: Sequence[str] | None = None) -> int:
-    """``scripts/check_registered_tests.py``: exit 1 listing every registration problem."""
+    """``check-registered-tests``: exit 1 listing every registration problem."""
     parser = argparse.ArgumentParser(
         prog="check_registered_tests.py",
         description="Validate every registered test file exactly as run_suite.py does.",
