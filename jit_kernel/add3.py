@@ -1,7 +1,5 @@
 """``add3(a, b, c, out=None)``: element-wise ``a + b + c`` (fp16/bf16/fp32) as a JIT CUDA kernel."""
 
-from __future__ import annotations
-
 import torch
 
 from jit_kernel.wrapper import bind_export, jit_module, raise_argument_error

@@ -121,8 +121,3 @@ def act_and_mul(op: str, x: torch.Tensor) -> torch.Tensor:
     d = x.shape[-1] // 2
     xf = x.float()
     return ACTIVATIONS[op](xf[..., :d]) * xf[..., d:]
-
-
-def add3(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-    """``(a + b) + c`` in fp32, not rounded: rounded to the dtype it is add3's exact result."""
-    return a.float() + b.float() + c.float()

@@ -43,7 +43,10 @@ SGL_DEVICE V load_readonly(const V* ptr) {
 
 /// op(v[0][i], v[1][i], ...): element i of each input's vector.
 template <typename Op, typename Vec, std::size_t... J>
-SGL_DEVICE auto apply_at(const Op& op, const Vec (&v)[sizeof...(J)], int i, std::index_sequence<J...>) {
+SGL_DEVICE auto apply_at(const Op& op,
+                         const Vec (&v)[sizeof...(J)],
+                         int i,
+                         std::index_sequence<J...>) {
   return op(v[J][i]...);
 }
 
@@ -52,9 +55,16 @@ SGL_DEVICE auto apply_at(const Op& op, const Vec (&v)[sizeof...(J)], int i, std:
 /// all kUnroll vectors before it stores any. Blocks stride over tiles. Block 0 also maps the
 /// < kVecN elements after the last whole vector. Index is uint32_t when every index fits
 /// (cheaper address arithmetic), else uint64_t.
-template <int kVecN, int kUnroll, bool kUsePDL, typename Index, typename T, typename Op, typename... In>
+template <int kVecN,
+          int kUnroll,
+          bool kUsePDL,
+          typename Index,
+          typename T,
+          typename Op,
+          typename... In>
 __global__ void map_kernel(T* __restrict__ dst, const In*... src, Index n, Op op) {
-  static_assert(sizeof...(In) > 0 && (std::is_same_v<In, T> && ...), "inputs have the output's type");
+  static_assert(sizeof...(In) > 0 && (std::is_same_v<In, T> && ...),
+                "inputs have the output's type");
   constexpr int kInputs = static_cast<int>(sizeof...(In));
   using vec_t = AlignedVector<T, kVecN>;
   const Index num_vecs = n / kVecN;
@@ -102,8 +112,7 @@ __global__ void map_kernel(T* __restrict__ dst, const In*... src, Index n, Op op
 
 namespace host::elementwise {
 
-/// The one launch configuration: threads per block and vectors each thread loads before it
-/// stores any (two loads in flight per input hide latency without costing occupancy).
+/// Threads per block and vectors each thread loads (per input) before it stores any.
 inline constexpr int kBlockSize = 128;
 inline constexpr int kUnroll = 2;
 inline constexpr std::size_t kVecBytes = 16;
