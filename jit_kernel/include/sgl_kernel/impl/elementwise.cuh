@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -186,7 +187,7 @@ void map_typed(const Op& op,
 
 /// out = op(in...) element-wise, e.g. `map<kUsePDL, fp16_t, bf16_t>(Op{}, {out, "out"}, {{a,
 /// "a"}, {b, "b"}})`. Every tensor has in[0]'s shape (any rank), one dtype among Ts (taken from
-/// in[0]) and one CUDA device; out is contiguous and is in[0] or overlaps no input. Returns
+/// in[0]) and one CUDA device; out is contiguous and is an input or overlaps none. Returns
 /// false, doing nothing, when an input is not contiguous: the wrapper's cue to retry with
 /// contiguous copies (cheaper on the hot path than a Python-side check). Errors name the
 /// calling function and the tensor. `op` maps N values of T to a T (a template operator()
@@ -203,8 +204,12 @@ bool map(const Op& op, const Arg& out, const Arg (&in)[N], DebugInfo location = 
   if constexpr (sizeof...(Ts) == 1) {
     body.template operator()<Ts...>();  // TensorMatcher names a wrong dtype
   } else {
-    const auto name = details::short_function_name(location.function_name());
-    dispatch_dtype<Ts...>(in[0].view.dtype(), name, in[0].name, body, location);
+    const DLDataType dtype = in[0].view.dtype();
+    // The op's name appears only in the unsupported-dtype error: parse it only then.
+    const std::string_view op_name = (is_type<Ts>(dtype) || ...)
+                                         ? std::string_view{}
+                                         : details::short_function_name(location.function_name());
+    dispatch_dtype<Ts...>(dtype, op_name, in[0].name, body, location);
   }
   return true;
 }
