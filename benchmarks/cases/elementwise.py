@@ -1,10 +1,11 @@
-"""scale (fp16/bf16/fp32) and add_constant (int32): cases for ``benchmarks/bench_jit_kernels.py``."""
+"""scale, add3 (fp16/bf16/fp32) and add_constant (int32): cases for ``bench_jit_kernels.py``."""
 
 from __future__ import annotations
 
 import torch
 
 from benchmarks.cases.case import BandwidthCase, Call, OverheadCase
+from jit_kernel.add3 import _jit_add3_module, add3
 from jit_kernel.add_constant import _jit_add_constant_module, add_constant
 from jit_kernel.scale import _jit_scale_module, scale
 
@@ -68,11 +69,43 @@ def _add_constant_case(log2: int) -> BandwidthCase:
     )
 
 
+def _add3_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
+    n = 1 << log2
+
+    def eager(a, b, c, out):
+        return torch.add(a + b, c, out=out)
+
+    def make_inputs() -> tuple[torch.Tensor, ...]:
+        a, b, c = (torch.randn(n, dtype=dtype, device="cuda") for _ in range(3))
+        return a, b, c, torch.empty_like(a)
+
+    def check(inputs: tuple[torch.Tensor, ...]) -> None:
+        a, b, c, out = inputs
+        expected = (a.float() + b.float() + c.float()).to(dtype)
+        torch.testing.assert_close(add3(a, b, c, out=out), expected, rtol=0, atol=0)
+
+    return BandwidthCase(
+        kernel="add3",
+        shape=f"{str(dtype).removeprefix('torch.')} 2^{log2}",
+        make_inputs=make_inputs,
+        ours=lambda a, b, c, out: add3(a, b, c, out=out),
+        peers={
+            "torch": eager,
+            "torch_compile": torch.compile(eager, dynamic=False),
+            "flashinfer": "FlashInfer has no add3 op",
+        },
+        bytes_moved=4 * n * torch.empty(0, dtype=dtype).element_size(),
+        rotate_args=(0, 1, 2),
+        check=check,
+    )
+
+
 def bandwidth_cases() -> list[BandwidthCase]:
     cases = []
     for log2 in SIZES_LOG2:
         cases += [_scale_case(d, log2) for d in (torch.float16, torch.bfloat16, torch.float32)]
         cases.append(_add_constant_case(log2))
+        cases += [_add3_case(d, log2) for d in (torch.bfloat16, torch.float32)]
     return cases
 
 
@@ -105,6 +138,27 @@ def overhead_cases() -> list[OverheadCase]:
         scale_module.scale(out, x, factor)
         return out
 
+    add3_module = _jit_add3_module()
+
+    def bare_add3(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(a)
+        add3_module.add3(out, a, b, c)
+        return out
+
+    def eager_add3(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return torch.add(a + b, c)
+
+    cases.append(
+        OverheadCase(
+            name="add3 bf16 4096",
+            make_inputs=lambda: tuple(
+                torch.randn(4096, dtype=torch.bfloat16, device="cuda") for _ in range(3)
+            ),
+            wrapper=add3,
+            bare=bare_add3,
+            torch_eager=eager_add3,
+        )
+    )
     cases.append(
         OverheadCase(
             name="scale bf16 4096",
