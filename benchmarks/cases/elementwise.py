@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
-from benchmarks.cases.case import BandwidthCase, Call, OverheadCase
+from benchmarks.cases.case import BandwidthCase, Call, Fn, OverheadCase
+from benchmarks.upstream_sglang import kernels as upstream
 from jit_kernel.add_constant import _jit_add_constant_module, add_constant
 from jit_kernel.scale import _jit_scale_module, scale
 
 SIZES_LOG2 = (24, 26, 28)
+DECODE_SIZES_LOG2 = (12, 16)  # 16 rows of 256 and of 4096 elements
 
 
 def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
@@ -19,9 +23,9 @@ def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
         src = torch.randn(n, dtype=dtype, device="cuda")
         return src, torch.empty_like(src)
 
-    def check(inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
+    def check(fn: Fn, inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
         src, out = inputs
-        torch.testing.assert_close(scale(src, 1.5, out=out), torch.mul(src, 1.5), rtol=0, atol=0)
+        torch.testing.assert_close(fn(src, out), torch.mul(src, 1.5), rtol=0, atol=0)
 
     return BandwidthCase(
         kernel="scale",
@@ -32,6 +36,7 @@ def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
             "torch": lambda src, out: torch.mul(src, 1.5, out=out),
             "torch_compile": compiled,
             "flashinfer": "FlashInfer has no scale op",
+            "upstream": "upstream SGLang has no scale kernel",
         },
         bytes_moved=2 * n * torch.empty(0, dtype=dtype).element_size(),
         rotate_args=(0,),
@@ -46,9 +51,9 @@ def _add_constant_case(log2: int) -> BandwidthCase:
         src = torch.randint(-(2**20), 2**20, (n,), dtype=torch.int32, device="cuda")
         return src, torch.empty_like(src)
 
-    def check(inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
+    def check(fn: Fn, inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
         src, out = inputs
-        assert torch.equal(add_constant(src, 7, out=out), src + 7)
+        assert torch.equal(fn(src, out), src + 7)
 
     return BandwidthCase(
         kernel="add_constant",
@@ -61,6 +66,7 @@ def _add_constant_case(log2: int) -> BandwidthCase:
                 lambda src, out: torch.add(src, 7, out=out), dynamic=False
             ),
             "flashinfer": "FlashInfer has no add_constant op",
+            "upstream": upstream.add_constant(7),
         },
         bytes_moved=2 * n * 4,
         rotate_args=(0,),
@@ -73,6 +79,9 @@ def bandwidth_cases() -> list[BandwidthCase]:
     for log2 in SIZES_LOG2:
         cases += [_scale_case(d, log2) for d in (torch.float16, torch.bfloat16, torch.float32)]
         cases.append(_add_constant_case(log2))
+    for log2 in DECODE_SIZES_LOG2:
+        decode = [_scale_case(torch.bfloat16, log2), _add_constant_case(log2)]
+        cases += [replace(case, decode=True) for case in decode]
     return cases
 
 
