@@ -109,6 +109,18 @@ def _flashinfer_peers() -> dict[str, Callable[..., Any] | str]:
     }
 
 
+def _peers(
+    kernel: str, torch_fn: Callable[..., Any], fp32_fn: Callable[..., Any], upstream_peer: Any
+) -> dict[str, Any]:
+    """torch eager, torch.compile of the fp32 formula, FlashInfer and upstream for ``kernel``."""
+    return {
+        "torch": torch_fn,
+        "torch_compile": _compiled(fp32_fn),
+        "flashinfer": _flashinfer_peers()[kernel],
+        "upstream": upstream_peer,
+    }
+
+
 # --------------------------------------------------------------------------- checks
 
 
@@ -180,12 +192,7 @@ def _rmsnorm_case(rows: int, dim: int, dtype: torch.dtype, decode: bool) -> Band
         make_inputs=lambda: (_randn(rows, dim, dtype=dtype), _weight(dim, dtype)),
         ours=lambda x, w: rmsnorm(x, w, EPS),
         bytes_moved=2 * rows * dim * es + dim * es,
-        peers={
-            "torch": _torch_rmsnorm,
-            "torch_compile": _compiled(_fp32_rmsnorm),
-            "flashinfer": _flashinfer_peers()["rmsnorm"],
-            "upstream": upstream.rmsnorm(dim, dtype, EPS),
-        },
+        peers=_peers("rmsnorm", _torch_rmsnorm, _fp32_rmsnorm, upstream.rmsnorm(dim, dtype, EPS)),
         rotate_args=(0,),
         check=_check_rmsnorm,
         decode=decode,
@@ -204,12 +211,12 @@ def _fused_add_rmsnorm_case(rows: int, dim: int, dtype: torch.dtype, decode: boo
         ),
         ours=lambda x, r, w: fused_add_rmsnorm(x, r, w, EPS),
         bytes_moved=4 * rows * dim * es + dim * es,
-        peers={
-            "torch": _torch_fused_add_rmsnorm,
-            "torch_compile": _compiled(_fp32_fused_add_rmsnorm),
-            "flashinfer": _flashinfer_peers()["fused_add_rmsnorm"],
-            "upstream": upstream.fused_add_rmsnorm(dim, dtype, EPS),
-        },
+        peers=_peers(
+            "fused_add_rmsnorm",
+            _torch_fused_add_rmsnorm,
+            _fp32_fused_add_rmsnorm,
+            upstream.fused_add_rmsnorm(dim, dtype, EPS),
+        ),
         rotate_args=(0, 1),
         check=_check_fused_add_rmsnorm,
         decode=decode,
@@ -231,12 +238,7 @@ def _qknorm_case(
         ),
         ours=lambda q, k, qw, kw: fused_inplace_qknorm(q, k, qw, kw, EPS),
         bytes_moved=2 * tokens * (num_q + num_k) * head_dim * es + 2 * head_dim * es,
-        peers={
-            "torch": _torch_qknorm,
-            "torch_compile": _compiled(_fp32_qknorm),
-            "flashinfer": _flashinfer_peers()["qknorm"],
-            "upstream": upstream.qknorm(head_dim, dtype, EPS),
-        },
+        peers=_peers("qknorm", _torch_qknorm, _fp32_qknorm, upstream.qknorm(head_dim, dtype, EPS)),
         rotate_args=(0, 1),
         check=_check_qknorm,
         decode=decode,

@@ -240,11 +240,16 @@ def test_every_family_has_decode_rows_checks_and_upstream_peers(tmp_path, monkey
 # --------------------------------------------------------------------------- a real build
 
 
-@needs_nvcc
-def test_builds_loads_and_reuses_a_module_with_tvm_ffis_builder(tmp_path, monkeypatch):
+@pytest.fixture
+def fake_upstream(tmp_path, monkeypatch):
+    """The stand-in sources, a private cache, and the target sm_90a."""
     monkeypatch.setenv(build.CACHE_ENV, str(tmp_path / "cache"))
-    upstream = source.locate(fake_wheel(tmp_path / "wheel"), "--sglang-src")
-    arch = parse_arch("9.0")
+    return source.locate(fake_wheel(tmp_path / "wheel"), "--sglang-src"), parse_arch("9.0")
+
+
+@needs_nvcc
+def test_builds_loads_and_reuses_a_module_with_tvm_ffis_builder(fake_upstream):
+    upstream, arch = fake_upstream
     plain = build.ModuleSpec(("fake", "3"), "elementwise/fake.cuh", (("value", "host_value<3>"),))
     fast = build.ModuleSpec(
         ("fake", "4"), "elementwise/fake.cuh", (("value", "host_value<4>"),), fast_math=True
@@ -268,10 +273,8 @@ def test_builds_loads_and_reuses_a_module_with_tvm_ffis_builder(tmp_path, monkey
 
 
 @needs_nvcc
-def test_a_failed_build_names_the_module_and_is_not_retried(tmp_path, monkeypatch):
-    monkeypatch.setenv(build.CACHE_ENV, str(tmp_path / "cache"))
-    upstream = source.locate(fake_wheel(tmp_path / "wheel"), "--sglang-src")
-    arch = parse_arch("9.0")
+def test_a_failed_build_names_the_module_and_is_not_retried(fake_upstream, monkeypatch):
+    upstream, arch = fake_upstream
     broken = build.ModuleSpec(("fake", "x"), "elementwise/fake.cuh", (("value", "no_such<1>"),))
     error = build.build_all([broken], upstream, arch)[broken.name]
     assert isinstance(error, build.UpstreamBuildError)
@@ -388,6 +391,46 @@ def test_a_peer_is_timed_only_after_its_check_passed():
     assert bench_jit_kernels.verified_peer(case, failed, (1, 2)) == (
         "UpstreamBuildError: upstream module sgl_x did not build"
     )
+
+
+def test_bench_case_times_an_upstream_peer_only_after_its_check(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
+    timed = []
+
+    def fake_timer(fn, inputs, rotate, replay_iters=None):
+        timed.append((fn(*inputs), replay_iters))
+        return 2e-6
+
+    monkeypatch.setattr(bench_jit_kernels, "time_graph", fake_timer)
+    monkeypatch.setattr(kernels, "load", lambda spec, upstream, arch: "the module")
+    upstream = source.locate(fake_wheel(tmp_path), "--sglang-src")
+    spec = build.ModuleSpec(("fake", "1"), "elementwise/fake.cuh", (("value", "host_value<1>"),))
+
+    def peer(fn):
+        return kernels.UpstreamPeer(lambda pdl: spec, lambda module: fn, upstream)
+
+    def check(fn, inputs):
+        assert fn(*inputs) == 3, "wrong sum"
+
+    case = bench_jit_kernels.BandwidthCase(
+        "add",
+        "1+2",
+        lambda: (1, 2),
+        lambda a, b: a + b,
+        8,
+        peers={"upstream": peer(lambda a, b: a + b), "mul": peer(lambda a, b: a * b), "x": "no"},
+        check=check,
+        decode=True,
+    )
+    row = bench_jit_kernels.bench_case(case, None, "graph", 123)
+    assert (row.ours_us, row.copy_ratio, row.decode) == (2.0, None, True)
+    assert row.peers_us == {"upstream": 2.0}
+    assert row.peer_errors == {"mul": row.peers_na["mul"]}
+    assert row.peers_na["mul"].startswith("wrong result against testing/references")
+    assert row.peers_na["x"] == "no"
+    assert timed == [(3, 123), (3, 123)]  # ours and the upstream peer; never the wrong one
 
 
 if __name__ == "__main__":
