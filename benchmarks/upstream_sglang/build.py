@@ -158,7 +158,8 @@ def _build_one(spec: ModuleSpec, source: UpstreamSource, arch: ArchInfo) -> Path
             spec.name,
             cuda_files=[str(unit)],
             extra_cuda_cflags=cuda_flags(spec, arch),
-            extra_ldflags=[f"-Wl,-rpath,{cudart}"],  # loadable where torch has not loaded cudart
+            # our toolkit's cudart, whatever CUDA root tvm-ffi settled on; loadable without torch
+            extra_ldflags=[f"-L{cudart}", f"-Wl,-rpath,{cudart}"],
             extra_include_paths=[str(source.include_dir), str(source.csrc_dir)],
             build_directory=str(staging),
             backend="cuda",
