@@ -174,6 +174,11 @@ def _build_one(spec: ModuleSpec, source: UpstreamSource, arch: ArchInfo) -> Path
     return library
 
 
+_loaded: dict[Path, Any] = {}
+_failed: dict[Path, UpstreamBuildError] = {}  # builds that failed in this process: not retried
+_load_lock = threading.Lock()
+
+
 def build_all(
     specs: Iterable[ModuleSpec], source: UpstreamSource, arch: ArchInfo, jobs: int | None = None
 ) -> dict[str, Path | UpstreamBuildError]:
@@ -193,11 +198,6 @@ def build_all(
     with _toolchain_env(arch), ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
         list(pool.map(one, unique.values()))
     return results
-
-
-_loaded: dict[Path, Any] = {}
-_failed: dict[Path, UpstreamBuildError] = {}  # builds that failed in this process: not retried
-_load_lock = threading.Lock()
 
 
 def load(spec: ModuleSpec, source: UpstreamSource, arch: ArchInfo) -> Any:

@@ -285,6 +285,13 @@ def test_a_failed_build_names_the_module_and_is_not_retried(fake_upstream, monke
         build.load(broken, upstream, arch)
 
 
+def test_a_library_without_an_export_is_named():
+    with pytest.raises(
+        build.UpstreamBuildError, match=r"^upstream module sgl_x: no export run_rope$"
+    ):
+        build._check_exports(object(), "sgl_x", ["run_rope"])
+
+
 # --------------------------------------------------------------------------- targets
 
 
