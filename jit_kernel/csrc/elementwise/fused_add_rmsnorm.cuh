@@ -5,7 +5,7 @@
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
 #include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows, rows_per_group
-#include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimary, PDLTriggerSecondary
+#include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimaryTriggerSecondary
 
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
   extern __shared__ __align__(16) unsigned char norm_smem[];  // staged weight: kPacks x blockDim
   Pack* const weight_slots = reinterpret_cast<Pack*>(norm_smem) + threadIdx.x;
 
-  device::PDLWaitPrimary<kUsePDL>();
+  device::PDLWaitPrimaryTriggerSecondary<kUsePDL>();
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
@@ -89,8 +89,6 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
       sum[r].store(input_row[r], rank, step, packs[r]);
     }
   }
-
-  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// In place: residual = input + residual; input = rmsnorm(residual) * weight.
@@ -160,14 +158,11 @@ void fused_add_rmsnorm(tvm::ffi::TensorView input,
       params.num_packs,
       [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {
         constexpr int kRows = norm::rows_per_group(kGroup, kPacks, 2, Config::kRowsPerGroup);
-        constexpr auto kernel =
-            fused_add_rmsnorm_kernel<kGroup, kPacks, kRows, Config::kWarpCtaThreads, kUsePDL, T>;
-        const std::size_t smem = norm::staged_smem_bytes<kGroup>(kPacks, threads);
-        // One CTA per kRows x rows_per_cta rows (a grid-stride loop only beyond 2^31 - 1 CTAs).
-        const std::int64_t grid = std::min<std::int64_t>(
-            div_ceil(params.num_rows, std::int64_t{rows_per_cta} * kRows), 0x7fffffff);
-        LaunchKernel(static_cast<unsigned>(grid), threads, dev, smem)
-            .enable_pdl(kUsePDL)(kernel, params);
+        const auto kernel_for = []<int kR>() {
+          return fused_add_rmsnorm_kernel<kGroup, kPacks, kR, Config::kWarpCtaThreads, kUsePDL, T>;
+        };
+        norm::launch_row_plan<kGroup, kPacks, kRows>(
+            kernel_for, params, threads, rows_per_cta, dev, kUsePDL);
       });
 }
 

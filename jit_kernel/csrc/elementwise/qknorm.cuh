@@ -5,7 +5,7 @@
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
 #include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, group_sum, dispatch_rows
-#include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimary, PDLTriggerSecondary
+#include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimaryTriggerSecondary
 
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) qknorm_kernel(const QKNormParams<T> 
   using Rows = RowGroups<kGroup>;
   using Slice = RowSlice<T, kPacks>;
 
-  device::PDLWaitPrimary<kUsePDL>();
+  device::PDLWaitPrimaryTriggerSecondary<kUsePDL>();
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t groups_per_cta = Rows::per_cta();
@@ -97,8 +97,6 @@ __global__ void __launch_bounds__(kThreads) qknorm_kernel(const QKNormParams<T> 
       x[j].store(row[j], rank, kGroup, packs[j]);
     }
   }
-
-  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// True for the head sizes fused_inplace_qknorm supports.

@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
   const int head0 = static_cast<int>(head_group) * kHeads;
   const std::int64_t token = static_cast<std::int64_t>(token_block) * blockDim.y + threadIdx.y;
 
-  device::PDLWaitPrimary<kUsePDL>();
+  device::PDLWaitPrimaryTriggerSecondary<kUsePDL>();
   if (token < p.num_tokens) {
     const auto* positions = static_cast<const Pos*>(p.positions);
     const auto pos = static_cast<std::int64_t>(positions[token * p.position_stride]);
@@ -260,7 +260,6 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
       }
     }
   }
-  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 }  // namespace

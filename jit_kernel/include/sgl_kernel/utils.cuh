@@ -68,6 +68,15 @@ SGL_DEVICE void PDLTriggerSecondary() {
 #endif
 }
 
+/// With PDL, wait for the preceding kernel, then let the next one start launching at once: its
+/// launch overlaps this kernel's work (its own PDLWaitPrimary still waits for this grid to end).
+/// For kernels whose grid is one wave at the sizes where launch latency matters (decode).
+template <bool kUsePDL>
+SGL_DEVICE void PDLWaitPrimaryTriggerSecondary() {
+  PDLWaitPrimary<kUsePDL>();
+  PDLTriggerSecondary<kUsePDL>();
+}
+
 namespace pointer {
 
 /// `ptr` advanced by the sum of `offsets`, counted in units of T (bytes by default).

@@ -7,7 +7,7 @@
 #include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>          // For TensorMatcher, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>           // For div_ceil, DebugInfo
-#include <sgl_kernel/utils.cuh>  // For LaunchKernel, SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
+#include <sgl_kernel/utils.cuh>  // For LaunchKernel, SGL_DEVICE, PDLWaitPrimaryTriggerSecondary
 #include <sgl_kernel/vec.cuh>    // For AlignedVector
 
 #include <dlpack/dlpack.h>
@@ -73,7 +73,7 @@ __global__ void map_kernel(T* __restrict__ dst, const In*... src, Index n, Op op
   const Index num_tiles = (num_vecs + tile_vecs - 1) / tile_vecs;
   auto* dst_vec = reinterpret_cast<vec_t*>(dst);
 
-  PDLWaitPrimary<kUsePDL>();
+  PDLWaitPrimaryTriggerSecondary<kUsePDL>();
 
   for (Index tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
     const Index first = tile * tile_vecs + threadIdx.x;
@@ -105,8 +105,6 @@ __global__ void map_kernel(T* __restrict__ dst, const In*... src, Index n, Op op
       if (i < n) dst[i] = op(load_readonly(src + i)...);
     }
   }
-
-  PDLTriggerSecondary<kUsePDL>();
 }
 
 }  // namespace device::elementwise

@@ -10,10 +10,14 @@
 #pragma once
 
 #include <sgl_kernel/cp_async.cuh>  // For cp_async::copy16, cp_async::wait_all
+#include <sgl_kernel/runtime.cuh>   // For runtime::get_sm_count
 #include <sgl_kernel/type.cuh>      // For packed_t, device::cast, fp32x2_t
-#include <sgl_kernel/utils.cuh>     // For SGL_DEVICE, kWarpThreads, kFullMask
+#include <sgl_kernel/utils.cuh>     // For SGL_DEVICE, kWarpThreads, kFullMask, LaunchKernel
 #include <sgl_kernel/vec.cuh>       // For AlignedVector
 
+#include <dlpack/dlpack.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -296,18 +300,15 @@ constexpr int rows_per_group(std::uint32_t group, int packs, int tensors, int as
 /// __launch_bounds__ of a kernel with row groups of `group` lanes (0: the whole CTA) in CTAs of
 /// `warp_threads` (warp-group plans) holding `packs` packs per thread of each of `rows` rows of
 /// `tensors` row tensors: its largest CTA, and the resident CTAs per SM the register budget must
-/// allow (65536 registers per SM). Two of the largest CTA-path CTAs. One row of one tensor: 40
-/// registers with 2 packs, 64 with 4 (tighter caps spill on sm_90a); otherwise 32 registers plus
-/// 4 per pack held (rows x tensors, the weight, one spare), rounded up to 8.
+/// allow (65536 registers per SM). Two of the largest CTA-path CTAs; a warp-group plan gets 32
+/// registers plus 4 per pack held (rows x tensors, the weight, one spare), rounded up to 8.
 constexpr std::uint32_t max_threads(std::uint32_t group, std::uint32_t warp_threads) {
   return group == 0 ? kCtaMaxThreads : warp_threads;
 }
 constexpr std::uint32_t min_blocks(
     std::uint32_t group, int packs, int rows, int tensors, std::uint32_t warp_threads) {
   if (group == 0) return 1024u / kCtaMaxThreads;
-  const int budget = rows == 1 && tensors == 1
-                         ? (packs <= 2 ? 40 : 64)
-                         : (32 + 4 * packs * (rows * tensors + 2) + 7) / 8 * 8;
+  const int budget = (32 + 4 * packs * (rows * tensors + 2) + 7) / 8 * 8;
   const std::uint32_t blocks = 65536u / (warp_threads * static_cast<std::uint32_t>(budget));
   const std::uint32_t most = 2048u / warp_threads;  // resident threads per SM
   return blocks == 0 ? 1u : (blocks < most ? blocks : most);
@@ -319,6 +320,47 @@ template <std::uint32_t kGroup>
 constexpr std::size_t staged_smem_bytes(int packs, std::uint32_t threads) {
   if constexpr (device::norm::kWeightInRegisters<kGroup>) return 0;
   return static_cast<std::size_t>(packs) * threads * device::norm::kPackBytes;
+}
+
+/// Whether a warp-group plan (kGroup lanes a row) takes the few-rows form for `num_rows` rows:
+/// one row per group and one warp per CTA, so a decode batch spreads over up to num_rows x
+/// kGroup / 32 SMs instead of sitting in one or two CTAs. Only while that stays one wave.
+template <std::uint32_t kGroup>
+inline bool use_few_rows_plan(std::int64_t num_rows, int device_id) {
+  if constexpr (kGroup == 0) {
+    return false;
+  } else {
+    const std::int64_t sms = runtime::get_sm_count(device_id);
+    return num_rows * kGroup <= sms * std::int64_t{device::kWarpThreads};
+  }
+}
+
+/// Launches the row kernel of the kGroup / kPacks plan over params.num_rows rows:
+/// `kernel_for.template operator()<kR>()` is its instantiation taking kR rows per lane group.
+/// Few rows (use_few_rows_plan) take one row per group and one warp per CTA; otherwise CTAs of
+/// `threads` threads hold `rows_per_cta` groups of kRows rows. A grid-stride loop only beyond
+/// 2^31 - 1 CTAs.
+template <std::uint32_t kGroup, int kPacks, int kRows, typename KernelFor, typename Params>
+void launch_row_plan(KernelFor kernel_for,
+                     const Params& params,
+                     std::uint32_t threads,
+                     std::uint32_t rows_per_cta,
+                     DLDevice dev,
+                     bool use_pdl) {
+  const auto launch = [&]<int kR>(std::uint32_t cta_threads, std::uint32_t cta_rows) {
+    const auto kernel = kernel_for.template operator()<kR>();
+    const std::size_t smem = staged_smem_bytes<kGroup>(kPacks, cta_threads);
+    const std::int64_t grid =
+        std::min<std::int64_t>(div_ceil(params.num_rows, std::int64_t{cta_rows} * kR), 0x7fffffff);
+    LaunchKernel(static_cast<unsigned>(grid), cta_threads, dev, smem)
+        .enable_pdl(use_pdl)(kernel, params);
+  };
+  if constexpr (kGroup != 0) {
+    if (use_few_rows_plan<kGroup>(params.num_rows, dev.device_id)) {
+      return launch.template operator()<1>(device::kWarpThreads, device::kWarpThreads / kGroup);
+    }
+  }
+  launch.template operator()<kRows>(threads, rows_per_cta);
 }
 
 /// Largest row (fp16/bf16 elements) the launch plan supports.
