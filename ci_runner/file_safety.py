@@ -1,0 +1,137 @@
+"""Files named by input (a flag, a catalog key, a directory walk): read only regular files, write
+reports only where a regular file (or nothing) is.
+
+* Reading never opens a FIFO, a socket or a device: the kind is checked first (a FIFO would block
+  forever), and again on the open descriptor.
+* A report is written by atomic replacement (a temporary file, then ``os.replace``), so a reader
+  never sees half a file. A destination that is a symbolic link or not a regular file is refused
+  up front (:func:`destination_problem`): replacing it would turn a link, or ``/dev/null``, into
+  a regular file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+NEW_FILE_MODE = 0o644  # what a new report gets (an existing one keeps its mode)
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class NotRegularFileError(OSError):
+    """A path that had to be a regular file is something else; the message names it."""
+
+
+def kind_of(mode: int) -> str:
+    """``"a FIFO (named pipe)"``, ``"a directory"``, ...: what a ``st_mode`` is, in words."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "a regular file" if stat.S_ISREG(mode) else "a special file"
+
+
+def read_regular(path: Path | str, follow_links: bool = True, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` (the first ``limit`` only, when given), which must be a regular file
+    (with ``follow_links=False``, not a link either). Raises :class:`NotRegularFileError` before
+    opening anything else."""
+    mode = (os.stat if follow_links else os.lstat)(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(f"{path}: is {kind_of(mode)}, not a regular file")
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # swapped between the check and the open
+            raise NotRegularFileError(f"{path}: is {kind_of(mode)}, not a regular file")
+        chunks, size = [], 0
+        while (limit is None or size < limit) and (chunk := os.read(fd, 1 << 20)):
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+        return data if limit is None else data[:limit]
+    finally:
+        os.close(fd)
+
+
+def read_regular_text(path: Path | str, follow_links: bool = True) -> str:
+    """:func:`read_regular` decoded as UTF-8 (raises ``UnicodeDecodeError``)."""
+    return read_regular(path, follow_links).decode("utf-8")
+
+
+def destination_problem(path: Path | str) -> str | None:
+    """Why a report must not be written at ``path`` (``None``: absent or a regular file)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot inspect it: {exc.strerror or exc}"
+    if stat.S_ISLNK(mode):
+        return (
+            "is a symbolic link; reports replace their file, which would replace the link: "
+            f"pass the real path ({os.path.realpath(path)}) instead"
+        )
+    if not stat.S_ISREG(mode):
+        return f"is {kind_of(mode)}, not a regular file; reports are written only to files"
+    return None
+
+
+def same_file_groups(paths: Iterable[tuple[str, Path | str]]) -> list[list[str]]:
+    """Labels of the given ``(label, path)`` pairs that name one file (by real path)."""
+    by_real: dict[str, list[str]] = {}
+    for label, path in paths:
+        by_real.setdefault(os.path.realpath(path), []).append(label)
+    return [labels for labels in by_real.values() if len(labels) > 1]
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (temporary file in the same directory, then
+    ``os.replace``); a new file gets mode 0644, an existing one keeps its mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        info = os.lstat(path)
+        mode = stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else NEW_FILE_MODE
+    except OSError:
+        mode = NEW_FILE_MODE
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            with contextlib.suppress(OSError):
+                os.fchmod(handle.fileno(), mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def append_regular(path: Path | str, text: str) -> None:
+    """Append ``text`` (UTF-8) to ``path``, created if absent; it must not be a link, a FIFO or
+    another non-regular file (raises :class:`NotRegularFileError`)."""
+    problem = destination_problem(path)
+    if problem:
+        raise NotRegularFileError(f"{path}: {problem}")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), NEW_FILE_MODE)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(f"{path}: is {kind_of(mode)}, not a regular file")
+        data = text.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
