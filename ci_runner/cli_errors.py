@@ -45,7 +45,7 @@ class StoreOnce(argparse.Action):
         given = namespace.__dict__.setdefault(_GIVEN, {})
         if self.dest in given:
             parser.error(
-                f"{option_string} given twice ({given[self.dest]!r}, then {values!r}); give it once"
+                f"{option_string} given twice ('{given[self.dest]}', then '{values}'); give it once"
             )
         given[self.dest] = values
         setattr(namespace, self.dest, values)

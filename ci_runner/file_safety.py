@@ -32,6 +32,16 @@ _KINDS = (
 class NotRegularFileError(OSError):
     """A path that had to be a regular file is something else; the message names it."""
 
+    def __init__(self, path: Path | str, kind: str) -> None:
+        self.reason = f"is {kind}, not a regular file"
+        super().__init__(f"{path}: {self.reason}")
+
+
+def why(exc: OSError | ValueError) -> str:
+    """What went wrong, without the path: ``Permission denied``, ``is a FIFO (named pipe), not
+    a regular file``, ``invalid start byte`` (a UnicodeDecodeError)."""
+    return getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)
+
 
 def kind_of(mode: int) -> str:
     """``"a FIFO (named pipe)"``, ``"a directory"``, ...: what a ``st_mode`` is, in words."""
@@ -47,7 +57,7 @@ def read_regular(path: Path | str, follow_links: bool = True, limit: int | None 
     opening anything else."""
     mode = (os.stat if follow_links else os.lstat)(path).st_mode
     if not stat.S_ISREG(mode):
-        raise NotRegularFileError(f"{path}: is {kind_of(mode)}, not a regular file")
+        raise NotRegularFileError(path, kind_of(mode))
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if not follow_links:
         flags |= getattr(os, "O_NOFOLLOW", 0)
@@ -55,7 +65,7 @@ def read_regular(path: Path | str, follow_links: bool = True, limit: int | None 
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):  # swapped between the check and the open
-            raise NotRegularFileError(f"{path}: is {kind_of(mode)}, not a regular file")
+            raise NotRegularFileError(path, kind_of(mode))
         chunks, size = [], 0
         while (limit is None or size < limit) and (chunk := os.read(fd, 1 << 20)):
             chunks.append(chunk)
@@ -77,15 +87,17 @@ def destination_problem(path: Path | str) -> str | None:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return None
+    except NotADirectoryError:
+        return f"cannot be created: {Path(path).parent} is not a directory"
     except OSError as exc:
-        return f"cannot inspect it: {exc.strerror or exc}"
+        return f"cannot be inspected: {why(exc)}"
     if stat.S_ISLNK(mode):
         return (
-            "is a symbolic link; reports replace their file, which would replace the link: "
-            f"pass the real path ({os.path.realpath(path)}) instead"
+            "is a symbolic link; the file is written by replacing it, which would replace the "
+            f"link: pass the real path ({os.path.realpath(path)}) instead"
         )
     if not stat.S_ISREG(mode):
-        return f"is {kind_of(mode)}, not a regular file; reports are written only to files"
+        return f"is {kind_of(mode)}, not a regular file; only a regular file is written there"
     return None
 
 
@@ -121,15 +133,15 @@ def write_atomic(path: Path, data: bytes) -> None:
 def append_regular(path: Path | str, text: str) -> None:
     """Append ``text`` (UTF-8) to ``path``, created if absent; it must not be a link, a FIFO or
     another non-regular file (raises :class:`NotRegularFileError`)."""
-    problem = destination_problem(path)
-    if problem:
-        raise NotRegularFileError(f"{path}: {problem}")
+    mode = os.lstat(path).st_mode if os.path.lexists(path) else stat.S_IFREG
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(path, kind_of(mode))
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), NEW_FILE_MODE)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegularFileError(f"{path}: is {kind_of(mode)}, not a regular file")
+            raise NotRegularFileError(path, kind_of(mode))
         data = text.encode("utf-8")
         while data:
             data = data[os.write(fd, data) :]

@@ -30,7 +30,11 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with lone surrogates escaped, so it always encodes as UTF-8."""
+    """``text`` with lone surrogates escaped, so it always encodes as UTF-8 (a surrogate pair
+    becomes the character it encodes, as a JSON reader would read it)."""
+    if not _SURROGATE.search(text):
+        return text
+    text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     return _SURROGATE.sub(_escape_surrogate, text)
 
 

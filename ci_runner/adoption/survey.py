@@ -18,7 +18,7 @@ from ci_runner.catalog.syntax import BUILTIN_KEYWORDS
 from ci_runner.collect import Walk, is_registered_file, walk_files
 from ci_runner.collect.calls import read_marker_calls
 from ci_runner.collect.scan import parse_source
-from ci_runner.file_safety import read_regular
+from ci_runner.file_safety import read_regular, why
 from ci_runner.markers import MARKER_PARAMETERS
 from ci_runner.model import Problem
 
@@ -56,7 +56,7 @@ def survey_tree(root: Path, registered_dir: str) -> Survey:
         try:
             data = read_regular(root / rel_path, follow_links=False)
         except OSError as exc:
-            survey.problems.append(Problem(rel_path, 1, 1, f"cannot read: {exc}"))
+            survey.problems.append(Problem(rel_path, 1, 1, f"cannot read: {why(exc)}"))
             survey.files.remove(rel_path)
             continue
         if b"register_" not in data:

@@ -25,7 +25,7 @@ from ci_runner.catalog.syntax import (
     SyntaxConfigError,
     parse_syntax,
 )
-from ci_runner.file_safety import NotRegularFileError, read_regular_text
+from ci_runner.file_safety import NotRegularFileError, read_regular_text, why
 
 CATALOG_FILE = "pyproject.toml"
 DEFAULT_TIMEOUT_PER_FILE = 1200.0
@@ -266,7 +266,7 @@ def _read_table(root: Path) -> tuple[dict, str]:
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{path}: not UTF-8 text: {exc.reason}") from None
     except OSError as exc:
-        raise CatalogError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise CatalogError(f"{path}: cannot read: {why(exc)}") from None
     table = data.get("tool", {}).get("ci-runner")
     if not isinstance(table, dict):
         raise CatalogError(f"{path}: no [tool.ci-runner] table")

@@ -26,7 +26,7 @@ from ci_runner.collect.entry_point import check_entry_point
 from ci_runner.collect.scan import parse_source, scan_markers, scan_tree
 from ci_runner.collect.suite_checks import check_registration
 from ci_runner.collect.walk import Walk, walk_files
-from ci_runner.file_safety import read_regular
+from ci_runner.file_safety import read_regular, why
 from ci_runner.model import Problem, Registration
 
 __all__ = [
@@ -140,7 +140,7 @@ def _collect_file(catalog: Catalog, rel_path: str) -> tuple[list[Registration], 
     try:
         data = read_regular(catalog.root / rel_path, follow_links=False)
     except OSError as exc:
-        return [], [Problem(rel_path, 1, 1, f"cannot read: {exc.strerror or exc}")]
+        return [], [Problem(rel_path, 1, 1, f"cannot read: {why(exc)}")]
     if not _mentions_a_marker(data, catalog):
         return [], [_no_registration(rel_path, catalog)]
     tree, problem = parse_source(data, rel_path)

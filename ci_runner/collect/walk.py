@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ci_runner.file_safety import kind_of
+from ci_runner.file_safety import kind_of, why
 from ci_runner.model import Problem
 from ci_runner.safe_text import printable
 
@@ -82,8 +82,7 @@ class _Walker:
             except OSError as exc:
                 self._problem(
                     directory,
-                    f"cannot list this directory ({exc.strerror or exc}): the files in it "
-                    "are not collected",
+                    f"cannot list this directory ({why(exc)}): the files in it are not collected",
                 )
                 continue
             subdirectories: list[str] = []
@@ -91,7 +90,7 @@ class _Walker:
                 try:
                     self._entry(entry, subdirectories)
                 except OSError as exc:
-                    self._problem(entry.path, f"cannot inspect it ({exc.strerror or exc})")
+                    self._problem(entry.path, f"cannot inspect it ({why(exc)})")
             stack.extend(reversed(subdirectories))
 
     def _entry(self, entry: os.DirEntry[str], subdirectories: list[str]) -> None:
@@ -128,7 +127,8 @@ class _Walker:
 
     def _link(self, entry: os.DirEntry[str]) -> None:
         target = os.path.realpath(entry.path)
-        if target == self.real_base or target.startswith(self.real_base + os.sep):
+        inside = target == self.real_base or target.startswith(self.real_base + os.sep)
+        if inside and os.path.exists(target):
             return  # the target is walked (or skipped) where it lives
         if os.path.isdir(target):
             example = self._first_match(target)
@@ -140,14 +140,14 @@ class _Walker:
                     "follow links out of the registered directory; move the files here",
                 )
         elif self.matches(entry.name):
-            what = "a symbolic link to " + printable(target)
-            if not os.path.lexists(target):
-                what = "a dangling symbolic link"
-            self._problem(
-                entry.path,
-                f"is {what}, outside the registered directory: discovery does not follow links "
-                "out of it; move the file here",
-            )
+            if not os.path.exists(target):
+                message = "is a dangling symbolic link (its target does not exist); remove it"
+            else:
+                message = (
+                    f"is a symbolic link to {printable(target)}, outside the registered "
+                    "directory: discovery does not follow links out of it; move the file here"
+                )
+            self._problem(entry.path, message)
 
     def _first_match(self, directory: str) -> str | None:
         """A path (relative to ``directory``) of a matching name below it; links not followed."""

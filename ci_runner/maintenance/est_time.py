@@ -35,7 +35,7 @@ from ci_runner.cli_errors import (
     whole_number_type,
 )
 from ci_runner.collect.calls import read_marker_calls
-from ci_runner.file_safety import read_regular_text, write_atomic
+from ci_runner.file_safety import read_regular_text, why, write_atomic
 from ci_runner.maintenance.junit_files import (
     JUnitReadError,
     attribute,
@@ -129,8 +129,8 @@ def _jsonl_samples(path: Path) -> Iterable[tuple[Key, str, float]]:
     try:
         text = read_regular_text(path)
     except (OSError, UnicodeDecodeError) as exc:
-        raise EstTimeInputError(f"{path}: cannot read it as UTF-8 text ({exc})") from None
-    for line_number, line in enumerate(text.splitlines(), start=1):
+        raise EstTimeInputError(f"{path}: cannot read it as UTF-8 text ({why(exc)})") from None
+    for line_number, line in enumerate(text.split("\n"), start=1):  # JSON may hold U+2028
         if not line.strip():
             continue
         where = f"{path}:{line_number}"
@@ -261,7 +261,7 @@ def _read_source(root: Path, rel_path: str) -> str:
     except FileNotFoundError:
         raise EstTimeInputError(f"file not found under {root}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise EstTimeInputError(f"cannot read it as a regular UTF-8 file ({exc})") from None
+        raise EstTimeInputError(f"cannot read it as a regular UTF-8 file ({why(exc)})") from None
 
 
 def is_significant(declared: float, measured: float, min_rel: float, min_abs: float) -> bool:

@@ -13,7 +13,7 @@ from xml.etree.ElementTree import ParseError
 
 from junitparser import JUnitXml, JUnitXmlError, TestSuite
 
-from ci_runner.file_safety import read_regular
+from ci_runner.file_safety import read_regular, why
 
 
 class JUnitReadError(ValueError):
@@ -25,7 +25,7 @@ def read_testsuites(path: Path) -> list[TestSuite]:
     try:
         data = read_regular(path)
     except OSError as exc:
-        raise JUnitReadError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        raise JUnitReadError(f"{path}: cannot read it ({why(exc)})") from None
     try:
         return list(JUnitXml.fromstring(data))
     except (ParseError, JUnitXmlError, ValueError, RecursionError) as exc:

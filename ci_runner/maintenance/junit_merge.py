@@ -28,6 +28,7 @@ from ci_runner.file_safety import (
     destination_problem,
     read_regular_text,
     same_file_groups,
+    why,
     write_atomic,
 )
 from ci_runner.maintenance.junit_files import (
@@ -124,7 +125,7 @@ def load_plan(paths: Iterable[Path]) -> Plan:
         except FileNotFoundError:
             raise MergeInputError(f"{path}: plan file not found") from None
         except OSError as exc:
-            raise MergeInputError(f"{path}: cannot read the plan ({exc.strerror or exc})") from None
+            raise MergeInputError(f"{path}: cannot read the plan ({why(exc)})") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise MergeInputError(f"{path}: not valid JSON ({exc})") from None
         except RecursionError:
@@ -308,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = load_plan(args.plan)
         entries = load_reports(args.junit_dir)
         if args.out is not None:
-            _check_out(args.out, {args.junit_dir / e.report for e in entries})
+            _check_out(args.out, set(args.junit_dir.rglob("*.xml")))
     except MergeInputError as exc:
         return usage_error(exc, prog="merge_junit")
     result = check(plan, entries)

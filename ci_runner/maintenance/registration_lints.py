@@ -18,7 +18,7 @@ from ci_runner.catalog import CatalogError, find_root, load_catalog, load_syntax
 from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
 from ci_runner.cli_errors import StoreOnce, robust_output, usage_error
 from ci_runner.collect import collect, scan_markers, walk_files
-from ci_runner.file_safety import read_regular_text
+from ci_runner.file_safety import read_regular_text, why
 from ci_runner.model import Problem
 from ci_runner.safe_text import one_line
 
@@ -55,7 +55,7 @@ def package_offenders(
             try:
                 source = read_regular_text(root / rel, follow_links=False)
             except (OSError, UnicodeDecodeError) as exc:
-                offenders.append(Problem(rel, 1, 1, f"cannot read: {exc}"))
+                offenders.append(Problem(rel, 1, 1, f"cannot read: {why(exc)}"))
                 continue
             if "register_" not in source and not any(m in source for m in syntax.markers):
                 continue  # cheap prefilter: no marker name, nothing to parse

@@ -68,17 +68,24 @@ def launched(command: list[str]) -> list[str]:
     while command:
         head = command[0].rsplit("/", 1)[-1]
         if head == "env":
-            command = strip_assignments([c for c in command[1:] if not c.startswith("-")])
+            command = strip_assignments(_without_options(command[1:], {"-u", "-C", "-S"}))
         elif head in ("exec", "time", "nohup"):
-            command = command[1:]
+            command = _without_options(command[1:], set())
         elif head == "timeout":
-            rest = [c for c in command[1:] if not c.startswith("-")]
-            command = rest[1:]  # the duration, then the command
+            command = _without_options(command[1:], {"-k", "-s"})[1:]  # then the duration
         elif head == "uv" and command[1:2] == ["run"]:
             command = command[2:]
         else:
             return command
     return command
+
+
+def _without_options(words: list[str], taking_a_value: set[str]) -> list[str]:
+    """``words`` without the leading options of a wrapper (``-k 5``, ``--signal=KILL``)."""
+    index = 0
+    while index < len(words) and words[index].startswith("-"):
+        index += 2 if words[index] in taking_a_value else 1
+    return words[index:]
 
 
 def run_suite_launch(command: list[str]) -> tuple[int, str] | None:

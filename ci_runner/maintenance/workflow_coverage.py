@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
 from ci_runner.cli_errors import StoreOnce, robust_output, usage_error
-from ci_runner.file_safety import read_regular_text
+from ci_runner.file_safety import read_regular_text, why
 from ci_runner.maintenance.shell_commands import (
     RUN_SUITE_MODULES,
     launched,
@@ -236,7 +236,7 @@ def scan_workflow(path: Path, root: Path) -> tuple[list[Invocation], list[str]]:
     try:
         data = yaml.safe_load(read_regular_text(path))
     except (OSError, UnicodeDecodeError) as exc:
-        raise DispatchInputError(f"{path}: cannot read ({exc})") from None
+        raise DispatchInputError(f"{path}: cannot read ({why(exc)})") from None
     except yaml.YAMLError as exc:
         raise DispatchInputError(f"{path}: invalid YAML ({exc})") from None
     except RecursionError:

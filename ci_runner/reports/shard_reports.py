@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_runner.env import GITHUB_ACTIONS, get_bool_env
-from ci_runner.file_safety import destination_problem, read_regular, same_file_groups
+from ci_runner.file_safety import destination_problem, read_regular, same_file_groups, why
 from ci_runner.model import SKIPPED, AttemptResult, FileResult, RunInfo, ShardOutcome
 from ci_runner.reports.console import ConsoleReport
 from ci_runner.reports.junit import write_junit
@@ -150,7 +150,7 @@ def _content_problem(label: str, path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"cannot read it: {exc.strerror or exc}"
+        return f"cannot read it: {why(exc)}"
     start, kind = _REPORT_STARTS[label]
     if head and not head.startswith(start):
         return (

@@ -37,5 +37,5 @@ def timing_record(result: FileResult, info: RunInfo) -> dict[str, object]:
 
 def write_timings(path: Path, results: list[FileResult], info: RunInfo) -> None:
     """Write one line per file to ``path`` atomically."""
-    text = "".join(json.dumps(timing_record(r, info), ensure_ascii=False) + "\n" for r in results)
+    text = "".join(json.dumps(timing_record(r, info)) + "\n" for r in results)  # ASCII: one line each
     write_atomic(path, text.encode("utf-8"))

@@ -178,7 +178,7 @@ def run_shard(files, ctx, argv=()):
         (["--gpu-ids", "0,0"], "--gpu-ids='0,0': duplicate device id(s) 0"),
         (
             ["--junit-xml", "."],
-            "--junit-xml .: is a directory, not a regular file; reports are written only to files",
+            "--junit-xml .: is a directory, not a regular file; only a regular file is written there",
         ),
     ],
 )
