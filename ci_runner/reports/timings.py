@@ -3,8 +3,9 @@
 Each line: ``path``, ``suite``, ``est_time``, ``elapsed`` (seconds over all attempts and retry
 waits), ``status``, ``attempts``, ``shard`` ("0/4"), plus ``attempt_elapsed`` (per attempt; the
 one to compare with est_time), ``timeout``, ``reason``, ``gpu_ids``, ``plan_hash``. Rewritten
-atomically after every file; files not yet run appear as not_run. Texts are UTF-8 always (a lone
-surrogate from a non-UTF-8 name becomes ``\\xNN``, see :func:`~ci_runner.safe_text.printable`).
+atomically after every file; files not yet run appear as not_run. Lines are ASCII JSON (a
+non-ASCII character is a ``\\uXXXX`` escape, so no name can split a line), and a lone surrogate
+from a non-UTF-8 name becomes ``\\xNN`` (:func:`~ci_runner.safe_text.printable`).
 """
 
 from __future__ import annotations
@@ -37,5 +38,6 @@ def timing_record(result: FileResult, info: RunInfo) -> dict[str, object]:
 
 def write_timings(path: Path, results: list[FileResult], info: RunInfo) -> None:
     """Write one line per file to ``path`` atomically."""
-    text = "".join(json.dumps(timing_record(r, info)) + "\n" for r in results)  # ASCII: one line each
+    # ASCII JSON (non-ASCII escaped): no U+2028 or U+0085 in a name can split a line
+    text = "".join(json.dumps(timing_record(r, info)) + "\n" for r in results)
     write_atomic(path, text.encode("utf-8"))
