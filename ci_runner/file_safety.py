@@ -17,6 +17,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 NEW_FILE_MODE = 0o644  # what a new report gets (an existing one keeps its mode)
 _KINDS = (
@@ -51,10 +52,10 @@ def kind_of(mode: int) -> str:
     return "a regular file" if stat.S_ISREG(mode) else "a special file"
 
 
-def read_regular(path: Path | str, follow_links: bool = True, limit: int | None = None) -> bytes:
-    """The bytes of ``path`` (the first ``limit`` only, when given), which must be a regular file
-    (with ``follow_links=False``, not a link either). Raises :class:`NotRegularFileError` before
-    opening anything else."""
+def open_regular(path: Path | str, follow_links: bool = True) -> BinaryIO:
+    """``path`` opened for reading in binary mode; it must be a regular file (with
+    ``follow_links=False``, not a link either). Raises :class:`NotRegularFileError` before
+    opening anything else, and if the path was swapped for something else meanwhile."""
     mode = (os.stat if follow_links else os.lstat)(path).st_mode
     if not stat.S_ISREG(mode):
         raise NotRegularFileError(path, kind_of(mode))
@@ -62,18 +63,17 @@ def read_regular(path: Path | str, follow_links: bool = True, limit: int | None 
     if not follow_links:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):  # swapped between the check and the open
-            raise NotRegularFileError(path, kind_of(mode))
-        chunks, size = [], 0
-        while (limit is None or size < limit) and (chunk := os.read(fd, 1 << 20)):
-            chunks.append(chunk)
-            size += len(chunk)
-        data = b"".join(chunks)
-        return data if limit is None else data[:limit]
-    finally:
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
+        raise NotRegularFileError(path, kind_of(mode))
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: Path | str, follow_links: bool = True, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` (the first ``limit`` only, when given): see :func:`open_regular`."""
+    with open_regular(path, follow_links) as handle:
+        return handle.read() if limit is None else handle.read(limit)
 
 
 def read_regular_text(path: Path | str, follow_links: bool = True) -> str:

@@ -7,6 +7,7 @@ behind (see :mod:`ci_runner.execution.process_tree`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -30,6 +31,7 @@ from ci_runner.execution.pytest_results import (
 )
 from ci_runner.execution.retry import RetryPolicy, broken_file_error, pytest_exit_blocks_retry
 from ci_runner.execution.signals import signal_name
+from ci_runner.file_safety import append_regular
 from ci_runner.model import (
     CRASHED,
     FAILED,
@@ -221,6 +223,7 @@ def run_attempt(
     token = uuid.uuid4().hex
     env = child_environment(settings, gpu_ids, pin_gpus, junit_path, number, token)
     start = time.monotonic()
+    settings.workdir.mkdir(parents=True, exist_ok=True)  # a previous file may have removed it
     with open(out_path, "wb") as output, process_tree.spawn_guard():
         try:
             proc = process_tree.spawn_in_new_session(
@@ -285,8 +288,8 @@ def run_attempt(
         status, reason, retriable = judge_exit(exit_code, report, tail)
     if leftovers and status != NOT_RUN:
         note = f"[ci_runner] killed {leftovers} process(es) left behind by {path}\n"
-        with open(out_path, "ab") as output:
-            output.write(note.encode())
+        with contextlib.suppress(OSError):  # the file may have replaced its own log
+            append_regular(out_path, note)
         tail += note
     cases = (
         (whole_file_case(path, "skipped", elapsed, reason, "", NOT_RUN),)
