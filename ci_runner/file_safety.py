@@ -111,13 +111,17 @@ def same_file_groups(paths: Iterable[tuple[str, Path | str]]) -> list[list[str]]
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (temporary file in the same directory, then
-    ``os.replace``); a new file gets mode 0644, an existing one keeps its mode."""
+    ``os.replace``); a new file gets mode 0644, an existing one keeps its mode. A path that is
+    not a regular file (a link, a FIFO) is never replaced: :class:`NotRegularFileError`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         info = os.lstat(path)
-        mode = stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else NEW_FILE_MODE
-    except OSError:
+    except FileNotFoundError:
         mode = NEW_FILE_MODE
+    else:
+        if not stat.S_ISREG(info.st_mode):  # became a link or a FIFO since it was checked
+            raise NotRegularFileError(path, kind_of(info.st_mode))
+        mode = stat.S_IMODE(info.st_mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
