@@ -10,9 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ci_runner.cli_errors import usage_error
-from jit_kernel.utils.arch import ArchError, current_arch_or_none, parse_arch
-from jit_kernel.utils.toolchain import JitToolchainError
+from jit_kernel.compiler.arch import ArchError, current_arch_or_none, parse_arch
+from jit_kernel.compiler.toolchain import JitToolchainError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing file")
     sub = parser.add_subparsers(dest="command", metavar="{precompile}")
-    from jit_kernel.precompile import add_precompile_arguments
+    from jit_kernel.tools.precompile import add_precompile_arguments
 
     add_precompile_arguments(
         sub.add_parser(
@@ -52,10 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "precompile":
-            from jit_kernel.precompile import run_from_args
+            from jit_kernel.tools.precompile import run_from_args
 
             return run_from_args(parser, args)
-        from jit_kernel.clangd import write_clangd
+        from jit_kernel.tools.clangd import write_clangd
 
         arch = (
             parse_arch(args.cuda_target, "--cuda-target")
@@ -69,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         return write_clangd(args.output, arch, args.overwrite)
     except (ArchError, JitToolchainError, ImportError) as error:
-        return usage_error(error)
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        return 2
 
 
 if __name__ == "__main__":

@@ -16,12 +16,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 
-from jit_kernel.utils import (
+from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
+from jit_kernel.wrapper import (
     FirstCallBinding,
     cache_once,
-    is_arch_support_pdl,
-    load_jit,
-    make_cpp_args,
     raise_argument_type_error,
     register_precompile,
 )

@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from jit_kernel.utils import (
+from jit_kernel.compiler import load_jit, make_cpp_args
+from jit_kernel.wrapper import (
     KernelTable,
     cache_once,
-    load_jit,
-    make_cpp_args,
     raise_argument_type_error,
     register_precompile,
 )

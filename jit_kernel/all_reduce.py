@@ -42,15 +42,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 
-from jit_kernel.utils import (
-    build_only,
-    cache_once,
-    is_arch_support_pdl,
-    load_jit,
-    make_cpp_args,
-    raise_argument_type_error,
-    register_precompile,
+from jit_kernel.compiler import build_only, is_arch_support_pdl, load_jit, make_cpp_args
+from jit_kernel.distributed.peers import (
+    MAX_WORLD_SIZE,
+    MIN_WORLD_SIZE,
+    p2p_problems,
+    setup_problems,
 )
+from jit_kernel.wrapper import cache_once, raise_argument_type_error, register_precompile
 
 if TYPE_CHECKING:
     import torch.distributed as dist
@@ -71,8 +70,6 @@ __all__ = [
 ]
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-MIN_WORLD_SIZE = 2
-MAX_WORLD_SIZE = 8  # kMaxWorld in custom_all_reduce.cuh
 MAX_BLOCKS = 64  # kMaxBlocks in custom_all_reduce.cuh
 MAX_BYTES_LIMIT = 1 << 30  # kMaxBytesLimit in custom_all_reduce.cuh
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
@@ -87,11 +84,10 @@ def default_one_shot_max_bytes(world_size: int) -> int:
 
     One-shot reads (W - 1) x size bytes from the peers per rank, two-shot 2 (W - 1) / W x size
     but needs a second barrier: with 2 GPUs the traffic is the same, with 8 one-shot reads 3.5x
-    more. These thresholds are a starting point; ``scripts/bench_all_reduce.py`` prints both
-    algorithms side by side to tune them per machine (``one_shot_max_bytes=``). Measured on 2
-    NVLink-connected H200s, one-shot was faster than two-shot at every size from 1 KiB to 8 MiB
-    (e.g. 35.7 vs 38.3 us at 8 MiB), so 2 GPUs always take one-shot (the communicator caps the
-    threshold at its ``max_bytes``).
+    more, so 2 GPUs always take one-shot (the communicator caps the threshold at its
+    ``max_bytes``). ``python -m benchmarks.bench_all_reduce`` prints both algorithms side by side
+    to tune them per machine (``one_shot_max_bytes=``); its figures are in
+    ``verification/verify_multi_gpu.md``.
     """
     if world_size <= 2:
         return 1 << 62
@@ -124,40 +120,6 @@ def precompile_custom_all_reduce() -> None:
     """
     with build_only():
         _jit_custom_all_reduce_module.__wrapped__()
-
-
-# ------------------------------------------------------------------------------- probes
-
-
-def _visible_devices(devices: Sequence[int] | None) -> list[int]:
-    return list(range(torch.cuda.device_count())) if devices is None else [int(d) for d in devices]
-
-
-def p2p_problems(devices: Sequence[int] | None = None) -> list[str]:
-    """Why a custom all-reduce cannot run across ``devices`` (default: every visible GPU).
-
-    Empty when it can: 2..8 GPUs and peer access (``torch.cuda.can_device_access_peer``) in both
-    directions between every pair. Otherwise one line per problem, naming each pair that lacks
-    peer access (e.g. ``no peer access cuda:0 -> cuda:1``). Never raises.
-    """
-    try:
-        if not torch.cuda.is_available():
-            return ["no CUDA GPU is visible (torch.cuda.is_available() is False)"]
-        ids = _visible_devices(devices)
-        if len(ids) < MIN_WORLD_SIZE:
-            return [f"needs at least {MIN_WORLD_SIZE} GPUs, got {len(ids)}"]
-        if len(ids) > MAX_WORLD_SIZE:
-            return [f"supports at most {MAX_WORLD_SIZE} GPUs, got {len(ids)}"]
-        if len(set(ids)) != len(ids):
-            return [f"the same GPU appears twice in {ids}"]
-        return [
-            f"no peer access cuda:{a} -> cuda:{b}"
-            for a in ids
-            for b in ids
-            if a != b and not torch.cuda.can_device_access_peer(a, b)
-        ]
-    except Exception as error:  # a probe never raises
-        return [f"peer-access probe failed: {type(error).__name__}: {error}"]
 
 
 def can_use_custom_all_reduce(
@@ -195,30 +157,6 @@ def _raise_call_error(error: BaseException, input: object, out: object, algo: ob
             f"{_OP}: algo must be one of {', '.join(map(repr, ALGORITHMS))}, got {algo!r}"
         ) from None
     raise_argument_type_error(_OP, error, tensors={"input": input}, optional={"out": out})
-
-
-def _setup_problems(infos: list[dict[str, Any]]) -> list[str]:
-    """Why the ranks cannot form a communicator (the same list on every rank)."""
-    problems = []
-    hosts = {info["host"] for info in infos}
-    if len(hosts) > 1:
-        problems.append(f"all ranks must run on one host, got {sorted(hosts)}")
-    if len({info["args"] for info in infos}) > 1:
-        args = [info["args"] for info in infos]
-        problems.append(f"(max_bytes, one_shot_max_bytes, max_blocks) differ between ranks: {args}")
-    seen: dict[str, int] = {}
-    for rank, info in enumerate(infos):
-        if info["uuid"] in seen:
-            problems.append(f"ranks {seen[info['uuid']]} and {rank} share one GPU ({info['uuid']})")
-        seen.setdefault(info["uuid"], rank)
-    for rank, info in enumerate(infos):
-        for peer, other in enumerate(infos):
-            if rank != peer and info["access"].get(other["uuid"]) is False:
-                problems.append(
-                    f"no peer access from rank {rank} (cuda:{info['device']}) to rank {peer} "
-                    f"(cuda:{other['device']} of rank {peer}'s process)"
-                )
-    return problems
 
 
 class CustomAllReduce:
@@ -335,7 +273,7 @@ class CustomAllReduce:
 
     def _setup(self, max_blocks: int | None) -> None:
         infos = self._gather(self._local_info(max_blocks))
-        problems = _setup_problems(infos)
+        problems = setup_problems(infos)
         if problems:
             raise RuntimeError("CustomAllReduce: cannot run on these ranks: " + "; ".join(problems))
         limit = min(MAX_BLOCKS, *(info["sm_count"] for info in infos))

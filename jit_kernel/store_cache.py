@@ -13,12 +13,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from jit_kernel.utils import (
+from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
+from jit_kernel.wrapper import (
     FirstCallBinding,
     cache_once,
-    is_arch_support_pdl,
-    load_jit,
-    make_cpp_args,
     raise_argument_type_error,
     rebind_global,
     register_precompile,
@@ -105,9 +103,7 @@ def store_cache(
     Duplicate indices: each element of that cache row comes from one of the rows that target it,
     which one is unspecified (row pieces may come from different rows).
 
-    ``checked`` is not keyword-only on purpose: CPython's fast call path (3.11+) skips
-    functions with keyword-only parameters, which would cost every call ~0.05 us; pass it by
-    name anyway.
+    Pass ``checked`` by name (it is positional-or-keyword only to keep calls cheap).
 
     Raises TypeError for a non-tensor argument, RuntimeError (naming the tensor) for a CPU
     tensor, mismatched devices, dtypes, row sizes or row counts, non-dense rows, or indices that

@@ -1,10 +1,10 @@
-"""Repository maintenance behind ``scripts/``: lints, the aggregate JUnit check, est_time upkeep.
+"""Repository maintenance (``python -m ci_runner.maintenance``): lints, JUnit merge, est_time.
 
 * :mod:`.registration_lints`: registrations validate; none inside a package;
 * :mod:`.workflow_coverage`: every catalog suite is run by a workflow (``check-workflow-dispatch``);
 * :mod:`.junit_merge`: the merged JUnit of a sharded run against its plan;
 * :mod:`.est_time`: declared est_time against measured run times.
 
-Each module has a ``main(argv)`` that the matching thin script in ``scripts/`` calls. None of them
-imports torch or a test file.
+Each module has a ``main(argv)`` that a command of :mod:`ci_runner.maintenance.__main__` calls.
+None of them imports torch or a test file.
 """

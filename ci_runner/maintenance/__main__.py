@@ -1,7 +1,7 @@
-"""``python -m ci_runner.maintenance COMMAND [ARGS]``: the maintenance tools without ``scripts/``.
+"""``python -m ci_runner.maintenance COMMAND [ARGS]``: the maintenance tools.
 
-This is what the hooks of ``.pre-commit-hooks.yaml`` run in another repository, where pre-commit
-installs this package but not its ``scripts/`` directory.
+The workflows, this repository's pre-commit hooks and those of ``.pre-commit-hooks.yaml`` (in
+another repository, where pre-commit installs this package) all run them this way.
 """
 
 from __future__ import annotations

@@ -368,6 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(f"{len(drifts)} registration(s) drifted ({rule}) over {len(samples)} measured")
     if args.check and drifts:
-        print("update the est_time values: python scripts/update_est_time.py --write --timings ...")
+        print(
+            "update the est_time values: python -m ci_runner.maintenance update-est-time --write --timings ..."
+        )
         return 1
     return 0

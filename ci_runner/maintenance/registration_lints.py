@@ -86,7 +86,7 @@ def _root(value: str | None) -> Path:
 
 
 def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
-    """``scripts/check_no_registered_tests_in_package.py``: exit 1 listing every offender."""
+    """``check-no-registered-tests-in-package``: exit 1 listing every offender."""
     robust_output()
     parser = argparse.ArgumentParser(
         prog="check_no_registered_tests_in_package.py",
@@ -140,7 +140,7 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
 
 
 def main_registered_tests(argv: Sequence[str] | None = None) -> int:
-    """``scripts/check_registered_tests.py``: exit 1 listing every registration problem."""
+    """``check-registered-tests``: exit 1 listing every registration problem."""
     robust_output()
     parser = argparse.ArgumentParser(
         prog="check_registered_tests.py",

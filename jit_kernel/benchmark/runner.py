@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_runner.env import DISABLE_LOG_BANDWIDTH, get_bool_env
 from jit_kernel.benchmark.export import (
     PlotUnavailableError,
     resolve_output_path,
@@ -26,6 +25,7 @@ from jit_kernel.benchmark.report import CellOutcome, SweepReport
 from jit_kernel.benchmark.results import BenchResult, BenchSkip
 from jit_kernel.benchmark.sweep import BenchmarkDefinitionError, Sweep
 from jit_kernel.benchmark.table import render_table
+from jit_kernel.env import DISABLE_LOG_BANDWIDTH, get_bool_env
 
 JSON_ENV = "JIT_KERNEL_BENCH_JSON"
 PLOT_ENV = "JIT_KERNEL_BENCH_PLOT"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from jit_kernel.benchmark.results import UNIT_SCALES
-from jit_kernel.utils.ci import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 __all__ = ["UNIT_SCALES", "Axis", "BenchmarkDefinitionError", "Sweep", "parametrize"]
 

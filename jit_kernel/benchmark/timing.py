@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from ci_runner.env import DISABLE_LOG_BANDWIDTH, get_bool_env
 from jit_kernel.benchmark.metrics import compute_metrics, normalize_metrics
 from jit_kernel.benchmark.results import BenchResult
+from jit_kernel.env import DISABLE_LOG_BANDWIDTH, get_bool_env
 
 ROTATION_FACTOR = 4  # the input sets together span at least this many L2 sizes
 MAX_INPUT_SETS = 64  # cap on input sets (clones cost memory and capture time)

@@ -6,7 +6,7 @@ from typing import TypeVar
 
 import torch
 
-from jit_kernel.utils.ci import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ def create_empty(
 def get_benchmark_range(full_range: T, ci_range: T) -> T:
     """``ci_range`` in per-commit CI, else ``full_range`` (nightly runs get the full range).
 
-    Same rule as ``jit_kernel.utils.get_ci_test_range`` and ``@parametrize``'s ``ci_vals``:
+    Same rule as ``jit_kernel.env.get_ci_test_range`` and ``@parametrize``'s ``ci_vals``:
     ``SGLANG_JIT_KERNEL_RUN_FULL_TESTS=1`` wins over ``SGLANG_IS_IN_CI=1``.
     """
     return get_ci_test_range(full_range, ci_range)

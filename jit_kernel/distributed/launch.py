@@ -18,7 +18,7 @@
 
 :func:`init_from_env` joins a group from the torchrun-style variables instead (for processes
 started by another launcher, e.g. one rank under ``compute-sanitizer``, see
-``scripts/memcheck_all_reduce.py``).
+``verification/memcheck_all_reduce.py``).
 """
 
 from __future__ import annotations

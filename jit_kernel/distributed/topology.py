@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
-from jit_kernel.all_reduce import p2p_problems
+from jit_kernel.distributed.peers import p2p_problems
 
 __all__ = ["describe_topology", "nvidia_smi_topology", "peer_access_matrix"]
 

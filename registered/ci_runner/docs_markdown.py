@@ -53,11 +53,17 @@ class MarkdownDoc:
     prose: list[tuple[int, str]] = field(default_factory=list)  # (line number, text) outside code
 
 
+#: Where the measured-figure files live (each beside the script that produced it).
+FIGURE_DIRS = ("benchmarks", "tools", "verification")
+
+
 def doc_files(root: Path) -> list[Path]:
-    """README.md, every ``docs/**/*.md`` and the measured-figure files ``scripts/*.md``."""
+    """README.md, every ``docs/**/*.md`` and the measured-figure files beside the scripts that
+    produce them (``benchmarks/**/*.md``, ``tools/*.md``, ``verification/*.md``)."""
     files = [root / "README.md"]
     files += sorted((root / "docs").rglob("*.md"))
-    files += sorted((root / "scripts").glob("*.md"))
+    for folder in FIGURE_DIRS:
+        files += sorted((root / folder).rglob("*.md"))
     return [path for path in files if path.is_file()]
 
 

@@ -54,7 +54,7 @@ def test_a_fifo_named_like_a_test_is_a_problem_for_every_entry_point_and_never_o
         root, str(REPO_ROOT / "run_suite.py"), "--hw", "cpu", "--suite", "unit-cpu", "--dry-run"
     )
     assert dry.returncode == 2 and message in dry.stderr, dry.stderr
-    lint = run(root, str(REPO_ROOT / "scripts" / "check_registered_tests.py"))
+    lint = run(root, "-m", "ci_runner.maintenance", "check-registered-tests")
     assert lint.returncode == 1 and message in lint.stderr, lint.stderr
     init = run(root, "-m", "ci_runner.cli", "init", "--output", "-")
     assert init.returncode == 0, init.stderr
@@ -84,7 +84,7 @@ def test_a_linked_directory_out_of_the_registered_dir_is_a_problem_not_a_silent_
         "files matching test_*.py/bench_*.py (first: test_bad.py): discovery does not follow "
         "links out of the registered directory; move the files here"
     ]
-    lint = run(root, str(REPO_ROOT / "scripts" / "check_registered_tests.py"))
+    lint = run(root, "-m", "ci_runner.maintenance", "check-registered-tests")
     assert lint.returncode == 1 and "registered/linked:1:1: symbolic link" in lint.stderr
 
 
@@ -204,7 +204,7 @@ def test_a_file_nested_too_deeply_to_parse_is_a_problem_naming_it(tmp_path, expr
     assert found.endswith(
         "`python registered/test_deep.py` fails the same way: split the expression"
     )
-    lint = run(root, str(REPO_ROOT / "scripts" / "check_registered_tests.py"))
+    lint = run(root, "-m", "ci_runner.maintenance", "check-registered-tests")
     assert lint.returncode == 1 and "registered/test_deep.py:1:1: cannot parse" in lint.stderr
 
 

@@ -1,6 +1,6 @@
 """The docs stay true: links and anchors resolve, every CLI flag is documented, commands run.
 
-Checks README.md, docs/**/*.md and the measured-figure files scripts/*.md:
+Checks README.md, docs/**/*.md and the measured-figure files (benchmarks/, tools/, verification/):
 
 * every relative link and ``#anchor`` resolves (GitHub's heading slugs), and every page under
   docs/ is reachable by links from README.md;
@@ -34,29 +34,43 @@ register_cpu_ci(est_time=20, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTED_IN = "README.md and docs/**/*.md"
-DOCUMENTED_WITH_FIGURES_IN = "README.md, docs/**/*.md and scripts/*.md"
+DOCUMENTED_WITH_FIGURES_IN = (
+    "README.md, docs/**/*.md and the figure files (*.md beside the scripts)"
+)
 
 
-def script(name: str) -> CliSpec:
-    return CliSpec(f"python scripts/{name}", "path", f"scripts/{name}", (name,))
+def maintenance(command: str) -> CliSpec:
+    """``python -m ci_runner.maintenance COMMAND``: ``names`` holds the command (its --help prefix)."""
+    return CliSpec(
+        f"python -m ci_runner.maintenance {command}", "module", "ci_runner.maintenance", (command,)
+    )
+
+
+def module(name: str) -> CliSpec:
+    return CliSpec(f"python -m {name}", "module", name, (name.rsplit(".", 1)[-1],))
+
+
+def help_of(spec: CliSpec):
+    prefix = spec.names if spec.target == "ci_runner.maintenance" else ()
+    return cli_help(spec, ROOT, prefix=prefix)
 
 
 # Documented in README.md or docs/.
 CLIS = [
     CliSpec("python run_suite.py", "path", "run_suite.py", ("run_suite.py", "run-suite")),
     CliSpec("python -m jit_kernel", "module", "jit_kernel", ("jit_kernel",)),
-    script("merge_junit.py"),
-    script("update_est_time.py"),
-    script("check_registered_tests.py"),
-    script("check_no_registered_tests_in_package.py"),
-    script("check_workflow_dispatch.py"),
+    maintenance("merge-junit"),
+    maintenance("update-est-time"),
+    maintenance("check-registered-tests"),
+    maintenance("check-no-registered-tests-in-package"),
+    maintenance("check-workflow-dispatch"),
 ]
-# Measurement scripts: documented in README.md, docs/ or their figures file scripts/<name>.md.
+# Measurement scripts: documented in README.md, docs/ or their figures file <name>.md beside them.
 MEASUREMENT_CLIS = [
-    script("bench_discovery.py"),
-    script("bench_planner.py"),
-    script("bench_runner_overhead.py"),
-    script("bench_jit_kernels.py"),
+    module("benchmarks.runner.bench_discovery"),
+    module("benchmarks.runner.bench_planner"),
+    module("benchmarks.runner.bench_runner_overhead"),
+    module("benchmarks.bench_jit_kernels"),
 ]
 # Top-level modules of jit_kernel/ that are not kernel wrappers (as precompile skips them).
 NOT_KERNELS = {"__init__", "__main__", "precompile", "clangd"}
@@ -101,13 +115,16 @@ def test_every_docs_page_is_reachable_from_the_readme():
 
 def test_every_cli_flag_and_subcommand_is_documented():
     texts = {path: path.read_text(encoding="utf-8") for path in doc_files(ROOT)}
-    figures = ROOT / "scripts"
-    docs = "\n".join(text for path, text in texts.items() if path.parent != figures)
+    docs = "\n".join(
+        text
+        for path, text in texts.items()
+        if path.name == "README.md" or path.is_relative_to(ROOT / "docs")
+    )
     everything = "\n".join(texts.values())
     specs = [(spec, docs, DOCUMENTED_IN) for spec in CLIS]
     specs += [(spec, everything, DOCUMENTED_WITH_FIGURES_IN) for spec in MEASUREMENT_CLIS]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        helps = list(pool.map(lambda entry: cli_help(entry[0], ROOT), specs))
+        helps = list(pool.map(lambda entry: help_of(entry[0]), specs))
     missing = [
         message
         for (spec, corpus, where), help_ in zip(specs, helps, strict=True)

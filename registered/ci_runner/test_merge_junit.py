@@ -146,12 +146,12 @@ def test_script_entry_point_propagates_exit_code(tmp_path):
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "merge_junit.py"),
+            *("-m", "ci_runner.maintenance", "merge-junit"),
             *("--plan", str(plan), "--junit-dir", str(tmp_path / "reports")),
         ],
         capture_output=True,
         text=True,
-        env={"PATH": "/usr/bin:/bin"},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 1, proc.stderr
     assert "MISSING: 1 planned file(s)" in proc.stdout

@@ -68,11 +68,9 @@ def test_expected_hooks_are_configured():
 )
 def test_repository_lint_entries_exist_and_pass_here(hook):
     argv = shlex.split(hook["entry"])
-    script = ROOT / argv[1]
-    assert script.is_file(), f"{hook['id']}: {argv[1]} does not exist"
-    proc = subprocess.run(
-        [sys.executable, str(script), *argv[2:]], capture_output=True, text=True, cwd=ROOT
-    )
+    assert argv[1:3] == ["-m", "ci_runner.maintenance"], f"{hook['id']}: runs {argv[1:3]}"
+    assert argv[3] == hook["id"] and argv[3] in COMMANDS, f"{hook['id']}: runs {argv[3]}"
+    proc = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, f"{hook['id']}: {proc.stdout}{proc.stderr}"
 
 

@@ -1,6 +1,7 @@
 """est_time maintenance: p90 of passing runs, drift detection, in-place syntax-aware rewrite."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -254,12 +255,13 @@ def test_script_entry_point(tmp_path):
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "update_est_time.py"),
+            *("-m", "ci_runner.maintenance", "update-est-time"),
             *("--check", "--timings", str(timings)),
         ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 1, proc.stderr
     assert "1 registration(s) drifted (>= 30% and >= 10s) over 1 measured" in proc.stdout

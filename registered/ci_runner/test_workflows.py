@@ -130,7 +130,8 @@ def test_gpu_lanes_take_their_matrix_from_the_plan(name, lanes):
     assert aggregate["needs"] == ["plan", *lanes]
     assert aggregate["if"] == "always()"
     assert any(
-        "scripts/merge_junit.py --plan plans" in s.get("run", "") for s in aggregate["steps"]
+        "ci_runner.maintenance merge-junit --plan plans" in s.get("run", "")
+        for s in aggregate["steps"]
     )
 
 

@@ -1,6 +1,6 @@
 """Build throwaway repository trees: a ``[tool.ci-runner]`` catalog plus files (not a test file).
 
-The one place the CI-runner tests (and ``scripts/bench_discovery.py``) write a temporary
+The one place the CI-runner tests (and ``benchmarks/runner/bench_discovery.py``) write a temporary
 repository: ``catalog_toml(suite_toml(...), ...)`` renders a catalog, ``write_tree`` writes it as
 ``pyproject.toml`` together with the given files.
 """
@@ -8,6 +8,7 @@ repository: ``catalog_toml(suite_toml(...), ...)`` renders a catalog, ``write_tr
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -59,10 +60,14 @@ def write_tree(
 
 
 def run_script(name: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``scripts/<name>`` of this repository with ``cwd`` as working directory; text output."""
+    """Run the maintenance command ``name`` (``check_registered_tests.py`` runs
+    ``python -m ci_runner.maintenance check-registered-tests``) of this repository with ``cwd``
+    as working directory; text output."""
+    command = name.removesuffix(".py").replace("_", "-")
     return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "scripts" / name)],
+        [sys.executable, "-m", "ci_runner.maintenance", command],
         capture_output=True,
         text=True,
         cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )

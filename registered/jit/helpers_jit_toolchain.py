@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import jit_kernel
-from jit_kernel.utils.toolchain import JitToolchainError, find_cuda_toolkit
+from jit_kernel.compiler.toolchain import JitToolchainError, find_cuda_toolkit
 
 REPO_ROOT = Path(jit_kernel.__file__).resolve().parent.parent
 

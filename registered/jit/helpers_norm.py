@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 DTYPES = [torch.bfloat16, torch.float16]
 RTOL = {torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10}

@@ -13,10 +13,9 @@ import sys
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=11, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=9, suite="nightly-kernel-1-gpu", nightly=True)
@@ -31,11 +30,12 @@ from jit_kernel.activation import (  # noqa: E402
     gelu_tanh_and_mul,
     silu_and_mul,
 )
+from testing import references  # noqa: E402
 
 OPS = {
-    "silu_and_mul": (silu_and_mul, F.silu),
-    "gelu_and_mul": (gelu_and_mul, lambda x: F.gelu(x, approximate="none")),
-    "gelu_tanh_and_mul": (gelu_tanh_and_mul, lambda x: F.gelu(x, approximate="tanh")),
+    "silu_and_mul": silu_and_mul,
+    "gelu_and_mul": gelu_and_mul,
+    "gelu_tanh_and_mul": gelu_tanh_and_mul,
 }
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 # Input shapes [..., 2 d]: d = 1, odd d (3, 7: 2- or 4-byte vectors), d = 100 (8-byte vectors
@@ -59,17 +59,11 @@ SHAPES = get_ci_test_range(
     ],
     [(1, 2), (5, 6), (7, 16), (9, 200), (2, 3, 512), (33, 2 * 4096), (128, 2 * 11008)],
 )
-TOLERANCES = {
-    torch.float16: {"rtol": 2e-3, "atol": 1e-5},
-    torch.bfloat16: {"rtol": 1e-2, "atol": 1e-5},
-    torch.float32: {"rtol": 1e-5, "atol": 1e-5},
-}
+TOLERANCES = references.ROUNDED_TOL
 
 
 def reference(op: str, x: torch.Tensor) -> torch.Tensor:
-    d = x.shape[-1] // 2
-    xf = x.float()
-    return (OPS[op][1](xf[..., :d]) * xf[..., d:]).to(x.dtype)
+    return references.act_and_mul(op, x).to(x.dtype)
 
 
 def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
@@ -86,7 +80,7 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> Non
 @pytest.mark.parametrize("op", list(OPS))
 def test_activation_matches_reference(op: str, dtype: torch.dtype, shape) -> None:
     x = torch.randn(shape, dtype=dtype, device="cuda") * 3
-    out = OPS[op][0](x)
+    out = OPS[op](x)
     assert out.shape == (*shape[:-1], shape[-1] // 2) and out.dtype == dtype
     assert_close(out, reference(op, x), f"{op} {dtype} {shape}")
 
@@ -96,7 +90,7 @@ def test_activation_matches_reference(op: str, dtype: torch.dtype, shape) -> Non
 def test_activation_out_param_writes_every_element(op: str, dtype: torch.dtype) -> None:
     x = torch.randn(37, 2 * 200, dtype=dtype, device="cuda")
     out = torch.full((37, 200), float("nan"), dtype=dtype, device="cuda")
-    assert OPS[op][0](x, out=out) is out
+    assert OPS[op](x, out=out) is out
     assert_close(out, reference(op, x), f"{op} {dtype} out=")  # a NaN left over would fail
 
 
@@ -109,7 +103,7 @@ def test_activation_views_with_offsets_keep_the_guards(op: str, offset: int) -> 
     x = in_flat[offset:].view(rows, 2 * d)
     out_flat = torch.full((rows * d + 2 * offset,), 7.0, dtype=torch.float16, device="cuda")
     out = out_flat[offset : offset + rows * d].view(rows, d)
-    OPS[op][0](x, out=out)
+    OPS[op](x, out=out)
     assert_close(out, reference(op, x), f"{op} offset {offset}")
     assert bool((out_flat[:offset] == 7).all()), "written before out"
     assert bool((out_flat[offset + rows * d :] == 7).all()), "written after out"
@@ -120,7 +114,7 @@ def test_activation_non_contiguous_input_is_copied_first(op: str) -> None:
     base = torch.randn(64, 2 * 96 * 2, dtype=torch.bfloat16, device="cuda")
     for x in (base[:, : 2 * 96], base[::2], base.view(64, 2, 2 * 96).transpose(0, 1)):
         assert not x.is_contiguous()
-        assert_close(OPS[op][0](x), reference(op, x), f"{op} view {tuple(x.stride())}")
+        assert_close(OPS[op](x), reference(op, x), f"{op} view {tuple(x.stride())}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -130,14 +124,14 @@ def test_activation_large_magnitudes(op: str, dtype: torch.dtype) -> None:
     gate = torch.tensor([80.0, -80.0, 1e4, -1e4, 0.0, -0.0, 5.0, -5.0], dtype=dtype)
     up = torch.tensor([1.0, 2.0, -1.0, 3.0, 4.0, -4.0, 0.5, 1.5], dtype=dtype)
     x = torch.cat([gate, up]).view(1, -1).cuda()
-    assert_close(OPS[op][0](x), reference(op, x), f"{op} {dtype} large magnitudes")
+    assert_close(OPS[op](x), reference(op, x), f"{op} {dtype} large magnitudes")
 
 
 @pytest.mark.parametrize("op", list(OPS))
 def test_activation_empty_inputs(op: str) -> None:
     for shape in [(0, 16), (4, 0), (0,)]:
         x = torch.empty(shape, dtype=torch.float16, device="cuda")
-        out = OPS[op][0](x)
+        out = OPS[op](x)
         assert out.shape == (*shape[:-1], shape[-1] // 2)
     torch.cuda.synchronize()
 
@@ -156,11 +150,11 @@ def test_activation_uses_the_current_stream() -> None:
 def test_activation_cuda_graph_replay(op: str) -> None:
     x = torch.randn(16, 2 * 1024, dtype=torch.bfloat16, device="cuda")
     out = torch.empty(16, 1024, dtype=torch.bfloat16, device="cuda")
-    OPS[op][0](x, out=out)  # warm-up: the module exists before capture
+    OPS[op](x, out=out)  # warm-up: the module exists before capture
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        OPS[op][0](x, out=out)
+        OPS[op](x, out=out)
     for _ in range(3):
         x.copy_(torch.randn_like(x))
         out.fill_(float("nan"))
@@ -196,7 +190,7 @@ def assert_still_works() -> None:
 
 @pytest.mark.parametrize("op", list(OPS))
 def test_activation_bad_shapes_and_outs(op: str) -> None:
-    fn = OPS[op][0]
+    fn = OPS[op]
     x = torch.randn(4, 8, dtype=torch.float16, device="cuda")
     cases = [
         (
@@ -246,7 +240,7 @@ def test_activation_bad_shapes_and_outs(op: str) -> None:
 
 @pytest.mark.parametrize("op", list(OPS))
 def test_activation_cpu_and_unsupported_dtype_errors(op: str) -> None:
-    fn = OPS[op][0]
+    fn = OPS[op]
     with pytest.raises(
         RuntimeError,
         match=rf"{op}: (input must be a CUDA tensor, got device cpu|"
@@ -267,7 +261,7 @@ def test_activation_cpu_and_unsupported_dtype_errors(op: str) -> None:
 
 @pytest.mark.parametrize("op", list(OPS))
 def test_activation_rejects_non_tensor_arguments(op: str) -> None:
-    fn = OPS[op][0]
+    fn = OPS[op]
     for call, message in [
         (lambda: fn([1.0, 2.0]), f"{op}: input must be a torch.Tensor, got list"),
         (lambda: fn(None), f"{op}: input must be a torch.Tensor, got NoneType"),

@@ -89,7 +89,7 @@ def test_no_gpu_and_no_target_says_to_pass_one(tmp_path):
 def test_missing_cuda_is_reported(tmp_path):
     env = subprocess_env(tmp_path / "cache", CUDA_HOME=str(tmp_path / "none"), PATH="/usr/bin:/bin")
     code = (
-        "import jit_kernel.utils.toolchain as t, pathlib, sys\n"
+        "import jit_kernel.compiler.toolchain as t, pathlib, sys\n"
         f"t.DEFAULT_CUDA_ROOT = pathlib.Path({str(tmp_path / 'nodefault')!r})\n"
         "from jit_kernel.__main__ import main\n"
         "sys.exit(main(['--cuda-target', '9.0']))\n"

@@ -4,7 +4,7 @@ exact sum.
 World sizes: 2, and every visible GPU (torch.cuda.device_count()) when there are more than 2.
 Spawning ranks costs seconds (process start, NCCL init), so for each world size ONE set of worker
 processes (jit_kernel.distributed.launch.run_on_gpus) runs every check of
-jit_kernel.distributed.all_reduce_checks and sends the results back; each test below asserts one
+testing.all_reduce_checks and sends the results back; each test below asserts one
 group of them, with the rank, case, dtype, and the max error / first bad index of a failure:
 
 * sizes-<dtype>: 1 element, odd sizes, partial 16-byte packs, around the one-shot/two-shot
@@ -36,7 +36,7 @@ import pytest
 import torch
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=150, suite="base-b-kernel-unit-8-gpu-h200", min_gpus=2)
 register_cuda_ci(est_time=420, suite="nightly-kernel-8-gpu-h200", nightly=True, min_gpus=2)
@@ -50,13 +50,13 @@ if GPU_COUNT < 2:
 
 from jit_kernel.all_reduce import MAX_WORLD_SIZE, p2p_problems, precompile_custom_all_reduce  # noqa: E402
 from jit_kernel.distributed import run_on_gpus  # noqa: E402
-from jit_kernel.distributed.all_reduce_checks import (  # noqa: E402
+from jit_kernel.distributed.topology import describe_topology  # noqa: E402
+from testing.all_reduce_checks import (  # noqa: E402
     GROUPS,
     CheckPlan,
     CheckResult,
     run_checks,
 )
-from jit_kernel.distributed.topology import describe_topology  # noqa: E402
 
 WORLD_SIZES = sorted({2, min(GPU_COUNT, MAX_WORLD_SIZE)})
 FULL = get_ci_test_range(True, False)  # the full size grid locally and nightly

@@ -17,19 +17,21 @@ from pathlib import Path
 import pytest
 import torch
 
+from benchmarks.all_reduce_harness import combine_rows, default_sizes, format_tables
 from ci_runner import register_cpu_ci
 from jit_kernel.all_reduce import (
     ALGORITHMS,
     CustomAllReduce,
     _jit_custom_all_reduce_module,
-    _setup_problems,
     can_use_custom_all_reduce,
     default_one_shot_max_bytes,
     p2p_problems,
 )
 from jit_kernel.distributed import NVLS_OFF_ENV, WorkerError, free_port, run_on_gpus
-from jit_kernel.distributed.all_reduce_bench import combine_rows, default_sizes, format_tables
-from jit_kernel.distributed.all_reduce_checks import (
+from jit_kernel.distributed.launch import disable_nvlink_multicast, init_from_env
+from jit_kernel.distributed.peers import setup_problems
+from jit_kernel.wrapper.registry import registered_specs
+from testing.all_reduce_checks import (
     _GROUP_FUNCTIONS,
     PAD,
     SENTINEL,
@@ -38,9 +40,7 @@ from jit_kernel.distributed.all_reduce_checks import (
     _Runner,
     size_grid,
 )
-from jit_kernel.distributed.launch import disable_nvlink_multicast, init_from_env
-from jit_kernel.distributed.selftest import summarize
-from jit_kernel.utils.registry import registered_specs
+from testing.all_reduce_selftest import summarize
 
 register_cpu_ci(est_time=50, suite="base-a-test-cpu")
 
@@ -267,19 +267,19 @@ def test_setup_problems_name_the_ranks_and_the_pair() -> None:
         _info(device=0, uuid="A", access={"A": True, "B": True}),
         _info(device=1, uuid="B", access={"A": True, "B": True}),
     ]
-    assert _setup_problems(good) == []
+    assert setup_problems(good) == []
     no_p2p = [good[0], _info(device=1, uuid="B", access={"A": False, "B": True})]
-    assert _setup_problems(no_p2p) == [
+    assert setup_problems(no_p2p) == [
         "no peer access from rank 1 (cuda:1) to rank 0 (cuda:0 of rank 0's process)"
     ]
     unknown = [good[0], _info(device=0, uuid="B", access={"B": True})]  # peer's GPU not visible
-    assert _setup_problems(unknown) == []
+    assert setup_problems(unknown) == []
     shared = [good[0], _info(device=0, uuid="A", access={"A": True})]
-    assert _setup_problems(shared) == ["ranks 0 and 1 share one GPU (A)"]
+    assert setup_problems(shared) == ["ranks 0 and 1 share one GPU (A)"]
     hosts = [good[0], _info(host="other", device=1, uuid="B", access={"A": True})]
-    assert _setup_problems(hosts) == ["all ranks must run on one host, got ['h', 'other']"]
+    assert setup_problems(hosts) == ["all ranks must run on one host, got ['h', 'other']"]
     args = [good[0], _info(device=1, uuid="B", access={"A": True}, args=(16, 1, None))]
-    assert _setup_problems(args) == [
+    assert setup_problems(args) == [
         "(max_bytes, one_shot_max_bytes, max_blocks) differ between ranks: "
         "[(8, 1, None), (16, 1, None)]"
     ]

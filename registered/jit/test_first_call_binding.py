@@ -22,14 +22,10 @@ from ci_runner import register_cpu_ci
 register_cpu_ci(est_time=6, suite="base-a-test-cpu")
 
 torch = pytest.importorskip("torch")
-tvm_ffi = pytest.importorskip("tvm_ffi")  # the wrapper modules import jit_kernel.utils
+tvm_ffi = pytest.importorskip("tvm_ffi")  # the wrapper modules import jit_kernel.compiler
 
-from jit_kernel.utils import (  # noqa: E402
-    FirstCallBinding,
-    KernelTable,
-    rebind_global,
-    wrapper_args,
-)
+from jit_kernel.wrapper import FirstCallBinding, KernelTable, rebind_global  # noqa: E402
+from jit_kernel.wrapper import binding as wrapper_args  # noqa: E402
 
 
 @dataclass

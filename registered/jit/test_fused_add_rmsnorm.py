@@ -18,7 +18,7 @@ import torch
 from helpers_norm import ATOL, DIMS, DTYPES, EPS, NUM_ROWS, RTOL, randn, weight_for
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=11, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=12, suite="nightly-kernel-1-gpu", nightly=True)
@@ -32,16 +32,9 @@ from jit_kernel.fused_add_rmsnorm import (  # noqa: E402
     can_use_fused_add_rmsnorm,
     fused_add_rmsnorm,
 )
+from testing import references  # noqa: E402
 
-
-def reference(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = EPS
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(new residual in the dtype, normalised output in fp32, not rounded)."""
-    new_residual = (x.float() + residual.float()).to(x.dtype)
-    rf = new_residual.float()
-    rstd = torch.rsqrt(rf.pow(2).mean(dim=-1, keepdim=True) + eps)
-    return new_residual, (rf * rstd) * weight.float()
+reference = references.fused_add_rmsnorm
 
 
 def run_and_check(

@@ -13,9 +13,16 @@ import pytest
 import torch
 from helpers_jit_toolchain import run_python, subprocess_env, write_cpp_kernel
 
-import jit_kernel.utils.compile as compile_mod
+import jit_kernel.compiler.load as compile_mod
+import jit_kernel.compiler.plan as plan_mod
 from ci_runner import register_cpu_ci
-from jit_kernel.utils import JitCompileError, build_only, jit_module_path, load_jit, make_cpp_args
+from jit_kernel.compiler import (
+    JitCompileError,
+    build_only,
+    jit_module_path,
+    load_jit,
+    make_cpp_args,
+)
 
 register_cpu_ci(est_time=29, suite="base-a-test-cpu")
 
@@ -112,7 +119,7 @@ def test_flags_template_args_and_headers_change_the_key(cache, tmp_path):
 def test_compiler_version_is_part_of_the_key(cache, tmp_path, monkeypatch):
     source = write_cpp_kernel(tmp_path / "k")
     before = path_of_add(source)
-    monkeypatch.setattr(compile_mod, "compiler_version", lambda program: "g++ 99.0 (test)")
+    monkeypatch.setattr(plan_mod, "compiler_version", lambda program: "g++ 99.0 (test)")
     assert path_of_add(source) != before
 
 
@@ -135,7 +142,7 @@ def test_relocated_package_checkout_hits_the_cache(tmp_path):
         )
     write_cpp_kernel(checkout / "jit_kernel" / "csrc" / "reloc_probe")
     script = (
-        "from jit_kernel.utils import build_only, load_jit, KERNEL_ROOT\n"
+        "from jit_kernel.compiler import build_only, load_jit, KERNEL_ROOT\n"
         "with build_only():\n"
         "    r = load_jit('reloc', cpp_files=['reloc_probe/add.cpp'],"
         " cpp_wrappers=[('add_k', 'add_k<1>')])\n"
@@ -232,12 +239,12 @@ def test_bad_arguments_are_named(cache, tmp_path, kwargs, error, pattern):
 
 
 def test_module_names_are_safe_and_bounded():
-    assert compile_mod.module_name(["scale", "fp16_t", "true"]) == "jit_scale_fp16_t_true"
-    odd = compile_mod.module_name(["k", "-3", "1e-06", "ns::T"])
+    assert plan_mod.module_name(["scale", "fp16_t", "true"]) == "jit_scale_fp16_t_true"
+    odd = plan_mod.module_name(["k", "-3", "1e-06", "ns::T"])
     assert odd.startswith("jit_k_3_1e_06_ns_T_") and odd.replace("_", "").isalnum()
-    long_name = compile_mod.module_name(["k", *[str(i) for i in range(200)]])
+    long_name = plan_mod.module_name(["k", *[str(i) for i in range(200)]])
     assert len(long_name) <= 96
-    assert long_name != compile_mod.module_name(["k", *[str(i) for i in range(201)]])
+    assert long_name != plan_mod.module_name(["k", *[str(i) for i in range(201)]])
 
 
 def test_without_a_toolchain_a_module_built_elsewhere_still_loads(cache, tmp_path, monkeypatch):

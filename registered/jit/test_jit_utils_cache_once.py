@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from ci_runner import register_cpu_ci
-from jit_kernel.utils import cache_once, override_arch
+from jit_kernel.compiler import override_arch
+from jit_kernel.wrapper import cache_once
 
 register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 

@@ -17,7 +17,7 @@ WORKERS = 4
 WORKER_SCRIPT = """
 import sys, time
 from pathlib import Path
-from jit_kernel.utils import load_jit
+from jit_kernel.compiler import load_jit
 go = Path(sys.argv[2])
 while not go.exists():
     time.sleep(0.005)

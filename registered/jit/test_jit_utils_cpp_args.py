@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ci_runner import register_cpu_ci
-from jit_kernel.utils import CPPArgList, build_only, load_jit, make_cpp_args
+from jit_kernel.compiler import CPPArgList, build_only, load_jit, make_cpp_args
 
 register_cpu_ci(est_time=7, suite="base-a-test-cpu")
 

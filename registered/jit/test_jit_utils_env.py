@@ -6,19 +6,11 @@ import pytest
 import torch
 
 import ci_runner.env
-import jit_kernel.utils.ci
+import jit_kernel.env
 from ci_runner import register_cpu_ci
-from ci_runner.env import EnvVarError
-from jit_kernel.utils import (
-    ArchError,
-    get_ci_test_range,
-    get_jit_cuda_arch,
-    is_arch_support_pdl,
-    is_in_ci,
-    override_arch,
-    should_run_full_tests,
-)
-from jit_kernel.utils.arch import ArchInfo, parse_arch
+from jit_kernel.compiler import ArchError, get_jit_cuda_arch, is_arch_support_pdl, override_arch
+from jit_kernel.compiler.arch import ArchInfo, parse_arch
+from jit_kernel.env import get_ci_test_range, is_in_ci, should_run_full_tests
 
 register_cpu_ci(est_time=5, suite="base-a-test-cpu")
 
@@ -32,8 +24,21 @@ def clean_env(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-def test_switches_are_read_by_the_runner_parser():
-    assert jit_kernel.utils.ci.get_bool_env is ci_runner.env.get_bool_env
+WORDS = ["1", "0", "true", "TRUE", "False", "yes", "no", " on ", "OFF", "", "  ", "maybe", "2", "y"]
+
+
+@pytest.mark.parametrize("text", WORDS)
+def test_switches_parse_as_the_runner_does(text):
+    """jit_kernel keeps its own reader (it imports nothing of ci_runner); both agree on every word."""
+    environ = {"X": text}
+
+    def read(parser):
+        try:
+            return parser("X", default=None, environ=environ)
+        except ValueError:
+            return "error"
+
+    assert read(jit_kernel.env.get_bool_env) == read(ci_runner.env.get_bool_env)
 
 
 def test_local_run_gets_the_full_range():
@@ -67,7 +72,7 @@ def test_false_values(monkeypatch, value):
 @pytest.mark.parametrize("name", [CI, FULL])
 def test_garbage_is_an_error_naming_the_variable(monkeypatch, name):
     monkeypatch.setenv(name, "maybe")
-    with pytest.raises(EnvVarError, match=rf"{name}='maybe' is not a boolean"):
+    with pytest.raises(ValueError, match=rf"{name}='maybe' is not a boolean"):
         get_ci_test_range(1, 2)
 
 

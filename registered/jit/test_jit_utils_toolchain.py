@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from helpers_jit_toolchain import nvcc_missing_reason, write_cuda_kernel
 
-import jit_kernel.utils.toolchain as toolchain
+import jit_kernel.compiler.toolchain as toolchain
 from ci_runner import register_cpu_ci
-from jit_kernel.utils import JitToolchainError, build_only, load_jit, override_arch
-from jit_kernel.utils.toolchain import ccbin_flags, compiler_version, find_cuda_toolkit
+from jit_kernel.compiler import JitToolchainError, build_only, load_jit, override_arch
+from jit_kernel.compiler.toolchain import ccbin_flags, compiler_version, find_cuda_toolkit
 
 register_cpu_ci(est_time=11, suite="base-a-test-cpu")
 
@@ -118,7 +118,7 @@ def test_missing_host_compiler_is_reported(isolated, monkeypatch):
 def test_missing_ninja_says_how_to_install_it(monkeypatch):
     import builtins
 
-    from jit_kernel.utils import ninja_build
+    from jit_kernel.compiler import build as ninja_build
 
     real_import = builtins.__import__
 
@@ -163,7 +163,7 @@ def test_real_cuda_build_uses_arch_and_ccbin(tmp_path, monkeypatch):
     assert all(str(tmp_path) not in json.dumps(value) for value in key.values())
     monkeypatch.setenv("CXX", "c++")
     with override_arch("9.0"):
-        from jit_kernel.utils import jit_module_path
+        from jit_kernel.compiler import jit_module_path
 
         other = jit_module_path(
             "fill", cuda_files=[str(source)], cuda_wrappers=[("v", "host_value<1>")]

@@ -1,4 +1,4 @@
-"""scripts/bench_jit_kernels.py's host-overhead loop: each call written out with its constants.
+"""benchmarks/bench_jit_kernels.py's host-overhead loop: each call written out with its constants.
 
 ``CallLoop`` compiles one loop per callable that calls ``fn(a0, a1, ..., name=kw_name)``; these
 tests check, on the CPU, that every call gets the inputs, the ``Call``'s extra positional
@@ -7,7 +7,6 @@ the loop runs exactly the number of calls asked for.
 """
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,12 +14,9 @@ from ci_runner import register_cpu_ci
 
 register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "scripts" / "bench_cases")]
-
 torch = pytest.importorskip("torch")  # bench_jit_kernels imports torch
-import bench_jit_kernels  # noqa: E402
-from case import Call  # noqa: E402
+from benchmarks import bench_jit_kernels  # noqa: E402
+from benchmarks.cases.case import Call  # noqa: E402
 
 
 class Recorder:

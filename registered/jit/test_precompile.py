@@ -11,10 +11,11 @@ import torch
 from helpers_jit_toolchain import nvcc_missing_reason, run_python, subprocess_env, write_cpp_kernel
 
 from ci_runner import register_cpu_ci
-from jit_kernel.precompile import precompile
-from jit_kernel.utils import BuildResult, cache_once, load_jit, register_precompile
-from jit_kernel.utils.arch import ArchInfo
-from jit_kernel.utils.registry import PrecompileSpec
+from jit_kernel.compiler import BuildResult, load_jit
+from jit_kernel.compiler.arch import ArchInfo
+from jit_kernel.tools.precompile import precompile
+from jit_kernel.wrapper import cache_once, register_precompile
+from jit_kernel.wrapper.registry import PrecompileSpec
 
 register_cpu_ci(est_time=220, suite="base-a-test-cpu")
 
@@ -70,15 +71,22 @@ def test_precompile_builds_without_filling_the_in_process_cache(tmp_path, monkey
 
 
 def write_fake_package(root: Path, source: Path) -> None:
-    """A kernel package with two good specs, one that fails to compile, one broken module."""
+    """A kernel package with two good specs, one that fails to compile, one broken module, and
+    infrastructure that must not be imported (a subpackage, a _-prefixed module)."""
     package = root / "fakekernels"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "utils.py").write_text("raise RuntimeError('utils must not be imported')\n")
+    # Infrastructure lives in subpackages and _-prefixed modules: precompile imports neither.
+    (package / "helpers").mkdir()
+    (package / "helpers" / "__init__.py").write_text(
+        "raise RuntimeError('helpers must not be imported')\n"
+    )
+    (package / "_private.py").write_text("raise RuntimeError('_private must not be imported')\n")
     (package / "good.py").write_text(
         textwrap.dedent(
             f"""
-            from jit_kernel.utils import cache_once, load_jit, register_precompile
+            from jit_kernel.compiler import load_jit
+            from jit_kernel.wrapper import cache_once, register_precompile
 
             @cache_once
             def _module(k):
@@ -112,7 +120,7 @@ def test_cli_counts_built_cached_and_failed(tmp_path):
     assert "--- failed: import fakekernels.bad_import" in first.stderr
     assert "No module named 'no_such_module_xyz'" in first.stderr
     assert "JitCompileError" in first.stderr and "no_such_function" in first.stderr
-    assert "utils must not be imported" not in first.stderr
+    assert "must not be imported" not in first.stderr
     second = run_python([*command, "-j", "1"], env)
     assert summary_of(second.stdout) == (0, 2, 2)
 

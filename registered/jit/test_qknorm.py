@@ -17,7 +17,7 @@ import torch
 from helpers_norm import ATOL, DTYPES, EPS, RTOL, randn, weight_for
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=8, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=13, suite="nightly-kernel-1-gpu", nightly=True)
@@ -30,20 +30,15 @@ from jit_kernel.qknorm import (  # noqa: E402
     can_use_fused_inplace_qknorm,
     fused_inplace_qknorm,
 )
+from testing import references  # noqa: E402
 
 HEAD_DIMS = [64, 128, 256, 512]
 NUM_TOKENS = get_ci_test_range([1, 2, 3, 9, 64, 257, 1000, 4109], [1, 9, 257])
 HEADS = get_ci_test_range([(1, 1), (8, 1), (5, 3), (16, 16), (32, 8), (64, 4)], [(8, 1), (32, 8)])
 
 
-def reference(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Tensor:
-    xf = x.float()
-    rstd = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
-    return (xf * rstd) * weight.float()
-
-
 def run_and_check(q, k, q_weight, k_weight, what: str, eps: float = EPS) -> None:
-    expected_q, expected_k = reference(q, q_weight, eps), reference(k, k_weight, eps)
+    expected_q, expected_k = references.qknorm(q, k, q_weight, k_weight, eps)
     assert fused_inplace_qknorm(q, k, q_weight, k_weight, eps) is None
     for name, actual, expected in (("q", q, expected_q), ("k", k, expected_k)):
         context = (
@@ -124,7 +119,7 @@ def test_qknorm_nothing_to_do() -> None:
     fused_inplace_qknorm(empty, torch.empty(0, 2, 128, dtype=torch.bfloat16, device="cuda"), w, w)
     q = randn(3, 4, 128, dtype=torch.bfloat16)
     no_k = torch.empty(3, 0, 128, dtype=torch.bfloat16, device="cuda")
-    expected = reference(q, w)
+    expected = references.rmsnorm(q, w)
     fused_inplace_qknorm(q, no_k, w, w)  # k without heads: only q is normalised
     torch.testing.assert_close(q.float(), expected, rtol=2.0**-7, atol=ATOL)
 
@@ -141,7 +136,7 @@ def test_qknorm_cuda_graph_capture_and_replay() -> None:
     for _ in range(2):
         q.copy_(randn(16, 32, 128, dtype=dtype))
         k.copy_(randn(16, 8, 128, dtype=dtype))
-        expected_q, expected_k = reference(q, q_weight), reference(k, k_weight)
+        expected_q, expected_k = references.rmsnorm(q, q_weight), references.rmsnorm(k, k_weight)
         graph.replay()
         torch.cuda.synchronize()
         torch.testing.assert_close(q.float(), expected_q, rtol=2.0**-7, atol=ATOL)
@@ -160,7 +155,10 @@ def test_qknorm_beyond_2_pow_31_elements() -> None:
     boundary = 2**31 // (num_q * head_dim)
     tokens = [0, 1, num_tokens // 2, boundary - 1, boundary, num_tokens - 2, num_tokens - 1]
     index = torch.tensor(tokens, device="cuda")
-    expected_q, expected_k = reference(q[index], q_weight), reference(k[index], k_weight)
+    expected_q, expected_k = (
+        references.rmsnorm(q[index], q_weight),
+        references.rmsnorm(k[index], k_weight),
+    )
     fused_inplace_qknorm(q, k, q_weight, k_weight)
     torch.testing.assert_close(q[index].float(), expected_q, rtol=2.0**-7, atol=ATOL)
     torch.testing.assert_close(k[index].float(), expected_k, rtol=2.0**-7, atol=ATOL)

@@ -19,7 +19,7 @@ import torch
 from helpers_norm import ATOL, DIMS, DTYPES, EPS, NUM_ROWS, RTOL, randn, weight_for
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=11, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=12, suite="nightly-kernel-1-gpu", nightly=True)
@@ -33,17 +33,11 @@ from jit_kernel.rmsnorm import (  # noqa: E402
     can_use_rmsnorm,
     rmsnorm,
 )
-
-
-def reference(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Tensor:
-    """fp32 RMSNorm, not rounded: (x * rsqrt(mean(x^2) + eps)) * w."""
-    xf = x.float()
-    rstd = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
-    return (xf * rstd) * weight.float()
+from testing import references  # noqa: E402
 
 
 def assert_matches(actual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, what: str) -> None:
-    expected = reference(x, weight)
+    expected = references.rmsnorm(x, weight)
     context = f"rmsnorm {what}: shape={tuple(x.shape)} strides={x.stride()} dtype={x.dtype}"
     torch.testing.assert_close(
         actual.float(),
@@ -139,7 +133,7 @@ def test_rmsnorm_large_values_and_eps(dtype: torch.dtype) -> None:
     assert_matches(rmsnorm(x, weight), x, weight, "large values")
     tiny = (1e-3 * torch.randn(5, 512, device="cuda")).to(dtype)
     out = rmsnorm(tiny, weight[:512].contiguous(), eps=0.5)
-    expected = reference(tiny, weight[:512], eps=0.5)
+    expected = references.rmsnorm(tiny, weight[:512], eps=0.5)
     torch.testing.assert_close(out.float(), expected, rtol=RTOL[dtype], atol=ATOL)
 
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=18, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=32, suite="nightly-kernel-1-gpu", nightly=True)
@@ -30,6 +30,7 @@ from jit_kernel.rope import (  # noqa: E402
     apply_rope_inplace,
     can_use_apply_rope_inplace,
 )
+from testing import references  # noqa: E402
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 NUM_TOKENS = get_ci_test_range([1, 2, 7, 128, 129, 2048, 2049, 8191], [1, 129, 2049])
@@ -53,42 +54,13 @@ DIMS = get_ci_test_range(
     [(128, 128), (64, 64), (128, 64), (80, 80), (128, 34)],
 )
 MAX_POSITION = 4096
-TOLERANCES = {
-    torch.float16: {"rtol": 2e-3, "atol": 1e-5},
-    torch.bfloat16: {"rtol": 1e-2, "atol": 1e-5},
-    torch.float32: {"rtol": 1e-5, "atol": 1e-5},
-}
-
-
-def make_cos_sin_cache(max_position: int, rope_dim: int, base: float = 10000.0) -> torch.Tensor:
-    """float32 [max_position, rope_dim]: cos of the rope_dim/2 angles, then their sin."""
-    exponent = torch.arange(0, rope_dim, 2, dtype=torch.float64) / rope_dim
-    inv_freq = 1.0 / (base**exponent)
-    angles = torch.outer(torch.arange(max_position, dtype=torch.float64), inv_freq)
-    return torch.cat([angles.cos(), angles.sin()], dim=-1).float().cuda()
+TOLERANCES = references.ROUNDED_TOL
+make_cos_sin_cache = references.make_cos_sin_cache
 
 
 def reference(x: torch.Tensor, cache: torch.Tensor, positions: torch.Tensor, is_neox: bool):
     """Rotated copy of x [T, H, D] (its dtype); tokens with out-of-range positions unchanged."""
-    rope_dim = cache.shape[1]
-    half = rope_dim // 2
-    xf = x.float()
-    pos = positions.to(torch.int64)
-    valid = (pos >= 0) & (pos < cache.shape[0])
-    rows = cache[pos.clamp(0, cache.shape[0] - 1)]
-    cos = rows[:, :half].unsqueeze(1)
-    sin = rows[:, half:].unsqueeze(1)
-    out = xf.clone()
-    if is_neox:
-        x1, x2 = xf[..., :half], xf[..., half:rope_dim]
-        out[..., :half] = x1 * cos - x2 * sin
-        out[..., half:rope_dim] = x2 * cos + x1 * sin
-    else:
-        x1, x2 = xf[..., 0:rope_dim:2], xf[..., 1:rope_dim:2]
-        out[..., 0:rope_dim:2] = x1 * cos - x2 * sin
-        out[..., 1:rope_dim:2] = x2 * cos + x1 * sin
-    out[~valid] = xf[~valid]
-    return out.to(x.dtype)
+    return references.rope(x, cache, positions, is_neox).to(x.dtype)
 
 
 def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=11, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=13, suite="nightly-kernel-1-gpu", nightly=True)

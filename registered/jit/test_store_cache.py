@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from ci_runner import register_cuda_ci
-from jit_kernel.utils import get_ci_test_range
+from jit_kernel.env import get_ci_test_range
 
 register_cuda_ci(est_time=12, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=15, suite="nightly-kernel-1-gpu", nightly=True)
@@ -408,30 +408,55 @@ def _bad_inputs():
         (
             "k row size",
             args,
-            "tensor 'k_cache' row size mismatch: its rows have 64 bytes but the rows of 'k' have 128",
+            "tensor 'k_cache' row size mismatch of dims 1.. ('k_row_elems'): expected 64 (bound by "
+            "'k') but got 32",
         )
     )
     args = base()
     args[3] = random_bytes(10, 65, dtype=f16)
-    cases.append(("v row size", args, "tensor 'v_cache' row size mismatch: its rows have 130"))
+    cases.append(
+        (
+            "v row size",
+            args,
+            "tensor 'v_cache' row size mismatch of dims 1.. ('v_row_elems'): expected 64",
+        )
+    )
     args = base()
     args[1] = random_bytes(5, 64, dtype=f16)
-    cases.append(("v rows", args, "tensor 'v' shape mismatch at dim 0: expected 4 rows (as 'k')"))
+    cases.append(
+        (
+            "v rows",
+            args,
+            "tensor 'v' shape mismatch at dim 0 ('num_rows'): expected 4 (bound by 'k')",
+        )
+    )
     args = base()
     args[3] = random_bytes(11, 64, dtype=f16)
-    cases.append(("cache rows", args, "tensor 'v_cache' shape mismatch at dim 0: expected 10 rows"))
+    cases.append(
+        (
+            "cache rows",
+            args,
+            "tensor 'v_cache' shape mismatch at dim 0 ('num_slots'): expected 10 (bound by 'k_cache')",
+        )
+    )
     args = base()
     args[0] = random_bytes(4, 128, dtype=f16)[:, ::2]
     cases.append(
         (
             "k not dense",
             args,
-            "tensor 'k' must have contiguous rows (dims 1.. dense) but dim 1 has stride 2",
+            "tensor 'k' must have dense rows (dims 1.. contiguous) but dim 1 has stride 2",
         )
     )
     args = base()
     args[0] = random_bytes(4 * 64, dtype=f16)
-    cases.append(("k rank", args, "tensor 'k' must have at least 2 dims [rows, ...] but has 1"))
+    cases.append(
+        (
+            "k rank",
+            args,
+            "tensor 'k' rank mismatch: expected at least 2 dims [num_rows, ...] but got 1",
+        )
+    )
     args = base()
     args[4] = args[4].float()
     cases.append(
@@ -450,7 +475,7 @@ def _bad_inputs():
         (
             "indices length",
             args,
-            "tensor 'indices' shape mismatch at dim 0 ('num_rows'): expected 4 (the rows of 'k') "
+            "tensor 'indices' shape mismatch at dim 0 ('num_rows'): expected 4 (bound by 'k') "
             "but got 3",
         )
     )
@@ -492,7 +517,9 @@ def test_store_cache_rejects_non_tensor_arguments(position: int, name: str, bad)
 def test_module_checked_error_buffer_is_validated() -> None:
     module = _jit_store_cache_module()
     k, v, k_cache, v_cache, indices = make_case(4, 64, 64, torch.float16, 10, torch.int64)
-    with pytest.raises(RuntimeError, match="tensor 'error' must be a contiguous int64 \\[2\\]"):
+    with pytest.raises(
+        RuntimeError, match="tensor 'error' shape mismatch at dim 0: expected 2 but got 3"
+    ):
         module.store_cache_checked(
             k, v, k_cache, v_cache, indices, torch.empty(3, dtype=torch.int64, device="cuda")
         )

@@ -127,6 +127,17 @@ int64_t match_no_overlap(TensorView x) {
   return 0;
 }
 
+int64_t match_rows(TensorView rows, TensorView cache) {
+  using namespace host;
+  auto R = SymbolicSize{"num_rows"};
+  auto E = SymbolicSize{"row_elems"};
+  auto S = SymbolicSize{"row_stride"};
+  auto C = SymbolicSize{"cache_stride"};
+  TensorMatcher::rows(R, E, S).with_dtype<float>().verify(rows, "rows");
+  TensorMatcher::rows(-1, E, C).with_dtype<float>().verify(cache, "cache");
+  return R.unwrap() * 1000000 + E.unwrap() * 1000 + S.unwrap();
+}
+
 int64_t runtime_check(int64_t value) {
   host::RuntimeCheck(value > 0, "value must be > 0, got ", value);
   return value;
@@ -147,12 +158,13 @@ EXPORTS = [
     "runtime_check",
     "match_aligned",
     "match_no_overlap",
+    "match_rows",
 ]
 
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory: pytest.TempPathFactory):
-    from jit_kernel.utils import load_jit
+    from jit_kernel.compiler import load_jit
 
     source = tmp_path_factory.mktemp("probe") / "tensor_matcher_probe.cpp"
     source.write_text(PROBE_SOURCE)
@@ -361,6 +373,42 @@ def test_data_address_includes_the_storage_offset(probe) -> None:
     # A 16-byte offset stays aligned: the check reads the view's own address, not the storage's.
     base = i16(3, 16)
     assert probe.match_aligned(base.view(-1)[8:].view(5, 8)) == 0
+
+
+def test_rows_form_any_row_stride_dense_rows_of_one_size(probe) -> None:
+    f32 = torch.float32
+    padded = torch.zeros(5, 4, 8, dtype=f32)[:, :, :6]  # not dense: dim 2 padded
+    rows = torch.zeros(3, 40, dtype=f32)[:, :24]  # row stride 40, 24 elements per row
+    assert probe.match_rows(rows, torch.zeros(7, 4, 6, dtype=f32)) == 3 * 1000000 + 24 * 1000 + 40
+    assert (
+        probe.match_rows(torch.zeros(1, 2, 12, dtype=f32), torch.zeros(2, 24, dtype=f32)) % 1000
+        == 24
+    )
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "tensor 'cache' row size mismatch of dims 1.. ('row_elems'): expected 24 (bound by "
+            "'rows') but got 20"
+        ),
+    ):
+        probe.match_rows(rows, torch.zeros(7, 20, dtype=f32))
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "tensor 'cache' must have dense rows (dims 1.. contiguous) but dim 1 has stride 8 "
+            "where 6 was expected"
+        ),
+    ):
+        probe.match_rows(rows, padded)
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "tensor 'rows' rank mismatch: expected at least 2 dims [num_rows, ...] but got 1"
+        ),
+    ):
+        probe.match_rows(torch.zeros(24, dtype=f32), torch.zeros(2, 24, dtype=f32))
+    with pytest.raises(RuntimeError, match=r"tensor 'rows' dtype mismatch: expected float32"):
+        probe.match_rows(torch.zeros(3, 24, dtype=torch.float64), torch.zeros(2, 24, dtype=f32))
 
 
 def test_without_internal_overlap(probe) -> None:

@@ -1,4 +1,4 @@
-"""scripts/tune_kernels.py: --list needs no GPU, and every usage error is one clear line (exit 2)."""
+"""python -m tools.tune_kernels: --list needs no GPU, and every usage error is one clear line (exit 2)."""
 
 import os
 import subprocess
@@ -17,7 +17,7 @@ SCRIPT = ROOT / "scripts" / "tune_kernels.py"
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
+        [sys.executable, "-m", "tools.tune_kernels", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -26,15 +26,61 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )
 
 
-def test_list_names_every_family_and_the_baselines():
+def test_list_names_every_family_and_the_shipped_configs_first():
     done = run("--list")
     assert done.returncode == 0, done.stderr
     for line in (
         *("activation:", "norm:", "qknorm:", "rope:", "store_cache:"),
-        *("A0 ", "N0 ", "Q0 ", "R0 ", "C0 "),
-        *("-DSGL_ACT_BLOCK=256", "-DSGL_ROPE_SPREAD=0", "-DSGL_STORE_PERSISTENT=1"),
+        "A0   B128 U4",
+        *("ActConfig<128, 4>", "host::norm::RowConfig<128, 4>", "QKNormConfig<128, 1>"),
+        "RopeConfig<256, 2, 4, 72, 128, 1, 2097152>",
+        "StoreCacheConfig<128, 8, 256, 4, 2048, 1>",
+        "StoreCacheConfig<128, 16, 256, 4, 2048, 1>",  # C1 changes kUnroll only
     ):
         assert line in done.stdout
+    for family in ("activation", "norm", "qknorm", "rope", "store_cache"):
+        first = done.stdout.split(f"{family}:\n", 1)[1].splitlines()[0]
+        assert "the shipped configuration" in first
+
+
+def test_variant_table_errors_name_the_entry(tmp_path):
+    from tools.tune.variants import TABLE, load_table
+
+    text = TABLE.read_text()
+    bad = tmp_path / "variants.toml"
+    bad.write_text(text.replace('["A1", "U2",', '["A1", "Z2",'))
+    with pytest.raises(
+        ValueError, match=r"variants.toml: \[activation\] A1: unknown label\(s\) \['Z'\]"
+    ):
+        load_table(bad)
+    bad.write_text(text.replace('["A0", "",', '["A0", "U2",'))
+    with pytest.raises(
+        ValueError, match=r"\[activation\] the first variant must be the shipped one"
+    ):
+        load_table(bad)
+
+
+def test_shipped_config_matches_the_header_defaults():
+    """The table's defaults are the Config templates' defaults, so variant 0 is what ships."""
+    import re
+
+    from tools.tune.variants import VARIANTS
+
+    headers = {
+        "activation": "csrc/elementwise/activation.cuh",
+        "norm": "include/sgl_kernel/impl/norm.cuh",
+        "qknorm": "csrc/elementwise/qknorm.cuh",
+        "rope": "csrc/elementwise/rope.cuh",
+        "store_cache": "csrc/elementwise/store_cache.cuh",
+    }
+    for family, header in headers.items():
+        text = (ROOT / "jit_kernel" / header).read_text()
+        for _, name, default in VARIANTS[family][0].family.params:
+            found = re.search(rf"\b{name}_ = (\d+)", text)
+            assert found, f"{header}: no default for {name}"
+            assert int(found.group(1)) == default, (
+                f"{family} {name}: table {default}, header {found.group(1)}"
+            )
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
 #include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows, rows_per_group
-#include <sgl_kernel/runtime.cuh>    // For runtime::get_sm_count, runtime::get_blocks_per_sm
 #include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimary, PDLTriggerSecondary
 
 #include <dlpack/dlpack.h>
@@ -34,9 +33,14 @@ struct FusedAddRMSNormParams {
 /// per group and iteration, all loaded before the first reduction). Each thread reads its packs
 /// of input and residual once, writes the rounded sum to residual at once, and normalises that
 /// rounded sum (what a later read of residual returns) into input.
-template <std::uint32_t kGroup, int kPacks, int kRows, bool kUsePDL, typename T>
-__global__ void __launch_bounds__(host::norm::max_threads(kGroup),
-                                  host::norm::min_blocks(kGroup, kPacks, kRows, 2))
+template <std::uint32_t kGroup,
+          int kPacks,
+          int kRows,
+          std::uint32_t kWarpThreads,
+          bool kUsePDL,
+          typename T>
+__global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
+                                  host::norm::min_blocks(kGroup, kPacks, kRows, 2, kWarpThreads))
     fused_add_rmsnorm_kernel(const FusedAddRMSNormParams<T> p) {
   using namespace device::norm;
   using Rows = RowGroups<kGroup>;
@@ -47,7 +51,6 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
   Pack* const weight_slots = reinterpret_cast<Pack*>(norm_smem) + threadIdx.x;
 
   device::PDLWaitPrimary<kUsePDL>();
-  if constexpr (host::norm::kRowsPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
@@ -87,7 +90,7 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
     }
   }
 
-  if constexpr (!host::norm::kRowsPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
+  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// In place: residual = input + residual; input = rmsnorm(residual) * weight.
@@ -96,7 +99,7 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup),
 ///             overlap; must not share memory with input
 ///   weight:   [D] contiguous, same dtype/device, 16-byte aligned
 /// D: a multiple of 8 in [8, 16384]. N == 0 launches nothing.
-template <typename T, bool kUsePDL>
+template <typename T, bool kUsePDL, typename Config = host::norm::RowConfig<>>
 void fused_add_rmsnorm(tvm::ffi::TensorView input,
                        tvm::ffi::TensorView residual,
                        tvm::ffi::TensorView weight,
@@ -153,37 +156,30 @@ void fused_add_rmsnorm(tvm::ffi::TensorView input,
       .eps = eps,
   };
   const DLDevice dev = device.unwrap();
-  norm::dispatch_rows(
+  norm::dispatch_rows<Config::kWarpCtaThreads>(
       params.num_packs,
       [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {
-        constexpr int kRows = norm::rows_per_group(kGroup, kPacks, /*tensors=*/2);
-        constexpr auto kernel = fused_add_rmsnorm_kernel<kGroup, kPacks, kRows, kUsePDL, T>;
+        constexpr int kRows = norm::rows_per_group(kGroup, kPacks, 2, Config::kRowsPerGroup);
+        constexpr auto kernel =
+            fused_add_rmsnorm_kernel<kGroup, kPacks, kRows, Config::kWarpCtaThreads, kUsePDL, T>;
         const std::size_t smem = norm::staged_smem_bytes<kGroup>(kPacks, threads);
-        // As rmsnorm: one CTA per kRows x rows_per_cta rows, or one wave (persistent).
-        std::int64_t grid = std::min<std::int64_t>(
+        // One CTA per kRows x rows_per_cta rows (a grid-stride loop only beyond 2^31 - 1 CTAs).
+        const std::int64_t grid = std::min<std::int64_t>(
             div_ceil(params.num_rows, std::int64_t{rows_per_cta} * kRows), 0x7fffffff);
-        if constexpr (norm::kPersistentRows) {
-          const std::int64_t resident =
-              static_cast<std::int64_t>(runtime::get_sm_count(dev.device_id)) *
-              std::max(1,
-                       runtime::get_blocks_per_sm(
-                           kernel, static_cast<int>(threads), smem, dev.device_id));
-          grid = std::min(grid, resident);
-        }
         LaunchKernel(static_cast<unsigned>(grid), threads, dev, smem)
             .enable_pdl(kUsePDL)(kernel, params);
       });
 }
 
 /// The module's export: fused_add_rmsnorm for input's dtype (fp16, bf16).
-template <bool kUsePDL>
+template <bool kUsePDL, typename Config = host::norm::RowConfig<>>
 void fused_add_rmsnorm_by_dtype(tvm::ffi::TensorView input,
                                 tvm::ffi::TensorView residual,
                                 tvm::ffi::TensorView weight,
                                 float eps) {
   host::dispatch_dtype<fp16_t, bf16_t>(
       input.dtype(), "fused_add_rmsnorm", "input", [&]<typename T>() {
-        fused_add_rmsnorm<T, kUsePDL>(input, residual, weight, eps);
+        fused_add_rmsnorm<T, kUsePDL, Config>(input, residual, weight, eps);
       });
 }
 

@@ -1,55 +1,31 @@
 // fused_inplace_qknorm: per-head RMSNorm of q [T, Hq, D] and k [T, Hk, D] in place, one launch,
 // fp16/bf16, fp32 math, head_dim D in {64, 128, 256, 512} dispatched in C++. One CTA per group of
-// heads of both tensors (a persistent grid with SGL_QKNORM_PERSISTENT=1).
+// heads of both tensors.
 #include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
 #include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, group_sum, dispatch_rows
-#include <sgl_kernel/runtime.cuh>    // For runtime::get_sm_count, runtime::get_blocks_per_sm
 #include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimary, PDLTriggerSecondary
 
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
 
-#include <algorithm>
 #include <cstdint>
-
-// Tuning knobs (compile-time; scripts/tune_kernels.py sweeps them, scripts/tune_kernels.md):
-//   SGL_QKNORM_ITEMS        heads each lane group takes per iteration, all loaded before the
-//                           first reduction (1..8)
-//   SGL_QKNORM_PERSISTENT   1: at most one wave of resident CTAs striding over the heads;
-//                           0: one CTA per ITEMS x groups-per-CTA heads
-//   SGL_QKNORM_CTA_THREADS  threads per CTA (a multiple of 32, <= 1024)
-//   SGL_QKNORM_WEIGHT_REGS  1: both weights' packs of this lane are loaded into registers once
-//                           (selected per head); 0: loaded with every head (L1 hits)
-//   SGL_QKNORM_PDL_EARLY    1: with PDL, let the next kernel launch as soon as a CTA starts
-//                           (after its griddepcontrol.wait) rather than when it ends
-#ifndef SGL_QKNORM_ITEMS
-#define SGL_QKNORM_ITEMS 1
-#endif
-#ifndef SGL_QKNORM_PERSISTENT
-#define SGL_QKNORM_PERSISTENT 0
-#endif
-#ifndef SGL_QKNORM_CTA_THREADS
-#define SGL_QKNORM_CTA_THREADS 128
-#endif
-#ifndef SGL_QKNORM_WEIGHT_REGS
-#define SGL_QKNORM_WEIGHT_REGS 0
-#endif
-#ifndef SGL_QKNORM_PDL_EARLY
-#define SGL_QKNORM_PDL_EARLY 0
-#endif
 
 namespace {
 
-inline constexpr int kQKItems = SGL_QKNORM_ITEMS;
-inline constexpr bool kQKPersistent = SGL_QKNORM_PERSISTENT != 0;
-inline constexpr std::uint32_t kQKThreads = SGL_QKNORM_CTA_THREADS;
-inline constexpr bool kQKWeightRegs = SGL_QKNORM_WEIGHT_REGS != 0;
-inline constexpr bool kQKPDLEarly = SGL_QKNORM_PDL_EARLY != 0;
-static_assert(kQKItems >= 1 && kQKItems <= 8, "SGL_QKNORM_ITEMS must be in [1, 8]");
-static_assert(kQKThreads >= 32 && kQKThreads <= 1024 && kQKThreads % 32 == 0,
-              "SGL_QKNORM_CTA_THREADS must be a multiple of 32 in [32, 1024]");
+/// The launch shape of qknorm; the defaults ship.
+///   kCtaThreads  threads per CTA (a multiple of 32, at most 1024)
+///   kItems       heads each lane group takes per iteration, all loaded before the first
+///                reduction (1..8)
+template <std::uint32_t kCtaThreads_ = 128, int kItems_ = 1>
+struct QKNormConfig {
+  static constexpr std::uint32_t kCtaThreads = kCtaThreads_;
+  static constexpr int kItems = kItems_;
+  static_assert(kCtaThreads >= 32 && kCtaThreads <= 1024 && kCtaThreads % 32 == 0,
+                "QKNormConfig: kCtaThreads must be a multiple of 32 in [32, 1024]");
+  static_assert(kItems >= 1 && kItems <= 8, "QKNormConfig: kItems: 1..8");
+};
 
 template <typename T>
 struct QKNormParams {
@@ -73,30 +49,29 @@ struct QKNormParams {
 /// consecutive groups touch neighbouring memory. kGroup lanes (4..32, a power of two) own one
 /// head; each group takes kQKItems heads per iteration (items base + j * groups + group), all
 /// loaded before the first reduction. The loop is uniform across the CTA, so every lane
-/// reaches every shuffle.
-template <std::uint32_t kGroup, int kPacks, bool kUsePDL, typename T>
-__global__ void __launch_bounds__(kQKThreads) qknorm_kernel(const QKNormParams<T> p) {
+/// reaches every shuffle. Each head's weight packs are loaded with it (L1 hits).
+template <std::uint32_t kGroup,
+          int kPacks,
+          std::uint32_t kThreads,
+          int kQKItems,
+          bool kUsePDL,
+          typename T>
+__global__ void __launch_bounds__(kThreads) qknorm_kernel(const QKNormParams<T> p) {
   using namespace device::norm;
   static_assert(kGroup > 0, "qknorm_kernel: heads are owned by lanes of one warp");
   using Rows = RowGroups<kGroup>;
   using Slice = RowSlice<T, kPacks>;
 
   device::PDLWaitPrimary<kUsePDL>();
-  if constexpr (kQKPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t groups_per_cta = Rows::per_cta();
   const std::uint32_t items_per_cta = groups_per_cta * kQKItems;
   // < 2^32: base < num_items < 2^31 and item_step <= num_items + items_per_cta.
   const std::uint32_t item_step = gridDim.x * items_per_cta;
-  Slice q_weight, k_weight;
-  if constexpr (kQKWeightRegs) {
-    q_weight.load(p.q_weight, rank, kGroup, p.num_packs);
-    k_weight.load(p.k_weight, rank, kGroup, p.num_packs);
-  }
   for (std::uint32_t base = blockIdx.x * items_per_cta; base < p.num_items; base += item_step) {
     Slice x[kQKItems];
-    Slice weight[kQKWeightRegs ? 1 : kQKItems];
+    Slice weight[kQKItems];
     T* row[kQKItems];
     bool is_q[kQKItems];
     std::uint32_t packs[kQKItems];
@@ -113,31 +88,17 @@ __global__ void __launch_bounds__(kQKThreads) qknorm_kernel(const QKNormParams<T
                        : p.k + token * p.k_token_stride + (head - p.num_q_heads) * p.k_head_stride;
       packs[j] = valid ? p.num_packs : 0u;
       x[j].load(row[j], rank, kGroup, packs[j]);
-      if constexpr (!kQKWeightRegs) {
-        weight[j].load(is_q[j] ? p.q_weight : p.k_weight, rank, kGroup, packs[j]);  // L1 hits
-      }
+      weight[j].load(is_q[j] ? p.q_weight : p.k_weight, rank, kGroup, packs[j]);  // L1 hits
     }
 #pragma unroll
     for (int j = 0; j < kQKItems; ++j) {
       const float sum = group_sum<kGroup>(x[j].sum_squares());
-      if constexpr (kQKWeightRegs) {
-        Slice w;  // a select per word: no dynamically indexed register arrays
-#pragma unroll
-        for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-          for (int i = 0; i < Slice::kWords; ++i) {
-            w.pack[k][i] = is_q[j] ? q_weight.pack[k][i] : k_weight.pack[k][i];
-          }
-        }
-        x[j].scale(w, rms_scale(sum, p.inv_dim, p.eps));
-      } else {
-        x[j].scale(weight[j], rms_scale(sum, p.inv_dim, p.eps));
-      }
+      x[j].scale(weight[j], rms_scale(sum, p.inv_dim, p.eps));
       x[j].store(row[j], rank, kGroup, packs[j]);
     }
   }
 
-  if constexpr (!kQKPDLEarly) device::PDLTriggerSecondary<kUsePDL>();
+  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// True for the head sizes fused_inplace_qknorm supports.
@@ -151,7 +112,7 @@ inline bool is_head_dim_supported(std::int64_t head_dim) {
 ///   k: [T, Hk, D] the same (same T, D, dtype, device); must not share memory with q
 ///   q_weight, k_weight: [D] contiguous, same dtype/device, 16-byte aligned
 /// D in {64, 128, 256, 512}. Nothing to do (T == 0 or no heads) launches nothing.
-template <typename T, bool kUsePDL>
+template <typename T, bool kUsePDL, typename Config = QKNormConfig<>>
 void fused_inplace_qknorm(tvm::ffi::TensorView q,
                           tvm::ffi::TensorView k,
                           tvm::ffi::TensorView q_weight,
@@ -226,27 +187,19 @@ void fused_inplace_qknorm(tvm::ffi::TensorView q,
       .inv_dim = 1.0f / static_cast<float>(dim),
       .eps = eps,
   };
-  if (num_items == 0) return;  // also keeps the occupancy query off empty calls
+  if (num_items == 0) return;
   const DLDevice dev = device.unwrap();
-  norm::dispatch_rows(
+  norm::dispatch_rows<Config::kCtaThreads>(
       params.num_packs, [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t, std::uint32_t) {
         // head_dim <= 512 (64 packs) always gets a warp group with kWarpPacks packs per lane; the
-        // other plans are not instantiated. CTAs of kQKThreads threads (SGL_QKNORM_CTA_THREADS).
+        // other plans are not instantiated.
         if constexpr (kGroup != 0 && kPacks == norm::kWarpPacks) {
-          constexpr auto kernel = qknorm_kernel<kGroup, kPacks, kUsePDL, T>;
-          constexpr std::int64_t kItemsPerCta = std::int64_t{kQKThreads / kGroup} * kQKItems;
-          std::int64_t grid = div_ceil(num_items, kItemsPerCta);
-          if constexpr (kQKPersistent) {
-            // Persistent: at most one wave of resident CTAs on this device, each looping.
-            const int device_id = dev.device_id;
-            const std::int64_t resident =
-                static_cast<std::int64_t>(runtime::get_sm_count(device_id)) *
-                std::max(
-                    1,
-                    runtime::get_blocks_per_sm(kernel, static_cast<int>(kQKThreads), 0, device_id));
-            grid = std::min(grid, resident);
-          }
-          LaunchKernel(static_cast<unsigned>(grid), kQKThreads, dev)
+          constexpr std::uint32_t kThreads = Config::kCtaThreads;
+          constexpr auto kernel =
+              qknorm_kernel<kGroup, kPacks, kThreads, Config::kItems, kUsePDL, T>;
+          constexpr std::int64_t kItemsPerCta = std::int64_t{kThreads / kGroup} * Config::kItems;
+          const std::int64_t grid = div_ceil(num_items, kItemsPerCta);
+          LaunchKernel(static_cast<unsigned>(grid), kThreads, dev)
               .enable_pdl(kUsePDL)(kernel, params);
         } else {
           Panic("fused_inplace_qknorm: no warp-group plan for head_dim ", dim);
@@ -255,14 +208,14 @@ void fused_inplace_qknorm(tvm::ffi::TensorView q,
 }
 
 /// The module's export: fused_inplace_qknorm for q's dtype (fp16, bf16).
-template <bool kUsePDL>
+template <bool kUsePDL, typename Config = QKNormConfig<>>
 void fused_inplace_qknorm_by_dtype(tvm::ffi::TensorView q,
                                    tvm::ffi::TensorView k,
                                    tvm::ffi::TensorView q_weight,
                                    tvm::ffi::TensorView k_weight,
                                    float eps) {
   host::dispatch_dtype<fp16_t, bf16_t>(q.dtype(), "fused_inplace_qknorm", "q", [&]<typename T>() {
-    fused_inplace_qknorm<T, kUsePDL>(q, k, q_weight, k_weight, eps);
+    fused_inplace_qknorm<T, kUsePDL, Config>(q, k, q_weight, k_weight, eps);
   });
 }
 

@@ -1,5 +1,5 @@
-// Tensor validation: TensorMatcher and the Symbolic types (SymbolicSize, SymbolicDType,
-// SymbolicDevice). Host-only; with nvcc it also knows the CUDA element types (fp16_t, ...).
+// Tensor validation: TensorMatcher over the Symbolic types (sgl_kernel/symbolic.h). Host-only;
+// including it also brings dtype_of/dtype_name (dtype.h) and data_address/describe (tensor_view.h).
 //
 //   auto N = SymbolicSize{"num_elements"};
 //   auto device = SymbolicDevice{};
@@ -16,11 +16,11 @@
 //   scale.cuh:97)
 #pragma once
 
-#include <sgl_kernel/utils.h>  // For DebugInfo, PanicError, details::concat, dtype_bytes
-
-#ifdef __CUDACC__
-#include <sgl_kernel/utils.cuh>  // For fp16_t, bf16_t, fp8_e4m3_t, fp8_e5m2_t
-#endif
+#include <sgl_kernel/dtype.h>     // For dtype_of, dtype_name, is_type, details::same_dtype
+#include <sgl_kernel/symbolic.h>  // For SymbolicSize, SymbolicDType, SymbolicDevice, details::SizeRef
+#include <sgl_kernel/tensor_layout.h>  // For details::misalignment, details::internal_overlap
+#include <sgl_kernel/tensor_view.h>  // For data_address, device_name, details::describe, details::join
+#include <sgl_kernel/utils.h>        // For DebugInfo, PanicError, dtype_bytes
 
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
@@ -31,398 +31,13 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
-#include <ostream>
-#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace host {
-
-namespace details {
-
-/// A literal -1 in a shape or stride list matches any value.
-inline constexpr std::int64_t kAnySize = -1;
-
-template <typename T>
-struct dtype_trait_impl {
-  static constexpr DLDataType value = [] {
-    if constexpr (std::is_same_v<T, bool>) {
-      return DLDataType{kDLBool, 8, 1};
-    } else if constexpr (std::is_integral_v<T>) {
-      return DLDataType{static_cast<std::uint8_t>(std::is_signed_v<T> ? kDLInt : kDLUInt),
-                        static_cast<std::uint8_t>(8 * sizeof(T)),
-                        1};
-    } else if constexpr (std::is_floating_point_v<T>) {
-      return DLDataType{kDLFloat, static_cast<std::uint8_t>(8 * sizeof(T)), 1};
-    } else {
-      static_assert(dependent_false_v<T>, "no DLPack dtype is known for this C++ type");
-      return DLDataType{};
-    }
-  }();
-};
-
-#ifdef __CUDACC__
-template <>
-struct dtype_trait_impl<fp16_t> {
-  static constexpr DLDataType value{kDLFloat, 16, 1};
-};
-template <>
-struct dtype_trait_impl<bf16_t> {
-  static constexpr DLDataType value{kDLBfloat, 16, 1};
-};
-template <>
-struct dtype_trait_impl<fp8_e4m3_t> {
-  static constexpr DLDataType value{kDLFloat8_e4m3fn, 8, 1};
-};
-template <>
-struct dtype_trait_impl<fp8_e5m2_t> {
-  static constexpr DLDataType value{kDLFloat8_e5m2, 8, 1};
-};
-#endif
-
-inline bool same_dtype(DLDataType a, DLDataType b) {
-  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-}
-
-/// DLDataType in a named struct. nvcc 13.0's front end crashes ("find_allocated_name_reference")
-/// when a standard container holds the typedef'd anonymous struct DLDataType directly.
-struct DTypeEntry {
-  std::uint8_t code;
-  std::uint8_t bits;
-  std::uint16_t lanes;
-  constexpr DTypeEntry(DLDataType d) : code(d.code), bits(d.bits), lanes(d.lanes) {}  // NOLINT
-  constexpr operator DLDataType() const { return DLDataType{code, bits, lanes}; }     // NOLINT
-};
-
-}  // namespace details
-
-/// The DLPack dtype of a C++ element type (int32_t, float, fp16_t, bf16_t, ...).
-template <typename T>
-inline constexpr DLDataType dtype_of = details::dtype_trait_impl<T>::value;
-
-/// True when `dtype` is the DLPack dtype of T.
-template <typename T>
-inline bool is_type(DLDataType dtype) {
-  return details::same_dtype(dtype, dtype_of<T>);
-}
-
-/// "float16", "bfloat16", "int32", "float8_e4m3fn", ... (torch-like names).
-inline std::string dtype_name(DLDataType dtype) {
-  std::string base;
-  switch (dtype.code) {
-    case kDLInt:
-      base = "int";
-      break;
-    case kDLUInt:
-      base = "uint";
-      break;
-    case kDLFloat:
-      base = "float";
-      break;
-    case kDLBfloat:
-      base = "bfloat";
-      break;
-    case kDLBool:
-      return dtype.lanes == 1 ? "bool" : "bool x" + std::to_string(dtype.lanes);
-    case kDLFloat8_e4m3fn:
-      return "float8_e4m3fn";
-    case kDLFloat8_e5m2:
-      return "float8_e5m2";
-    default:
-      base = "dtype(code=" + std::to_string(dtype.code) + ")";
-  }
-  base += std::to_string(dtype.bits);
-  if (dtype.lanes != 1) base += "x" + std::to_string(dtype.lanes);
-  return base;
-}
-
-namespace details {
-inline std::string dtype_entry_name(const DTypeEntry& entry) {
-  return dtype_name(entry);
-}
-}  // namespace details
-
-/// "cpu", "cuda", "cuda_host", "rocm", ... for a DLPack device type.
-inline std::string device_type_name(DLDeviceType type) {
-  switch (type) {
-    case kDLCPU:
-      return "cpu";
-    case kDLCUDA:
-      return "cuda";
-    case kDLCUDAHost:
-      return "cuda_host";
-    case kDLOpenCL:
-      return "opencl";
-    case kDLVulkan:
-      return "vulkan";
-    case kDLMetal:
-      return "metal";
-    case kDLVPI:
-      return "vpi";
-    case kDLROCM:
-      return "rocm";
-    case kDLROCMHost:
-      return "rocm_host";
-    case kDLExtDev:
-      return "ext_dev";
-    case kDLCUDAManaged:
-      return "cuda_managed";
-    case kDLOneAPI:
-      return "oneapi";
-    case kDLWebGPU:
-      return "webgpu";
-    case kDLHexagon:
-      return "hexagon";
-    default:
-      return "device_type(" + std::to_string(static_cast<int>(type)) + ")";
-  }
-}
-
-/// "cuda:0", "cpu:0".
-inline std::string device_name(DLDevice device) {
-  return device_type_name(device.device_type) + ":" + std::to_string(device.device_id);
-}
-
-/// The address of element 0 of `view`: its data pointer plus the DLPack byte offset (torch
-/// exports views with the storage offset already in the data pointer and a byte offset of 0,
-/// but DLPack allows either). Kernels that index a tensor should start from this address.
-inline void* data_address(const tvm::ffi::TensorView& view) {
-  return static_cast<char*>(view.data_ptr()) + view.byte_offset();
-}
-
-namespace details {
-
-template <typename Range, typename F>
-std::string join(const Range& items, F&& fmt) {
-  std::string out = "[";
-  bool first = true;
-  for (const auto& item : items) {
-    if (!first) out += ", ";
-    out += fmt(item);
-    first = false;
-  }
-  return out + "]";
-}
-
-inline std::string format_ints(tvm::ffi::ShapeView values) {
-  return join(values, [](std::int64_t v) { return std::to_string(v); });
-}
-
-/// "shape=[1000], strides=[1], dtype=float16, device=cuda:0".
-inline std::string describe(const tvm::ffi::TensorView& view) {
-  return "shape=" + format_ints(view.shape()) + ", strides=" + format_ints(view.strides()) +
-         ", dtype=" + dtype_name(view.dtype()) + ", device=" + device_name(view.device());
-}
-
-}  // namespace details
-
-/// A named dimension (or stride) whose value is bound by the first tensor that uses it; later
-/// tensors must agree. Non-copyable: TensorMatcher keeps a reference.
-class SymbolicSize {
- public:
-  explicit SymbolicSize(std::string_view name = {}) : m_name(name) {}
-  SymbolicSize(const SymbolicSize&) = delete;
-  SymbolicSize& operator=(const SymbolicSize&) = delete;
-
-  std::string_view get_name() const { return m_name; }
-  bool has_value() const { return m_value.has_value(); }
-  std::optional<std::int64_t> get_value() const { return m_value; }
-  /// Who bound the value: a tensor name, or "set_value".
-  std::string_view bound_by() const { return m_bound_by; }
-
-  /// Pins the value before verification. Panics if already bound.
-  void set_value(std::int64_t value, DebugInfo location = {}) {
-    if (m_value) panic(location, "size '", m_name, "' is already bound to ", *m_value);
-    m_value = value;
-    m_bound_by = "set_value";
-  }
-
-  /// Binds `value` (recording `source`) if unbound; returns false on a mismatch.
-  bool bind_or_match(std::int64_t value, std::string_view source) {
-    if (!m_value) {
-      m_value = value;
-      m_bound_by = source;
-      return true;
-    }
-    return *m_value == value;
-  }
-
-  /// The bound value. Panics if nothing bound it.
-  std::int64_t unwrap(DebugInfo location = {}) const {
-    if (!m_value) panic(location, "size '", m_name, "' has no value: no tensor bound it");
-    return *m_value;
-  }
-
- private:
-  std::string m_name;
-  std::string m_bound_by;
-  std::optional<std::int64_t> m_value;
-};
-
-/// A dtype bound by the first tensor; `set_options` restricts the allowed dtypes.
-class SymbolicDType {
- public:
-  SymbolicDType() = default;
-  SymbolicDType(const SymbolicDType&) = delete;
-  SymbolicDType& operator=(const SymbolicDType&) = delete;
-
-  template <typename... Ts>
-  void set_options() {
-    m_options = {dtype_of<Ts>...};
-  }
-  void set_options(std::span<const DLDataType> options) {
-    m_options.clear();
-    for (const DLDataType& option : options) m_options.emplace_back(option);
-  }
-  std::span<const details::DTypeEntry> get_options() const { return m_options; }
-
-  /// Pins the dtype. Panics if already bound or not among the options.
-  void set_value(DLDataType dtype, DebugInfo location = {}) {
-    if (m_bound) panic(location, "dtype is already bound to ", dtype_name(m_value));
-    if (!allows(dtype)) {
-      panic(location,
-            "dtype ",
-            dtype_name(dtype),
-            " is not among the allowed options ",
-            details::join(m_options, details::dtype_entry_name));
-    }
-    m_value = dtype;
-    m_bound = true;
-    m_bound_by = "set_value";
-  }
-
-  bool allows(DLDataType dtype) const {
-    if (m_options.empty()) return true;
-    for (const auto& option : m_options) {
-      if (details::same_dtype(option, dtype)) return true;
-    }
-    return false;
-  }
-
-  bool has_value() const { return m_bound; }
-  std::optional<DLDataType> get_value() const {
-    return m_bound ? std::optional<DLDataType>(m_value) : std::nullopt;
-  }
-  std::string_view bound_by() const { return m_bound_by; }
-
-  bool bind_or_match(DLDataType dtype, std::string_view source) {
-    if (!m_bound) {
-      m_bound = true;
-      m_value = dtype;
-      m_bound_by = source;
-      return true;
-    }
-    return details::same_dtype(m_value, dtype);
-  }
-
-  DLDataType unwrap(DebugInfo location = {}) const {
-    if (!m_bound) panic(location, "dtype has no value: no tensor bound it");
-    return m_value;
-  }
-
-  /// True when the bound dtype is T.
-  template <typename T>
-  bool is_type() const {
-    return m_bound && host::is_type<T>(m_value);
-  }
-
- private:
-  std::vector<details::DTypeEntry> m_options;
-  // (bool + value rather than std::optional: nvcc 13.0 EDG crashes on optional<DLDataType> here)
-  bool m_bound = false;
-  DLDataType m_value{};
-  std::string m_bound_by;
-};
-
-/// A device bound by the first tensor (type and id); `set_options` restricts the device types.
-class SymbolicDevice {
- public:
-  SymbolicDevice() = default;
-  SymbolicDevice(const SymbolicDevice&) = delete;
-  SymbolicDevice& operator=(const SymbolicDevice&) = delete;
-
-  template <DLDeviceType... Codes>
-  void set_options() {
-    m_options = {Codes...};
-  }
-  void set_options(std::span<const DLDeviceType> options) {
-    m_options.assign(options.begin(), options.end());
-  }
-  std::span<const DLDeviceType> get_options() const { return m_options; }
-
-  void set_value(DLDevice device, DebugInfo location = {}) {
-    if (m_bound) panic(location, "device is already bound to ", device_name(m_value));
-    if (!allows(device.device_type)) {
-      panic(location,
-            "device ",
-            device_name(device),
-            " is not among the allowed types ",
-            details::join(m_options, device_type_name));
-    }
-    m_value = device;
-    m_bound = true;
-    m_bound_by = "set_value";
-  }
-
-  bool allows(DLDeviceType type) const {
-    if (m_options.empty()) return true;
-    for (const auto option : m_options) {
-      if (option == type) return true;
-    }
-    return false;
-  }
-
-  bool has_value() const { return m_bound; }
-  std::optional<DLDevice> get_value() const {
-    return m_bound ? std::optional<DLDevice>(m_value) : std::nullopt;
-  }
-  std::string_view bound_by() const { return m_bound_by; }
-
-  bool bind_or_match(DLDevice device, std::string_view source) {
-    if (!m_bound) {
-      m_bound = true;
-      m_value = device;
-      m_bound_by = source;
-      return true;
-    }
-    return m_value.device_type == device.device_type && m_value.device_id == device.device_id;
-  }
-
-  DLDevice unwrap(DebugInfo location = {}) const {
-    if (!m_bound) panic(location, "device has no value: no tensor bound it");
-    return m_value;
-  }
-
- private:
-  std::vector<DLDeviceType> m_options;
-  // (bool + value rather than std::optional: nvcc 13.0 EDG crashes on optional<DLDevice> here)
-  bool m_bound = false;
-  DLDevice m_value{};
-  std::string m_bound_by;
-};
-
-namespace details {
-
-/// One entry of a shape or stride pattern: a SymbolicSize, a fixed value, or -1 (any).
-class SizeRef {
- public:
-  SizeRef(SymbolicSize& symbol) : m_symbol(&symbol) {}  // NOLINT(google-explicit-constructor)
-  template <typename T>
-    requires std::is_integral_v<T>
-  SizeRef(T value) : m_fixed(static_cast<std::int64_t>(value)) {}  // NOLINT
-
-  SymbolicSize* symbol() const { return m_symbol; }
-  std::int64_t fixed() const { return m_fixed; }
-
- private:
-  SymbolicSize* m_symbol = nullptr;
-  std::int64_t m_fixed = kAnySize;
-};
-
-}  // namespace details
 
 /// Checks tensors against one pattern of shape, strides, dtype and device. Use as a temporary
 /// (never store it); chain `.verify(a, "a").verify(b, "b")` to check several tensors.
@@ -436,6 +51,14 @@ class TensorMatcher {
   explicit TensorMatcher(tvm::ffi::ShapeView shape) : m_shape(shape.begin(), shape.end()) {}
   TensorMatcher(const TensorMatcher&) = delete;
   TensorMatcher& operator=(const TensorMatcher&) = delete;
+
+  /// The rows form: rank >= 2; dim 0 (`rows`) has any stride (bound to `row_stride`, where the
+  /// tensor has more than one row), dims 1.. are dense and hold `row_size` elements in all,
+  /// whatever their shape. E.g. a KV cache [slots, heads, head_dim] and its rows [n, heads *
+  /// head_dim] agree on `row_size`.
+  static TensorMatcher rows(SizeRef rows, SizeRef row_size, SizeRef row_stride) {
+    return TensorMatcher(RowsForm{}, rows, row_size, row_stride);
+  }
 
   /// Expected strides (same count as the shape). Without it, tensors must be contiguous.
   TensorMatcher&& with_strides(std::initializer_list<SizeRef> strides, DebugInfo location = {}) && {
@@ -527,6 +150,10 @@ class TensorMatcher {
   }
 
  private:
+  struct RowsForm {};
+  TensorMatcher(RowsForm, SizeRef rows, SizeRef row_size, SizeRef row_stride)
+      : m_shape{rows}, m_strides(std::vector<SizeRef>{row_stride}), m_row_size(row_size) {}
+
   template <typename... Args>
   [[noreturn]] static void fail(const tvm::ffi::TensorView& view,
                                 std::string_view name,
@@ -546,19 +173,29 @@ class TensorMatcher {
   }
 
   std::string shape_pattern() const {
-    return details::join(m_shape, [](const SizeRef& ref) -> std::string {
+    const std::string dims = details::join(m_shape, [](const SizeRef& ref) -> std::string {
       if (ref.symbol()) {
         const auto name = ref.symbol()->get_name();
         return name.empty() ? std::string("?") : std::string(name);
       }
       return ref.fixed() == details::kAnySize ? std::string("*") : std::to_string(ref.fixed());
     });
+    return m_row_size ? dims.substr(0, dims.size() - 1) + ", ...]" : dims;
   }
 
   void check_rank(const tvm::ffi::TensorView& view,
                   std::string_view name,
                   const DebugInfo& location) const {
-    if (static_cast<std::size_t>(view.ndim()) != m_shape.size()) {
+    if (m_row_size && view.ndim() < 2) {
+      fail(view,
+           name,
+           location,
+           "rank mismatch: expected at least 2 dims ",
+           shape_pattern(),
+           " but got ",
+           view.ndim());
+    }
+    if (!m_row_size && static_cast<std::size_t>(view.ndim()) != m_shape.size()) {
       fail(view,
            name,
            location,
@@ -571,10 +208,11 @@ class TensorMatcher {
     }
   }
 
-  // Checks one entry (size or stride) against its pattern; `kind` is "shape" or "stride".
+  // Checks one entry against its pattern; `kind` ("shape", "stride", "row size") and `where`
+  // ("at dim 1", "of dims 1..") say which.
   void check_entry(const SizeRef& ref,
                    std::int64_t actual,
-                   int dim,
+                   std::string_view where,
                    const char* kind,
                    const tvm::ffi::TensorView& view,
                    std::string_view name,
@@ -585,8 +223,8 @@ class TensorMatcher {
            name,
            location,
            kind,
-           " mismatch at dim ",
-           dim,
+           " mismatch ",
+           where,
            " ('",
            symbol->get_name(),
            "'): expected ",
@@ -601,8 +239,8 @@ class TensorMatcher {
            name,
            location,
            kind,
-           " mismatch at dim ",
-           dim,
+           " mismatch ",
+           where,
            ": expected ",
            ref.fixed(),
            " but got ",
@@ -614,13 +252,19 @@ class TensorMatcher {
                    std::string_view name,
                    const DebugInfo& location) const {
     for (std::size_t i = 0; i < m_shape.size(); ++i) {
+      const auto where = "at dim " + std::to_string(i);
       check_entry(m_shape[i],
                   view.size(static_cast<std::int64_t>(i)),
-                  static_cast<int>(i),
+                  where,
                   "shape",
                   view,
                   name,
                   location);
+    }
+    if (m_row_size) {
+      std::int64_t elements = 1;
+      for (std::int64_t dim = 1; dim < view.ndim(); ++dim) elements *= view.size(dim);
+      check_entry(*m_row_size, elements, "of dims 1..", "row size", view, name, location);
     }
   }
 
@@ -648,7 +292,26 @@ class TensorMatcher {
         }
         continue;
       }
-      check_entry(ref, view.stride(dim), static_cast<int>(i), "stride", view, name, location);
+      const auto where = "at dim " + std::to_string(i);
+      check_entry(ref, view.stride(dim), where, "stride", view, name, location);
+    }
+    if (m_row_size) {  // the rows form: dims 1.. dense
+      std::int64_t expected = 1;
+      for (std::int64_t dim = view.ndim() - 1; dim >= 1; --dim) {
+        if (view.size(dim) != 1 && view.stride(dim) != expected) {
+          fail(view,
+               name,
+               location,
+               "must have dense rows (dims 1.. contiguous) but dim ",
+               dim,
+               " has stride ",
+               view.stride(dim),
+               " where ",
+               expected,
+               " was expected");
+        }
+        expected *= view.size(dim);
+      }
     }
   }
 
@@ -748,77 +411,19 @@ class TensorMatcher {
   void check_alignment(const tvm::ffi::TensorView& view,
                        std::string_view name,
                        const DebugInfo& location) const {
-    if (view.numel() == 0) return;
-    const auto address = reinterpret_cast<std::uintptr_t>(data_address(view));
-    if (const auto misalignment = address % m_alignment; misalignment != 0) {
-      fail(view,
-           name,
-           location,
-           "is not ",
-           m_alignment,
-           "-byte aligned: its data address is ",
-           misalignment,
-           " bytes past a ",
-           m_alignment,
-           "-byte boundary (a view with a storage offset?)");
-    }
-    const auto elem_bytes = static_cast<std::int64_t>(dtype_bytes(view.dtype()));
-    const auto alignment = static_cast<std::int64_t>(m_alignment);
-    for (std::int64_t dim = 0; dim + 1 < view.ndim(); ++dim) {
-      if (view.size(dim) <= 1) continue;
-      const std::int64_t stride_bytes = view.stride(dim) * elem_bytes;
-      if (stride_bytes % alignment != 0) {
-        fail(view,
-             name,
-             location,
-             "is not ",
-             m_alignment,
-             "-byte aligned: the stride of dim ",
-             dim,
-             " is ",
-             view.stride(dim),
-             " elements (",
-             stride_bytes,
-             " bytes), not a multiple of ",
-             m_alignment,
-             " bytes");
-      }
-    }
+    if (auto problem = details::misalignment(view, m_alignment))
+      fail(view, name, location, *problem);
   }
 
   void check_no_overlap(const tvm::ffi::TensorView& view,
                         std::string_view name,
                         const DebugInfo& location) const {
-    if (view.numel() == 0) return;
-    // (|stride|, size, dim) of every dimension of size > 1, by increasing stride.
-    std::vector<std::array<std::int64_t, 3>> dims;
-    for (std::int64_t dim = 0; dim < view.ndim(); ++dim) {
-      const std::int64_t size = view.size(dim);
-      if (size <= 1) continue;
-      const std::int64_t stride = view.stride(dim);
-      dims.push_back({stride < 0 ? -stride : stride, size, dim});
-    }
-    std::sort(dims.begin(), dims.end());
-    std::int64_t reach = 0;  // the farthest offset reached by the dimensions checked so far
-    for (const auto& [stride, size, dim] : dims) {
-      if (stride <= reach) {
-        fail(view,
-             name,
-             location,
-             "has internal overlap (dim ",
-             dim,
-             " of size ",
-             size,
-             " has stride ",
-             view.stride(dim),
-             ", which revisits elements): a tensor the kernel writes must not alias itself");
-      }
-      reach += stride * (size - 1);
-    }
+    if (auto problem = details::internal_overlap(view)) fail(view, name, location, *problem);
   }
 
   std::vector<SizeRef> m_shape;
   std::optional<std::vector<SizeRef>> m_strides;
+  std::optional<SizeRef> m_row_size;  // the rows form: elements of dims 1..
   // Unspecified dtype/device still bind through these, so chained verifies must agree.
   mutable SymbolicDType m_own_dtype;
   mutable SymbolicDevice m_own_device;

@@ -19,6 +19,7 @@ from ci_runner import register_cuda_ci
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from jit_kernel.qknorm import fused_inplace_qknorm
+from testing import references
 
 register_cuda_ci(est_time=39, suite="base-b-kernel-benchmark-1-gpu-large")
 
@@ -37,9 +38,7 @@ def torch_qknorm(q, k, q_weight, k_weight) -> None:
 
 
 def _fp32_rmsnorm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    xf = x.float()
-    rstd = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + EPS)
-    return ((xf * rstd) * weight.float()).to(x.dtype)
+    return references.rmsnorm(x, weight, EPS).to(x.dtype)
 
 
 def fp32_qknorm(q, k, q_weight, k_weight) -> None:

@@ -21,6 +21,7 @@ from ci_runner import register_cuda_ci
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from jit_kernel.rope import apply_rope_inplace
+from testing import references
 
 register_cuda_ci(est_time=94, suite="base-b-kernel-benchmark-1-gpu-large")
 
@@ -30,30 +31,10 @@ MAX_POSITION = 8192
 HEAD_DIM = 128
 
 
-def make_cos_sin_cache(max_position: int, rope_dim: int) -> torch.Tensor:
-    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, rope_dim, 2, dtype=torch.float32) / rope_dim))
-    angles = torch.outer(torch.arange(max_position, dtype=torch.float32), inv_freq)
-    return torch.cat([angles.cos(), angles.sin()], dim=-1).cuda()
+make_cos_sin_cache = references.make_cos_sin_cache
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, is_neox: bool) -> torch.Tensor:
-    rope_dim = cos.shape[-1] * 2
-    xf = x[..., :rope_dim].float()
-    if is_neox:
-        x1, x2 = xf.chunk(2, dim=-1)
-        rotated = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
-    else:
-        x1, x2 = xf[..., 0::2], xf[..., 1::2]
-        rotated = torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).flatten(-2)
-    return rotated.to(x.dtype)
-
-
-def torch_rope(q, k, cos_sin_cache, positions, is_neox: bool) -> None:
-    half = cos_sin_cache.shape[1] // 2
-    rows = cos_sin_cache[positions]
-    cos, sin = rows[:, None, :half], rows[:, None, half:]
-    q[..., : 2 * half] = _rotate(q, cos, sin, is_neox)
-    k[..., : 2 * half] = _rotate(k, cos, sin, is_neox)
+torch_rope = references.rope_inplace
 
 
 def jit_rope(q, k, cos_sin_cache, positions, is_neox: bool) -> None:

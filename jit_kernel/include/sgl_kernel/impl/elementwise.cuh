@@ -13,16 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 
-// Tuning knobs (compile-time). The defaults won a sweep on H200 (128..512 threads x 1..8 vectors
-// per thread, persistent grid, streaming cache hints, early PDL trigger, no __restrict__):
-// 128 threads x 2 vectors reach 89-100% of the 1 GiB copy bandwidth from 2^24 elements up.
-#ifndef SGL_ELEMENTWISE_UNROLL
-#define SGL_ELEMENTWISE_UNROLL 2
-#endif
-#ifndef SGL_ELEMENTWISE_BLOCK
-#define SGL_ELEMENTWISE_BLOCK 128
-#endif
-
 namespace device::elementwise {
 
 /// Tile t covers vectors [t * kUnroll * blockDim.x, (t + 1) * kUnroll * blockDim.x); thread i
@@ -72,8 +62,9 @@ __global__ void unary_map_kernel(T* __restrict__ dst, const T* __restrict__ src,
 
 namespace host::elementwise {
 
-inline constexpr int kBlockSize = SGL_ELEMENTWISE_BLOCK;
-inline constexpr int kUnroll = SGL_ELEMENTWISE_UNROLL;
+/// Threads per block and vectors each thread loads before it stores any.
+inline constexpr int kBlockSize = 128;
+inline constexpr int kUnroll = 2;
 inline constexpr std::size_t kVecBytes = 16;
 inline constexpr std::size_t kMaxGrid = 1u << 30;
 

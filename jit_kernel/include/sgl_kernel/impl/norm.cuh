@@ -17,54 +17,6 @@
 #include <cstddef>
 #include <cstdint>
 
-// Tuning knobs of the row kernels (rmsnorm, fused_add_rmsnorm; compile-time, swept by
-// scripts/tune_kernels.py, see scripts/tune_kernels.md):
-//   SGL_NORM_WARP_CTA_THREADS  CTA size of the warp-group plans (a multiple of 32, <= 1024)
-//   SGL_NORM_ROWS_PER_GROUP    rows each lane group of a warp-group plan takes per iteration,
-//                              all their loads issued before the first reduction; capped so
-//                              that a thread holds at most kMaxPacksInFlight packs over the
-//                              row tensors it reads (rmsnorm 1, fused_add_rmsnorm 2: the 2-pack
-//                              plans take 4 and 2 rows, the 4-pack plans 2 and 1). The CTA plan
-//                              takes 1.
-//   SGL_NORM_PERSISTENT        0: one CTA per row slot (grid = rows / rows per CTA);
-//                              1: at most one wave of resident CTAs striding over the rows
-//                              (each stages the weight once)
-//   SGL_NORM_MIN_BLOCKS        0: the register budget below (min_blocks); N > 0: rmsnorm's
-//                              2-pack warp-group plans (D <= 512) ask __launch_bounds__ for N
-//                              resident CTAs per SM (registers <= 65536 / (N * CTA threads));
-//                              fused_add_rmsnorm (twice the packs) keeps the budget
-//   SGL_NORM_LANE_PACKS        packs a lane holds per row in the warp-group plans of rows of at
-//                              most 32 packs (D <= 256): 2 (groups of up to 16 lanes) or 1
-//                              (groups of up to 32 lanes, twice the lanes per row)
-//   SGL_NORM_PDL_EARLY         1: with PDL, let the next kernel launch as soon as a CTA starts
-//                              (after its griddepcontrol.wait) rather than when it ends; the
-//                              next kernel still waits for this grid before touching memory
-//   SGL_NORM_WEIGHT_GLOBAL     where a thread's weight packs come from: 0 staged once per CTA
-//                              in shared memory (cp.async) for every plan; 1 loaded from global
-//                              into registers once per thread in the warp-group plans, staged
-//                              in the CTA plan; 2 from global into registers in every plan
-#ifndef SGL_NORM_WARP_CTA_THREADS
-#define SGL_NORM_WARP_CTA_THREADS 128
-#endif
-#ifndef SGL_NORM_ROWS_PER_GROUP
-#define SGL_NORM_ROWS_PER_GROUP 4
-#endif
-#ifndef SGL_NORM_PERSISTENT
-#define SGL_NORM_PERSISTENT 0
-#endif
-#ifndef SGL_NORM_MIN_BLOCKS
-#define SGL_NORM_MIN_BLOCKS 0
-#endif
-#ifndef SGL_NORM_PDL_EARLY
-#define SGL_NORM_PDL_EARLY 0
-#endif
-#ifndef SGL_NORM_LANE_PACKS
-#define SGL_NORM_LANE_PACKS 2
-#endif
-#ifndef SGL_NORM_WEIGHT_GLOBAL
-#define SGL_NORM_WEIGHT_GLOBAL 1
-#endif
-
 namespace device::norm {
 
 /// Bytes of every global access.
@@ -204,14 +156,10 @@ struct RowSlice {
   }
 };
 
-static_assert(SGL_NORM_WEIGHT_GLOBAL >= 0 && SGL_NORM_WEIGHT_GLOBAL <= 2,
-              "SGL_NORM_WEIGHT_GLOBAL must be 0, 1 or 2");
-
 /// Whether the plan of kGroup-lane row groups (0: the CTA plan) keeps its weight packs in
-/// registers, loaded from global, rather than staged in shared memory (SGL_NORM_WEIGHT_GLOBAL).
+/// registers: the warp-group plans do; the CTA plan stages them (its rows are long).
 template <std::uint32_t kGroup>
-inline constexpr bool kWeightInRegisters =
-    SGL_NORM_WEIGHT_GLOBAL == 2 || (SGL_NORM_WEIGHT_GLOBAL == 1 && kGroup != 0);
+inline constexpr bool kWeightInRegisters = kGroup != 0;
 
 /// The weight packs a thread applies to every row it owns (the same packs for each row): held
 /// in registers from the start (kInRegisters), or staged into this thread's shared-memory slots
@@ -313,66 +261,55 @@ SGL_DEVICE float row_sum(float value, CtaSumScratch& scratch, std::uint32_t call
 
 namespace host::norm {
 
+/// The launch shape of the row kernels (rmsnorm, fused_add_rmsnorm); the defaults ship.
+///   kWarpCtaThreads  CTA size of the warp-group plans (several rows per CTA)
+///   kRowsPerGroup    rows each lane group takes per iteration, all loaded before the first
+///                    reduction (capped by rows_per_group so a thread holds at most 8 packs)
+template <std::uint32_t kWarpCtaThreads_ = 128, int kRowsPerGroup_ = 4>
+struct RowConfig {
+  static constexpr std::uint32_t kWarpCtaThreads = kWarpCtaThreads_;
+  static constexpr int kRowsPerGroup = kRowsPerGroup_;
+  static_assert(kWarpCtaThreads >= 32 && kWarpCtaThreads <= 1024 && kWarpCtaThreads % 32 == 0,
+                "RowConfig: kWarpCtaThreads must be a multiple of 32 in [32, 1024]");
+  static_assert(kRowsPerGroup >= 1 && kRowsPerGroup <= 4, "RowConfig: kRowsPerGroup: 1..4");
+};
+
 /// Packs per thread of the CTA path, and its largest CTA: rows up to 4 * 512 packs = 16384
 /// fp16/bf16 elements stay in registers.
 inline constexpr int kCtaPacks = 4;
 inline constexpr std::uint32_t kCtaMaxThreads = 512;
-/// CTA size of the warp-group path (several rows per CTA).
-inline constexpr std::uint32_t kWarpPathThreads = SGL_NORM_WARP_CTA_THREADS;
-static_assert(kWarpPathThreads >= 32 && kWarpPathThreads <= 1024 && kWarpPathThreads % 32 == 0,
-              "SGL_NORM_WARP_CTA_THREADS must be a multiple of 32 in [32, 1024]");
 /// Packs per thread of the warp-group path below one warp per row.
 inline constexpr int kWarpPacks = 2;
-/// Packs per lane of the warp-group plans of rows of at most 32 packs (SGL_NORM_LANE_PACKS).
-inline constexpr int kSmallRowLanePacks = SGL_NORM_LANE_PACKS;
-static_assert(kSmallRowLanePacks == 1 || kSmallRowLanePacks == 2,
-              "SGL_NORM_LANE_PACKS must be 1 or 2");
-/// Rows per lane group and iteration asked for (SGL_NORM_ROWS_PER_GROUP), and the most packs of
-/// one tensor a thread holds at once when taking several rows.
-inline constexpr int kRowsPerGroup = SGL_NORM_ROWS_PER_GROUP;
+/// The most packs of one tensor a thread holds at once when taking several rows.
 inline constexpr int kMaxPacksInFlight = 8;
-static_assert(kRowsPerGroup >= 1 && kRowsPerGroup <= kMaxPacksInFlight / kWarpPacks,
-              "SGL_NORM_ROWS_PER_GROUP must be in [1, 4]");
-/// Whether the row kernels run a persistent grid (SGL_NORM_PERSISTENT).
-inline constexpr bool kPersistentRows = SGL_NORM_PERSISTENT != 0;
-/// Resident CTAs per SM the warp-group plans ask for (SGL_NORM_MIN_BLOCKS; 0: from the budget).
-inline constexpr std::uint32_t kWarpMinBlocks = SGL_NORM_MIN_BLOCKS;
-static_assert(
-    kWarpMinBlocks * kWarpPathThreads <= 2048,
-    "SGL_NORM_MIN_BLOCKS * SGL_NORM_WARP_CTA_THREADS must be at most 2048 threads per SM");
-/// Whether the row kernels trigger their PDL dependents at the start (SGL_NORM_PDL_EARLY).
-inline constexpr bool kRowsPDLEarly = SGL_NORM_PDL_EARLY != 0;
 
 /// Rows each group of `group` lanes (0: the whole CTA) holding `packs` packs per row of each of
-/// `tensors` row tensors takes per iteration: kRowsPerGroup, at most kMaxPacksInFlight /
-/// (packs x tensors); 1 for the CTA path. (fused_add_rmsnorm at D = 256: 2 rows of 2 tensors
-/// ran 47.0 us against 47.8 with 4 on the H100, rmsnorm 23.9 with 4 against 24.0 with 2.)
-constexpr int rows_per_group(std::uint32_t group, int packs, int tensors = 1) {
+/// `tensors` row tensors takes per iteration: `asked`, at most kMaxPacksInFlight / (packs x
+/// tensors); 1 for the CTA path.
+constexpr int rows_per_group(std::uint32_t group, int packs, int tensors, int asked) {
   if (group == 0) return 1;
   const int held = packs * tensors;
   const int cap = held >= kMaxPacksInFlight ? 1 : kMaxPacksInFlight / held;
-  return kRowsPerGroup < cap ? kRowsPerGroup : cap;
+  return asked < cap ? asked : cap;
 }
 
-/// __launch_bounds__ of a kernel with row groups of `group` lanes (0: the whole CTA) holding
-/// `packs` packs per thread of each of `rows` rows of `tensors` row tensors (rmsnorm 1,
-/// fused_add_rmsnorm 2): its largest CTA, and the resident CTAs per SM the register allocation
-/// must allow (65536 registers per SM). Two of the largest CTA-path CTAs (<= 64 registers).
-/// One row of one tensor per iteration: 40 registers with 2 packs (12 CTAs of 128 threads), 64
-/// with 4 (8 CTAs); tighter caps spill (measured with ptxas for sm_90a). Otherwise: 32
-/// registers plus 4 per pack held (rows x tensors, the weight, one spare), rounded up to 8
-/// (2 rows x 4 packs of rmsnorm spill at 80; one row of fused_add_rmsnorm's 4-pack plan at 64).
-constexpr std::uint32_t max_threads(std::uint32_t group) {
-  return group == 0 ? kCtaMaxThreads : kWarpPathThreads;
+/// __launch_bounds__ of a kernel with row groups of `group` lanes (0: the whole CTA) in CTAs of
+/// `warp_threads` (warp-group plans) holding `packs` packs per thread of each of `rows` rows of
+/// `tensors` row tensors: its largest CTA, and the resident CTAs per SM the register budget must
+/// allow (65536 registers per SM). Two of the largest CTA-path CTAs. One row of one tensor: 40
+/// registers with 2 packs, 64 with 4 (tighter caps spill on sm_90a); otherwise 32 registers plus
+/// 4 per pack held (rows x tensors, the weight, one spare), rounded up to 8.
+constexpr std::uint32_t max_threads(std::uint32_t group, std::uint32_t warp_threads) {
+  return group == 0 ? kCtaMaxThreads : warp_threads;
 }
-constexpr std::uint32_t min_blocks(std::uint32_t group, int packs, int rows = 1, int tensors = 1) {
+constexpr std::uint32_t min_blocks(
+    std::uint32_t group, int packs, int rows, int tensors, std::uint32_t warp_threads) {
   if (group == 0) return 1024u / kCtaMaxThreads;
-  if (kWarpMinBlocks != 0 && packs <= kWarpPacks && tensors == 1) return kWarpMinBlocks;
   const int budget = rows == 1 && tensors == 1
                          ? (packs <= 2 ? 40 : 64)
                          : (32 + 4 * packs * (rows * tensors + 2) + 7) / 8 * 8;
-  const std::uint32_t blocks = 65536u / (kWarpPathThreads * static_cast<std::uint32_t>(budget));
-  const std::uint32_t most = 2048u / kWarpPathThreads;  // resident threads per SM
+  const std::uint32_t blocks = 65536u / (warp_threads * static_cast<std::uint32_t>(budget));
+  const std::uint32_t most = 2048u / warp_threads;  // resident threads per SM
   return blocks == 0 ? 1u : (blocks < most ? blocks : most);
 }
 
@@ -398,19 +335,10 @@ inline bool is_row_supported(std::int64_t row_elems) {
 ///   packs <=    8: 4 lanes x 2 packs     packs <=  64: 32 lanes x 2 packs
 ///   packs <=   16: 8 lanes x 2 packs     packs <= 128: 32 lanes x 4 packs
 ///   packs <=   32: 16 lanes x 2 packs    else: one CTA of 64..512 threads x 4 packs per row
-/// (warp groups run kWarpPathThreads-thread CTAs). num_packs must satisfy is_row_supported(8 *
+/// (warp groups run kCtaThreads-thread CTAs). num_packs must satisfy is_row_supported(8 *
 /// num_packs).
-template <typename Launch>
+template <std::uint32_t kCtaThreads, typename Launch>
 void dispatch_rows(std::uint32_t num_packs, Launch&& launch) {
-  constexpr std::uint32_t kCtaThreads = kWarpPathThreads;
-  if constexpr (kSmallRowLanePacks == 1) {
-    if (num_packs <= 32) {
-      if (num_packs <= 4) return launch.template operator()<4, 1>(kCtaThreads, kCtaThreads / 4);
-      if (num_packs <= 8) return launch.template operator()<8, 1>(kCtaThreads, kCtaThreads / 8);
-      if (num_packs <= 16) return launch.template operator()<16, 1>(kCtaThreads, kCtaThreads / 16);
-      return launch.template operator()<32, 1>(kCtaThreads, kCtaThreads / 32);
-    }
-  }
   if (num_packs <= 8) {
     launch.template operator()<4, kWarpPacks>(kCtaThreads, kCtaThreads / 4);
   } else if (num_packs <= 16) {

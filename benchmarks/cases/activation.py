@@ -1,0 +1,139 @@
+"""silu/gelu/gelu_tanh_and_mul for ``benchmarks/bench_jit_kernels.py``: gated MLP activations.
+
+``bandwidth_cases()``: 16384 tokens of d = 4096, 11008 and 14336 (bf16 silu), gelu and
+gelu_tanh at d = 11008, silu in fp16 and fp32; ours against torch eager
+(``F.silu(x[..., :d]) * x[..., d:]``, ``F.gelu(..., approximate=...)``), ``torch.compile`` of
+the same and FlashInfer's ``flashinfer.activation.<op>_and_mul`` (N/A with the reason when it
+is missing or fails). ``bytes_moved``: x read (2 d per row), out written (d per row).
+
+``overhead_cases()``: host time per call at 16 tokens x d = 4096 bf16: the wrapper vs a bare
+call (output allocated from the input's shape, the module's export) vs torch eager. Importing
+this module needs no GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from benchmarks.cases.case import BandwidthCase, OverheadCase
+from jit_kernel.activation import (
+    _jit_activation_module,
+    gelu_and_mul,
+    gelu_tanh_and_mul,
+    silu_and_mul,
+)
+
+TOKENS = 16384
+# (op, d, dtype)
+SPECS = [
+    ("silu", 4096, torch.bfloat16),
+    ("silu", 11008, torch.bfloat16),
+    ("silu", 14336, torch.bfloat16),
+    ("gelu", 11008, torch.bfloat16),
+    ("gelu_tanh", 11008, torch.bfloat16),
+    ("silu", 11008, torch.float16),
+    ("silu", 11008, torch.float32),
+]
+OURS = {"silu": silu_and_mul, "gelu": gelu_and_mul, "gelu_tanh": gelu_tanh_and_mul}
+ACT = {
+    "silu": F.silu,
+    "gelu": lambda x: F.gelu(x, approximate="none"),
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}
+
+
+@functools.cache
+def torch_fn(op: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    act = ACT[op]
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1] // 2
+        return act(x[..., :d]) * x[..., d:]
+
+    return fn
+
+
+@functools.cache
+def _compiled(op: str) -> Callable[..., Any]:
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+    return torch.compile(torch_fn(op), dynamic=False)
+
+
+@functools.cache
+def _flashinfer_activation() -> Any:
+    """``flashinfer.activation``, or the reason it cannot be used (a str)."""
+    try:
+        import flashinfer.activation as activation  # optional peer, imported lazily
+    except Exception as error:  # ImportError, or a broken install raising anything
+        return f"FlashInfer is not available ({type(error).__name__}: {error})"
+    return activation
+
+
+def _flashinfer_peer(op: str, dtype: torch.dtype) -> Callable[..., Any] | str:
+    if dtype not in (torch.float16, torch.bfloat16):
+        return "FlashInfer's activations take float16/bfloat16 only"
+    activation = _flashinfer_activation()
+    return activation if isinstance(activation, str) else getattr(activation, f"{op}_and_mul")
+
+
+def _checker(op: str) -> Callable[[tuple[Any, ...]], None]:
+    def check(inputs: tuple[Any, ...]) -> None:
+        (x,) = inputs
+        d = x.shape[-1] // 2
+        expected = (ACT[op](x[..., :d].float()) * x[..., d:].float()).to(x.dtype)
+        tol = TOLERANCE[x.dtype]
+        torch.testing.assert_close(OURS[op](x), expected, rtol=tol, atol=1e-5)
+
+    return check
+
+
+def bandwidth_cases() -> list[BandwidthCase]:
+    cases = []
+    for op, d, dtype in SPECS:
+        size = torch.empty(0, dtype=dtype).element_size()
+        short = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[dtype]
+        cases.append(
+            BandwidthCase(
+                kernel=f"{op}_and_mul",
+                shape=f"{TOKENS}x{d} {short}",
+                make_inputs=lambda d=d, dtype=dtype: (
+                    torch.randn(TOKENS, 2 * d, dtype=dtype, device="cuda"),
+                ),
+                ours=OURS[op],
+                bytes_moved=3 * TOKENS * d * size,
+                peers={
+                    "torch": torch_fn(op),
+                    "torch_compile": _compiled(op),
+                    "flashinfer": _flashinfer_peer(op, dtype),
+                },
+                rotate_args=(0,),
+                check=_checker(op),
+            )
+        )
+    return cases
+
+
+def overhead_cases() -> list[OverheadCase]:
+    module = _jit_activation_module()
+
+    def bare(x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        out = x.new_empty((*shape[:-1], shape[-1] // 2))
+        module.silu_and_mul(out, x)
+        return out
+
+    return [
+        OverheadCase(
+            name="silu_and_mul 16x4096 bf16",
+            make_inputs=lambda: (torch.randn(16, 2 * 4096, dtype=torch.bfloat16, device="cuda"),),
+            wrapper=silu_and_mul,
+            bare=bare,
+            torch_eager=torch_fn("silu"),
+        )
+    ]

@@ -1,0 +1,117 @@
+"""scale (fp16/bf16/fp32) and add_constant (int32): cases for ``benchmarks/bench_jit_kernels.py``."""
+
+from __future__ import annotations
+
+import torch
+
+from benchmarks.cases.case import BandwidthCase, Call, OverheadCase
+from jit_kernel.add_constant import _jit_add_constant_module, add_constant
+from jit_kernel.scale import _jit_scale_module, scale
+
+SIZES_LOG2 = (24, 26, 28)
+
+
+def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
+    n = 1 << log2
+    compiled = torch.compile(lambda src, out: torch.mul(src, 1.5, out=out), dynamic=False)
+
+    def make_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+        src = torch.randn(n, dtype=dtype, device="cuda")
+        return src, torch.empty_like(src)
+
+    def check(inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
+        src, out = inputs
+        torch.testing.assert_close(scale(src, 1.5, out=out), torch.mul(src, 1.5), rtol=0, atol=0)
+
+    return BandwidthCase(
+        kernel="scale",
+        shape=f"{str(dtype).removeprefix('torch.')} 2^{log2}",
+        make_inputs=make_inputs,
+        ours=lambda src, out: scale(src, 1.5, out=out),
+        peers={
+            "torch": lambda src, out: torch.mul(src, 1.5, out=out),
+            "torch_compile": compiled,
+            "flashinfer": "FlashInfer has no scale op",
+        },
+        bytes_moved=2 * n * torch.empty(0, dtype=dtype).element_size(),
+        rotate_args=(0,),
+        check=check,
+    )
+
+
+def _add_constant_case(log2: int) -> BandwidthCase:
+    n = 1 << log2
+
+    def make_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+        src = torch.randint(-(2**20), 2**20, (n,), dtype=torch.int32, device="cuda")
+        return src, torch.empty_like(src)
+
+    def check(inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
+        src, out = inputs
+        assert torch.equal(add_constant(src, 7, out=out), src + 7)
+
+    return BandwidthCase(
+        kernel="add_constant",
+        shape=f"int32 2^{log2}",
+        make_inputs=make_inputs,
+        ours=lambda src, out: add_constant(src, 7, out=out),
+        peers={
+            "torch": lambda src, out: torch.add(src, 7, out=out),
+            "torch_compile": torch.compile(
+                lambda src, out: torch.add(src, 7, out=out), dynamic=False
+            ),
+            "flashinfer": "FlashInfer has no add_constant op",
+        },
+        bytes_moved=2 * n * 4,
+        rotate_args=(0,),
+        check=check,
+    )
+
+
+def bandwidth_cases() -> list[BandwidthCase]:
+    cases = []
+    for log2 in SIZES_LOG2:
+        cases += [_scale_case(d, log2) for d in (torch.float16, torch.bfloat16, torch.float32)]
+        cases.append(_add_constant_case(log2))
+    return cases
+
+
+def overhead_cases() -> list[OverheadCase]:
+    cases = []
+    for n in (4096, 1 << 20):
+        module = _jit_add_constant_module(1)
+
+        def make_int(n: int = n) -> tuple[torch.Tensor]:
+            return (torch.randint(0, 100, (n,), dtype=torch.int32, device="cuda"),)
+
+        def bare_add(x: torch.Tensor, _constant: int, module=module) -> torch.Tensor:
+            out = torch.empty_like(x)  # the constant is compiled into the module
+            module.add_constant(out, x)
+            return out
+
+        cases.append(
+            OverheadCase(
+                name=f"add_constant int32 {n}",
+                make_inputs=make_int,
+                wrapper=Call(add_constant, (1,)),
+                bare=Call(bare_add, (1,)),
+                torch_eager=Call(torch.add, (1,)),
+            )
+        )
+    scale_module = _jit_scale_module()
+
+    def bare_scale(x: torch.Tensor, factor: float) -> torch.Tensor:
+        out = torch.empty_like(x)
+        scale_module.scale(out, x, factor)
+        return out
+
+    cases.append(
+        OverheadCase(
+            name="scale bf16 4096",
+            make_inputs=lambda: (torch.randn(4096, dtype=torch.bfloat16, device="cuda"),),
+            wrapper=Call(scale, (2.0,)),
+            bare=Call(bare_scale, (2.0,)),
+            torch_eager=Call(torch.mul, (2.0,)),
+        )
+    )
+    return cases

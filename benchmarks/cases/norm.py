@@ -1,0 +1,289 @@
+"""The norm family for ``benchmarks/bench_jit_kernels.py``: rmsnorm, fused_add_rmsnorm, qknorm.
+
+``bandwidth_cases()``: memory-bound sizes (N * D >= 2^24 elements, 16384..65536 rows among
+them), ours against torch eager (``torch.nn.functional.rms_norm``), ``torch.compile`` of the
+fp32 formula ours computes, and FlashInfer (a reason string, shown as N/A, when it is not
+installed or fails). ``bytes_moved`` is the fewest bytes a call must move: every element read
+once and written once, plus the weights.
+
+``overhead_cases()``: host time per call at decode size (16 rows of 4096 bf16; qknorm 16
+tokens x (32 + 8) heads x 128): wrapper vs a bare call of the module's export (module fetched
+once here, output allocated as the wrapper does) vs torch eager. Calling it loads (or builds)
+the bf16 modules.
+
+Inputs are built lazily by ``make_inputs`` on the GPU; importing this module needs no GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from benchmarks.cases.case import (
+    BandwidthCase,
+    Call,
+    OverheadCase,
+)
+from jit_kernel.fused_add_rmsnorm import _jit_fused_add_rmsnorm_module, fused_add_rmsnorm
+from jit_kernel.qknorm import _jit_qknorm_module, fused_inplace_qknorm
+from jit_kernel.rmsnorm import _jit_rmsnorm_module, rmsnorm
+from testing import references
+
+EPS = 1e-6
+BF16 = torch.bfloat16
+
+# --------------------------------------------------------------------------- peers
+
+
+def _fp32_rmsnorm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """What our kernels compute: fp32 math, one rounding."""
+    return references.rmsnorm(x, weight, EPS).to(x.dtype)
+
+
+def _torch_rmsnorm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, EPS)
+
+
+def _torch_fused_add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor):
+    residual.add_(x)
+    x.copy_(torch.nn.functional.rms_norm(residual, (x.shape[-1],), weight, EPS))
+
+
+def _fp32_fused_add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor):
+    total = (x.float() + residual.float()).to(x.dtype)
+    residual.copy_(total)
+    x.copy_(_fp32_rmsnorm(total, weight))
+
+
+def _torch_qknorm(q, k, q_weight, k_weight):
+    q.copy_(torch.nn.functional.rms_norm(q, (q.shape[-1],), q_weight, EPS))
+    k.copy_(torch.nn.functional.rms_norm(k, (k.shape[-1],), k_weight, EPS))
+
+
+def _fp32_qknorm(q, k, q_weight, k_weight):
+    q.copy_(_fp32_rmsnorm(q, q_weight))
+    k.copy_(_fp32_rmsnorm(k, k_weight))
+
+
+@functools.cache
+def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+    return torch.compile(fn, dynamic=False)
+
+
+@functools.cache
+def _flashinfer_norm() -> Any:
+    """``flashinfer.norm``, or the reason it cannot be used (a str)."""
+    try:
+        import flashinfer.norm as norm  # optional peer, imported lazily
+    except Exception as error:  # ImportError, or a broken install raising anything
+        return f"FlashInfer is not available ({type(error).__name__}: {error})"
+    return norm
+
+
+def _flashinfer_peer(make: Callable[[Any], Callable[..., Any]]) -> Callable[..., Any] | str:
+    norm = _flashinfer_norm()
+    return norm if isinstance(norm, str) else make(norm)
+
+
+def _flashinfer_peers() -> dict[str, Callable[..., Any] | str]:
+    def qknorm(norm):
+        def call(q, k, q_weight, k_weight):
+            norm.rmsnorm(q, q_weight, EPS, out=q)
+            norm.rmsnorm(k, k_weight, EPS, out=k)
+
+        return call
+
+    return {
+        "rmsnorm": _flashinfer_peer(lambda norm: lambda x, w: norm.rmsnorm(x, w, EPS)),
+        "fused_add_rmsnorm": _flashinfer_peer(
+            lambda norm: lambda x, r, w: norm.fused_add_rmsnorm(x, r, w, EPS)
+        ),
+        "qknorm": _flashinfer_peer(qknorm),
+    }
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _tolerance(dtype: torch.dtype) -> float:
+    return 2.0**-7 if dtype == torch.bfloat16 else 2.0**-10  # one ulp of the output
+
+
+def _check_rmsnorm(inputs: tuple[Any, ...]) -> None:
+    x, weight = inputs
+    expected = _fp32_rmsnorm(x, weight).float()
+    actual = rmsnorm(x, weight, EPS).float()
+    torch.testing.assert_close(actual, expected, rtol=_tolerance(x.dtype), atol=2e-2)
+
+
+def _check_fused_add_rmsnorm(inputs: tuple[Any, ...]) -> None:
+    x, residual, weight = (t.clone() for t in inputs)
+    expected_residual = (x.float() + residual.float()).to(x.dtype)
+    expected = _fp32_rmsnorm(expected_residual, weight).float()
+    fused_add_rmsnorm(x, residual, weight, EPS)
+    torch.testing.assert_close(residual, expected_residual, rtol=0, atol=0)
+    torch.testing.assert_close(x.float(), expected, rtol=_tolerance(x.dtype), atol=2e-2)
+
+
+def _check_qknorm(inputs: tuple[Any, ...]) -> None:
+    q, k, q_weight, k_weight = (t.clone() for t in inputs)
+    expected_q = _fp32_rmsnorm(q, q_weight).float()
+    expected_k = _fp32_rmsnorm(k, k_weight).float()
+    fused_inplace_qknorm(q, k, q_weight, k_weight, EPS)
+    torch.testing.assert_close(q.float(), expected_q, rtol=_tolerance(q.dtype), atol=2e-2)
+    torch.testing.assert_close(k.float(), expected_k, rtol=_tolerance(k.dtype), atol=2e-2)
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def _randn(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.randn(*shape, dtype=dtype, device="cuda")
+
+
+def _weight(dim: int, dtype: torch.dtype) -> torch.Tensor:
+    return (1.0 + 0.5 * torch.randn(dim, device="cuda")).to(dtype)
+
+
+def _short_dtype(dtype: torch.dtype) -> str:
+    return {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+
+
+def _size(dtype: torch.dtype) -> int:
+    return torch.empty(0, dtype=dtype).element_size()
+
+
+# (rows, hidden) with rows * hidden >= 2^24; 16384..65536 rows and every launch plan class.
+ROW_SHAPES = [(65536, 256), (65536, 1024), (16384, 4096), (65536, 4096), (4096, 8192)]
+ROW_SHAPES += [(2048, 16384)]
+# (tokens, q heads, k heads, head_dim) with tokens * heads * head_dim >= 2^24.
+QK_SHAPES = [(16384, 32, 8, 128), (65536, 32, 8, 128), (65536, 16, 2, 64), (16384, 16, 4, 256)]
+QK_SHAPES += [(8192, 16, 4, 512)]
+
+
+def bandwidth_cases() -> list[BandwidthCase]:
+    """Ours vs peers at memory-bound sizes (bf16; plus one float16 shape per kernel)."""
+    flashinfer = _flashinfer_peers()
+    cases: list[BandwidthCase] = []
+    row_specs = [(rows, dim, BF16) for rows, dim in ROW_SHAPES]
+    row_specs.append((16384, 4096, torch.float16))
+    for rows, dim, dtype in row_specs:
+        es = _size(dtype)
+        label = f"{rows}x{dim} {_short_dtype(dtype)}"
+        cases.append(
+            BandwidthCase(
+                kernel="rmsnorm",
+                shape=label,
+                make_inputs=lambda rows=rows, dim=dim, dtype=dtype: (
+                    _randn(rows, dim, dtype=dtype),
+                    _weight(dim, dtype),
+                ),
+                ours=lambda x, w: rmsnorm(x, w, EPS),
+                bytes_moved=2 * rows * dim * es + dim * es,
+                peers={
+                    "torch": _torch_rmsnorm,
+                    "torch_compile": _compiled(_fp32_rmsnorm),
+                    "flashinfer": flashinfer["rmsnorm"],
+                },
+                rotate_args=(0,),
+                check=_check_rmsnorm,
+            )
+        )
+        cases.append(
+            BandwidthCase(
+                kernel="fused_add_rmsnorm",
+                shape=label,
+                make_inputs=lambda rows=rows, dim=dim, dtype=dtype: (
+                    _randn(rows, dim, dtype=dtype),
+                    _randn(rows, dim, dtype=dtype),
+                    _weight(dim, dtype),
+                ),
+                ours=lambda x, r, w: fused_add_rmsnorm(x, r, w, EPS),
+                bytes_moved=4 * rows * dim * es + dim * es,
+                peers={
+                    "torch": _torch_fused_add_rmsnorm,
+                    "torch_compile": _compiled(_fp32_fused_add_rmsnorm),
+                    "flashinfer": flashinfer["fused_add_rmsnorm"],
+                },
+                rotate_args=(0, 1),
+                check=_check_fused_add_rmsnorm,
+            )
+        )
+    qk_specs = [(*shape, BF16) for shape in QK_SHAPES]
+    qk_specs.append((16384, 32, 8, 128, torch.float16))
+    for tokens, num_q, num_k, head_dim, dtype in qk_specs:
+        es = _size(dtype)
+        cases.append(
+            BandwidthCase(
+                kernel="qknorm",
+                shape=f"{tokens}x({num_q}+{num_k})x{head_dim} {_short_dtype(dtype)}",
+                make_inputs=lambda t=tokens, hq=num_q, hk=num_k, d=head_dim, dtype=dtype: (
+                    _randn(t, hq, d, dtype=dtype),
+                    _randn(t, hk, d, dtype=dtype),
+                    _weight(d, dtype),
+                    _weight(d, dtype),
+                ),
+                ours=lambda q, k, qw, kw: fused_inplace_qknorm(q, k, qw, kw, EPS),
+                bytes_moved=2 * tokens * (num_q + num_k) * head_dim * es + 2 * head_dim * es,
+                peers={
+                    "torch": _torch_qknorm,
+                    "torch_compile": _compiled(_fp32_qknorm),
+                    "flashinfer": flashinfer["qknorm"],
+                },
+                rotate_args=(0, 1),
+                check=_check_qknorm,
+            )
+        )
+    return cases
+
+
+def overhead_cases() -> list[OverheadCase]:
+    """Host time per call at N=16, D=4096 bf16 (qknorm: 16 tokens x (32 + 8) heads x 128)."""
+    rms = _jit_rmsnorm_module()
+    fused = _jit_fused_add_rmsnorm_module()
+    qk = _jit_qknorm_module()
+
+    def rmsnorm_bare(x, w, eps):
+        out = torch.empty_like(x)
+        rms.rmsnorm(out, x, w, eps)
+        return out
+
+    def rows_inputs():
+        return _randn(16, 4096, dtype=BF16), _weight(4096, BF16)
+
+    return [
+        OverheadCase(
+            name="rmsnorm 16x4096 bf16",
+            make_inputs=rows_inputs,
+            wrapper=Call(rmsnorm, (EPS,)),
+            bare=Call(rmsnorm_bare, (EPS,)),
+            torch_eager=_torch_rmsnorm,
+        ),
+        OverheadCase(
+            name="fused_add_rmsnorm 16x4096 bf16",
+            make_inputs=lambda: (
+                _randn(16, 4096, dtype=BF16),
+                _randn(16, 4096, dtype=BF16),
+                _weight(4096, BF16),
+            ),
+            wrapper=Call(fused_add_rmsnorm, (EPS,)),
+            bare=Call(fused.fused_add_rmsnorm, (EPS,)),
+            torch_eager=_torch_fused_add_rmsnorm,
+        ),
+        OverheadCase(
+            name="qknorm 16x(32+8)x128 bf16",
+            make_inputs=lambda: (
+                _randn(16, 32, 128, dtype=BF16),
+                _randn(16, 8, 128, dtype=BF16),
+                _weight(128, BF16),
+                _weight(128, BF16),
+            ),
+            wrapper=Call(fused_inplace_qknorm, (EPS,)),
+            bare=Call(qk.fused_inplace_qknorm, (EPS,)),
+            torch_eager=_torch_qknorm,
+        ),
+    ]

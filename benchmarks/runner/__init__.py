@@ -1,0 +1,1 @@
+"""Benchmarks of the test runner itself (discovery, planning, overhead, GPU slots)."""

@@ -1,0 +1,281 @@
+"""``load_jit``: build a header-only kernel into a tvm-ffi module, cached by content.
+
+Cold path: generate a translation unit (``#include`` lines plus one
+``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` per wrapper, :mod:`jit_kernel.compiler.plan`), compile it with
+nvcc / ``$CXX`` in a private staging directory (ninja runs the compile and link steps), then
+publish the ``.so`` atomically into ``<cache>/<module>_<key16>/<module>.so``. Warm path: that
+file exists, so it is loaded directly (no ninja, no compiler).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+import socket
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import tvm_ffi
+import tvm_ffi.libinfo
+
+from jit_kernel.compiler.build import BuildStep, BuildStepError, run_ninja
+from jit_kernel.compiler.cache import (
+    cache_root,
+    prebuilt_without_toolchain,
+    record_in_index,
+)
+from jit_kernel.compiler.plan import (
+    ModulePlan,
+    check_wrappers,
+    plan_module,
+    resolve_sources,
+)
+from jit_kernel.compiler.toolchain import JitToolchainError, find_cuda_toolkit, host_compiler
+from jit_kernel.env import get_bool_env
+
+if TYPE_CHECKING:
+    from tvm_ffi import Module
+
+logger = logging.getLogger("jit_kernel")
+
+FORCE_REBUILD_ENV = "JIT_KERNEL_FORCE_REBUILD"
+VERBOSE_ENV = "JIT_KERNEL_VERBOSE"
+
+_build_only: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "jit_kernel_build_only", default=False
+)
+
+
+class JitCompileError(RuntimeError):
+    """The compiler rejected a JIT module; the message has the command, output and source."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What ``load_jit`` returns inside :func:`build_only`: the library, built or found cached."""
+
+    name: str
+    path: Path
+    built: bool
+
+
+@contextmanager
+def build_only() -> Iterator[None]:
+    """Inside this block ``load_jit`` builds (or finds) the library but never loads it."""
+    token = _build_only.set(True)
+    try:
+        yield
+    finally:
+        _build_only.reset(token)
+
+
+def _build(plan: ModulePlan, staging: Path) -> Path:
+    """Compile and link in ``staging`` with ninja; returns the library path there."""
+    staging.mkdir(parents=True, exist_ok=False)
+    cxx = host_compiler()
+    steps: list[BuildStep] = []
+    ldflags: list[str] = []
+    if plan.cpp_source is not None:
+        source = staging / "main.cpp"
+        source.write_text(plan.cpp_source)
+        command = (cxx, *plan.cpp_flags, "-c", str(source), "-o", "main.o")
+        steps.append(BuildStep("main.o", ("main.cpp",), command, source))
+    if plan.cuda_source is not None:
+        toolkit = find_cuda_toolkit()
+        source = staging / "cuda.cu"
+        source.write_text(plan.cuda_source)
+        command = (str(toolkit.nvcc), *plan.cuda_flags, "-c", str(source), "-o", "cuda.o")
+        steps.append(BuildStep("cuda.o", ("cuda.cu",), command, source))
+        cudart = str(toolkit.cudart_dir)
+        ldflags = [f"-L{cudart}", "-lcudart", f"-Wl,-rpath,{cudart}"]
+    (staging / "key.json").write_text(json.dumps(plan.key_material, indent=1, sort_keys=True))
+    objects = tuple(step.output for step in steps)
+    library = f"{plan.name}.so"
+    tvm_lib = Path(tvm_ffi.libinfo.find_libtvm_ffi())
+    link = (
+        cxx,
+        "-shared",
+        *objects,
+        f"-L{tvm_lib.parent}",
+        "-ltvm_ffi",
+        *ldflags,
+        *plan.ldflags,
+        "-o",
+        library,
+    )
+    steps.append(BuildStep(library, objects, link, steps[-1].source))
+    try:
+        run_ninja(staging, steps, verbose=get_bool_env(VERBOSE_ENV))
+    except BuildStepError as failure:
+        raise JitCompileError(
+            f"failed to build JIT module {plan.name!r} (cache key {plan.key})\n"
+            f"command (exit code {failure.exit_code}):\n  {shlex.join(failure.step.command)}\n"
+            f"compiler output:\n{failure.output.rstrip()}\n"
+            f"generated source: {failure.step.source}\n"
+            f"build directory (kept for inspection): {staging}"
+        ) from None
+    return staging / library
+
+
+def _publish(staged: Path, target: Path, replace: bool) -> None:
+    """Move ``staged`` to ``target`` atomically; the first publisher wins unless ``replace``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not replace:
+        try:
+            os.link(staged, target)
+            return
+        except FileExistsError:
+            return  # another process published the same key first; keep theirs
+        except OSError:
+            pass  # no hard links on this filesystem
+    os.replace(staged, target)
+
+
+def _check_not_capturing(name: str) -> None:
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            f"JIT module {name!r} is not built yet and the current CUDA stream is capturing a "
+            "graph; compiling now would break the capture. Build it before capture: run "
+            "`python -m jit_kernel precompile` (or call the kernel once before capturing)."
+        )
+
+
+def _load(path: Path) -> Module:
+
+    return tvm_ffi.load_module(str(path))
+
+
+def _prepare(
+    markers: Sequence[str],
+    cpp_files: Sequence[str | os.PathLike[str]] | None,
+    cuda_files: Sequence[str | os.PathLike[str]] | None,
+    cpp_wrappers: Sequence[tuple[str, str]] | None,
+    cuda_wrappers: Sequence[tuple[str, str]] | None,
+    extra_cflags: Sequence[str] | None,
+    extra_cuda_cflags: Sequence[str] | None,
+    extra_ldflags: Sequence[str] | None,
+    extra_include_paths: Sequence[str | os.PathLike[str]] | None,
+    build_directory: str | os.PathLike[str] | None,
+) -> tuple[ModulePlan, Path, Path]:
+    """Validate the arguments; returns the plan, the cache root and the library path."""
+    plan = plan_module(
+        markers,
+        resolve_sources(cpp_files, "cpp_files"),
+        resolve_sources(cuda_files, "cuda_files"),
+        check_wrappers(cpp_wrappers, "cpp_wrappers"),
+        check_wrappers(cuda_wrappers, "cuda_wrappers"),
+        list(extra_cflags or []),
+        list(extra_cuda_cflags or []),
+        list(extra_ldflags or []),
+        [Path(path).resolve() for path in extra_include_paths or []],
+    )
+    root = Path(build_directory) if build_directory is not None else cache_root()
+    if plan.toolchain_error is not None:
+        return plan, root, prebuilt_without_toolchain(root, plan)
+    return plan, root, root / f"{plan.name}_{plan.key}" / f"{plan.name}.so"
+
+
+def jit_module_path(
+    *markers: str,
+    cpp_files: Sequence[str | os.PathLike[str]] | None = None,
+    cuda_files: Sequence[str | os.PathLike[str]] | None = None,
+    cpp_wrappers: Sequence[tuple[str, str]] | None = None,
+    cuda_wrappers: Sequence[tuple[str, str]] | None = None,
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str | os.PathLike[str]] | None = None,
+    build_directory: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Where ``load_jit`` with the same arguments keeps its library (it may not exist yet)."""
+    return _prepare(
+        markers,
+        cpp_files,
+        cuda_files,
+        cpp_wrappers,
+        cuda_wrappers,
+        extra_cflags,
+        extra_cuda_cflags,
+        extra_ldflags,
+        extra_include_paths,
+        build_directory,
+    )[2]
+
+
+def load_jit(
+    *markers: str,
+    cpp_files: Sequence[str | os.PathLike[str]] | None = None,
+    cuda_files: Sequence[str | os.PathLike[str]] | None = None,
+    cpp_wrappers: Sequence[tuple[str, str]] | None = None,
+    cuda_wrappers: Sequence[tuple[str, str]] | None = None,
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str | os.PathLike[str]] | None = None,
+    build_directory: str | os.PathLike[str] | None = None,
+) -> Module:
+    """Build (or load from the cache) a module exporting the wrappers; see the module docstring.
+
+    ``markers`` name the module (kernel name, then ``*make_cpp_args(...)``). Files are relative
+    to ``jit_kernel/csrc`` or absolute. Wrappers are ``(export_name, cpp_expression)``; the export
+    is called as ``module.export_name(...)``. Extra flags come after the defaults, so they win.
+    ``build_directory`` replaces the cache root (``JIT_KERNEL_CACHE_DIR``) for this module.
+    Inside :func:`build_only` the result is a :class:`BuildResult` instead of a module.
+    """
+    plan, root, target = _prepare(
+        markers,
+        cpp_files,
+        cuda_files,
+        cpp_wrappers,
+        cuda_wrappers,
+        extra_cflags,
+        extra_cuda_cflags,
+        extra_ldflags,
+        extra_include_paths,
+        build_directory,
+    )
+    only_build = _build_only.get()
+    force = get_bool_env(FORCE_REBUILD_ENV)
+    corrupt = False
+    if plan.toolchain_error is not None:  # nothing can be built: use what was found, or fail
+        if only_build or force:
+            raise plan.toolchain_error
+        try:
+            return _load(target)
+        except Exception as error:
+            raise JitToolchainError(
+                f"{plan.toolchain_error}\nThe prebuilt {target} failed to load ({error}) and "
+                "cannot be rebuilt here."
+            ) from None
+    if target.is_file() and not force:
+        if only_build:
+            return BuildResult(plan.name, target, built=False)
+        try:
+            return _load(target)
+        except Exception as error:
+            logger.warning("cached JIT module %s failed to load (%s); rebuilding", target, error)
+            corrupt = True
+    if not only_build:
+        _check_not_capturing(plan.name)
+    host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())
+    unique = f"{host}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    staging = root / ".staging" / f"{plan.name}_{plan.key}.{unique}"
+    library = _build(plan, staging)
+    _publish(library, target, replace=corrupt or force)
+    os.replace(staging / "key.json", target.parent / "key.json")  # what the key covered
+    record_in_index(root, plan, target)
+    shutil.rmtree(staging, ignore_errors=True)
+    if only_build:
+        return BuildResult(plan.name, target, built=True)
+    return _load(target)

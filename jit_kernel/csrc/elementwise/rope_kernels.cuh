@@ -1,0 +1,266 @@
+// The rope kernels: the looping plan (rope_kernel) and the lean plan (rope_lean_kernel), their
+// parameters and per-chunk helpers. The launch plans and checks are in rope.cuh.
+#pragma once
+
+#include <sgl_kernel/cache_hint.cuh>  // For cache::load_hinted, cache::Evict
+#include <sgl_kernel/type.cuh>        // For device::cast, fp32_t
+#include <sgl_kernel/utils.cuh>       // For SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
+#include <sgl_kernel/vec.cuh>         // For AlignedVector
+
+#include <cstdint>
+
+namespace {
+
+inline constexpr int kRopeMaxBlock = 512;  // one head's chunks alone may need up to 512 threads
+inline constexpr std::int64_t kRopeMaxDim = 1024;
+
+template <typename T>
+struct RopeParams {
+  T* q;
+  T* k;
+  const fp32_t* cos_sin;  // [max_pos, rope_dim]
+  const void* positions;
+  std::int64_t q_token_stride;  // elements
+  std::int64_t q_head_stride;
+  std::int64_t k_token_stride;
+  std::int64_t k_head_stride;
+  std::int64_t position_stride;
+  std::int64_t num_tokens;
+  std::int64_t max_pos;
+  int num_q_heads;
+  int num_heads;       // q heads then k heads
+  int rope_dim;        // elements rotated at the start of every head
+  int chunks;          // vector chunks per head (threads that share one head)
+  int heads_per_pass;  // heads handled side by side for one token (blockDim.x / chunks)
+  int cs_vec_bytes;    // widest aligned load of the cos/sin cache: 16, 8 or 4
+};
+
+/// dst[0..N) = src[0..N) from the fp32 cache, with the widest loads `vec_bytes` allows and the L2
+/// eviction priority kPolicy.
+template <int N, device::cache::Evict kPolicy>
+SGL_DEVICE void load_cos_sin(const fp32_t* src, fp32_t (&dst)[N], int vec_bytes) {
+  if constexpr (N % 4 == 0) {
+    if (vec_bytes == 16) {
+#pragma unroll
+      for (int i = 0; i < N; i += 4) {
+        device::AlignedVector<fp32_t, 4> v;
+        device::cache::load_hinted<kPolicy>(v, reinterpret_cast<const decltype(v)*>(src + i));
+#pragma unroll
+        for (int j = 0; j < 4; ++j) dst[i + j] = v[j];
+      }
+      return;
+    }
+  }
+  if constexpr (N % 2 == 0) {
+    if (vec_bytes >= 8) {
+#pragma unroll
+      for (int i = 0; i < N; i += 2) {
+        device::AlignedVector<fp32_t, 2> v;
+        device::cache::load_hinted<kPolicy>(v, reinterpret_cast<const decltype(v)*>(src + i));
+        dst[i] = v[0];
+        dst[i + 1] = v[1];
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) device::cache::load_hinted<kPolicy>(dst[i], src + i);
+}
+
+/// (a, b) -> (a cos - b sin, b cos + a sin) in fp32 with every product and sum rounded on its
+/// own (no FMA contraction), exactly as float32 torch computes x1 * cos - x2 * sin.
+SGL_DEVICE void rotate(float& a, float& b, float c, float s) {
+  const float ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+  const float rb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+  a = ra;
+  b = rb;
+}
+
+/// The chunk of one head a thread owns: NeoX, elements [first, first + kVec) of the rotary
+/// part's first half and the same of its second half; GPT-J, elements [first, first + kVec)
+/// (kVec / 2 interleaved pairs).
+template <typename T, bool kNeox, int kVec>
+struct HeadChunk {
+  static constexpr int kParts = kNeox ? 2 : 1;             // vectors per head and chunk
+  static constexpr int kCosSin = kNeox ? kVec : kVec / 2;  // cos (and sin) values per chunk
+  static_assert(kCosSin >= 1, "a GPT-J chunk needs at least one (even, odd) pair");
+  device::AlignedVector<T, kVec> part[kParts];
+
+  SGL_DEVICE void load(const T* head, int first, int half) {
+    using Vec = device::AlignedVector<T, kVec>;
+    part[0] = *reinterpret_cast<const Vec*>(head + first);
+    if constexpr (kNeox) part[1] = *reinterpret_cast<const Vec*>(head + half + first);
+  }
+  /// Rotates the chunk in fp32 and stores it back to `head`.
+  SGL_DEVICE void rotate_store(T* head,
+                               int first,
+                               int half,
+                               const fp32_t (&cos_v)[kCosSin],
+                               const fp32_t (&sin_v)[kCosSin]) {
+    if constexpr (kNeox) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        float a = device::cast<fp32_t>(part[0][j]);
+        float b = device::cast<fp32_t>(part[1][j]);
+        rotate(a, b, cos_v[j], sin_v[j]);
+        part[0][j] = device::cast<T>(a);
+        part[1][j] = device::cast<T>(b);
+      }
+      part[0].store(head + first);
+      part[1].store(head + half + first);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kCosSin; ++j) {
+        float a = device::cast<fp32_t>(part[0][2 * j]);
+        float b = device::cast<fp32_t>(part[0][2 * j + 1]);
+        rotate(a, b, cos_v[j], sin_v[j]);
+        part[0][2 * j] = device::cast<T>(a);
+        part[0][2 * j + 1] = device::cast<T>(b);
+      }
+      part[0].store(head + first);
+    }
+  }
+};
+
+/// Head `head` (q heads first, then k heads) of the token whose q and k rows start at q_token and
+/// k_token.
+template <typename T>
+SGL_DEVICE T* head_address(const RopeParams<T>& p, T* q_token, T* k_token, int head) {
+  return head < p.num_q_heads
+             ? q_token + static_cast<std::int64_t>(head) * p.q_head_stride
+             : k_token + static_cast<std::int64_t>(head - p.num_q_heads) * p.k_head_stride;
+}
+
+/// The cos and sin values of `chunk` at position `pos` (in range) from the fp32 cache (half =
+/// rope_dim / 2).
+template <int kCosSin, device::cache::Evict kPolicy, typename T>
+SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
+                                   std::int64_t pos,
+                                   int chunk,
+                                   int half,
+                                   fp32_t (&cos_v)[kCosSin],
+                                   fp32_t (&sin_v)[kCosSin]) {
+  const fp32_t* row = p.cos_sin + pos * p.rope_dim;
+  load_cos_sin<kCosSin, kPolicy>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
+  load_cos_sin<kCosSin, kPolicy>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
+}
+
+/// Threads: blockDim.x = chunks * heads_per_pass for one token, blockDim.y tokens per block; the
+/// grid strides over groups of blockDim.y tokens. Thread (c, slot) owns chunk c of every head
+/// slot, slot + heads_per_pass, ... of its token: it reads the token's position and its cos/sin
+/// values once, then rotates those heads (Config::unroll(kNeox) at a time, loads first; the first
+/// heads' loads are issued before the cos/sin values are needed, the next token's position is
+/// prefetched). NeoX: chunk c is
+/// elements [c*V, c*V+V) of the first half of the rotary part and the same of the second half;
+/// GPT-J: elements [c*V, c*V+V) of the rotary part (V/2 interleaved pairs). Tokens whose
+/// position is outside [0, max_pos) are left unchanged.
+template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
+__global__ void __maxnreg__(Config::kMaxRegs) rope_kernel(const RopeParams<T> p) {
+  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));  // elements per vector
+  using Chunk = HeadChunk<T, kNeox, kVec>;
+  constexpr int kCosSin = Chunk::kCosSin;
+  constexpr int kUnroll = Config::unroll(kNeox);
+
+  const int chunk = static_cast<int>(threadIdx.x) % p.chunks;
+  const int slot = static_cast<int>(threadIdx.x) / p.chunks;
+  const int half = p.rope_dim / 2;
+  const int first = chunk * kVec;  // the chunk's first element (first half for NeoX)
+  const int heads_step = p.heads_per_pass;
+
+  device::PDLWaitPrimary<kUsePDL>();  // q, k and positions may come from the previous kernel
+
+  const auto* positions = static_cast<const Pos*>(p.positions);
+  const std::int64_t token_step = static_cast<std::int64_t>(gridDim.x) * blockDim.y;
+  std::int64_t token = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  // Positions are prefetched one token ahead; q/k loads are issued before the cos/sin values
+  // (which depend on the position) arrive, so the three loads never form a serial chain.
+  std::int64_t next_pos = token < p.num_tokens ? positions[token * p.position_stride] : 0;
+  for (; token < p.num_tokens; token += token_step) {
+    const auto pos = static_cast<std::int64_t>(next_pos);
+    if (token + token_step < p.num_tokens) {
+      next_pos = positions[(token + token_step) * p.position_stride];
+    }
+    T* const q_token = p.q + token * p.q_token_stride;
+    T* const k_token = p.k + token * p.k_token_stride;
+
+    Chunk x[kUnroll];
+    int head0 = slot;  // < num_heads: heads_per_pass <= num_heads
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int head = head0 + u * heads_step;
+      if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
+    }
+    if (pos < 0 || pos >= p.max_pos) continue;  // left unchanged; the cache is never read
+    fp32_t cos_v[kCosSin];
+    fp32_t sin_v[kCosSin];
+    load_chunk_cos_sin<kCosSin, device::cache::Evict::kNormal>(p, pos, chunk, half, cos_v, sin_v);
+
+    while (true) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int head = head0 + u * heads_step;
+        if (head < p.num_heads) {
+          x[u].rotate_store(head_address(p, q_token, k_token, head), first, half, cos_v, sin_v);
+        }
+      }
+      head0 += heads_step * kUnroll;
+      if (head0 >= p.num_heads) break;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int head = head0 + u * heads_step;
+        if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
+      }
+    }
+  }
+
+  device::PDLTriggerSecondary<kUsePDL>();
+}
+
+/// The lean plan: no loop and no prefetch, so few registers and many resident threads. Block
+/// (chunks, tokens per block), grid (token blocks, head groups); thread (c, y) of the block for
+/// head group g and token block b rotates chunk c (as in rope_kernel) of heads g * kLeanHeads
+/// ... + kLeanHeads - 1 of token b * blockDim.y + y; its q/k loads are issued before its
+/// position arrives. The cos/sin loads are evict-last: every head of a token reads them again.
+template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
+__global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopeParams<T> p) {
+  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
+  using Chunk = HeadChunk<T, kNeox, kVec>;
+  constexpr int kCosSin = Chunk::kCosSin;
+  constexpr int kHeads = Config::kLeanHeads;
+
+  const int chunk = static_cast<int>(threadIdx.x);
+  const int half = p.rope_dim / 2;
+  const int first = chunk * kVec;
+  const std::uint32_t head_group = blockIdx.y;
+  const std::uint32_t token_block = blockIdx.x;
+  const int head0 = static_cast<int>(head_group) * kHeads;
+  const std::int64_t token = static_cast<std::int64_t>(token_block) * blockDim.y + threadIdx.y;
+
+  device::PDLWaitPrimary<kUsePDL>();
+  if (token < p.num_tokens) {
+    const auto* positions = static_cast<const Pos*>(p.positions);
+    const auto pos = static_cast<std::int64_t>(positions[token * p.position_stride]);
+    T* const q_token = p.q + token * p.q_token_stride;
+    T* const k_token = p.k + token * p.k_token_stride;
+    Chunk x[kHeads];
+#pragma unroll
+    for (int u = 0; u < kHeads; ++u) {
+      if (head0 + u < p.num_heads) {
+        x[u].load(head_address(p, q_token, k_token, head0 + u), first, half);
+      }
+    }
+    if (pos >= 0 && pos < p.max_pos) {  // else left unchanged; the cache is never read
+      fp32_t cos_v[kCosSin];
+      fp32_t sin_v[kCosSin];
+      load_chunk_cos_sin<kCosSin, device::cache::Evict::kLast>(p, pos, chunk, half, cos_v, sin_v);
+#pragma unroll
+      for (int u = 0; u < kHeads; ++u) {
+        if (head0 + u >= p.num_heads) break;
+        x[u].rotate_store(head_address(p, q_token, k_token, head0 + u), first, half, cos_v, sin_v);
+      }
+    }
+  }
+  device::PDLTriggerSecondary<kUsePDL>();
+}
+
+}  // namespace

@@ -1,0 +1,1 @@
+"""The commands of ``python -m jit_kernel``: ``precompile`` and the ``.clangd`` writer."""

@@ -1,0 +1,1 @@
+"""Kernel tuning outside the shipped package: ``python -m tools.tune_kernels``."""

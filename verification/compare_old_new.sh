@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Old and new kernels side by side on one GPU, in one session: the kernel benchmark (--check) of
+# the old code and of this tree (new, old, new), then this tree's unit, nightly and benchmark
+# suites and compute-sanitizer memcheck of every kernel test. Logs and JSON go to $OUT (default
+# ./compare-old-new); the exit code is non-zero if any step failed.
+#
+#   verification/compare_old_new.sh OLD_DIR [STEP ...]
+#
+# OLD_DIR: a full copy of the old tree (e.g. `git archive main | tar -x -C old-main`), with its
+# jit_kernel/, ci_runner/ and its bench_jit_kernels.py (scripts/ or benchmarks/). STEPs, in the
+# order given (default: all): bench (= precompile, bench_new_1, bench_old, bench_new_2, compare:
+# both trees precompiled, the benchmark timed new/old/new, the rows compared), unit, nightly,
+# bench_suite, memcheck. Each step but bench fits one 10-minute device command; BENCH_ARGS
+# (e.g. --skip-overhead) is passed to the three benchmark runs.
+set -uo pipefail
+OLD=$(cd "${1:?usage: verification/compare_old_new.sh OLD_DIR [STEP ...]}" && pwd) || exit 2
+shift
+cd "$(dirname "$0")/.."
+NEW=$PWD
+OUT="${OUT:-$NEW/compare-old-new}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 SGLANG_IS_IN_CI="${SGLANG_IS_IN_CI:-1}"
+PY="${PYTHON:-python3}"
+BENCH_ARGS="${BENCH_ARGS:-}"
+# shellcheck source=verification/verify_steps.sh
+. verification/verify_steps.sh
+if [ -f "$OLD/benchmarks/bench_jit_kernels.py" ]; then
+  OLD_BENCH=(-m benchmarks.bench_jit_kernels)
+elif [ -f "$OLD/scripts/bench_jit_kernels.py" ]; then
+  OLD_BENCH=(scripts/bench_jit_kernels.py)
+else
+  echo "compare_old_new: $OLD has no benchmarks/ or scripts/bench_jit_kernels.py" >&2
+  exit 2
+fi
+# Each tree imports its own packages and builds into its own JIT cache.
+old() { (cd "$OLD" && PYTHONPATH="$OLD" JIT_KERNEL_CACHE_DIR="$OUT/jit-old" "$@"); }
+new() { PYTHONPATH="$NEW" JIT_KERNEL_CACHE_DIR="$OUT/jit-new" "$@"; }
+
+KERNEL_TESTS=$(ls registered/jit/test_{add_constant,scale,rmsnorm,fused_add_rmsnorm,qknorm,store_cache,rope,activation}.py)
+run_step() {
+  case "$1" in
+    bench) for part in precompile bench_new_1 bench_old bench_new_2 compare; do run_step "$part"; done ;;
+    precompile)
+      step precompile_old old "$PY" -m jit_kernel precompile
+      step precompile_new new "$PY" -m jit_kernel precompile ;;
+    bench_new_1 | bench_new_2)
+      step "$1" new "$PY" -m benchmarks.bench_jit_kernels --json "$OUT/$1.json" --check $BENCH_ARGS ;;
+    bench_old)
+      step bench_old old "$PY" "${OLD_BENCH[@]}" --json "$OUT/bench_old.json" --check $BENCH_ARGS ;;
+    compare)
+      step compare new "$PY" -m verification.compare_bench "$OUT/bench_old.json" \
+        "$OUT/bench_new_1.json" "$OUT/bench_new_2.json" --max-slowdown 0.02 ;;
+    unit)
+      step unit new "$PY" run_suite.py --hw cuda --suite base-b-kernel-unit-1-gpu-large \
+        --junit-xml "$OUT/unit.xml" --continue-on-error ;;
+    nightly)
+      step nightly new "$PY" run_suite.py --hw cuda --suite nightly-kernel-1-gpu --nightly \
+        --continue-on-error ;;
+    bench_suite)
+      step bench_suite new "$PY" run_suite.py --hw cuda --suite base-b-kernel-benchmark-1-gpu-large ;;
+    memcheck)
+      # As verify_gpu.sh: without the caching allocator first (every allocation its own
+      # cudaMalloc, so reads past a tensor's end are caught), then the graph tests with it.
+      step memcheck new env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
+        --target-processes all "$PY" -m pytest -q -p no:cacheprovider \
+        -k "not graph and not 2_pow_31 and not 4_gib" $KERNEL_TESTS
+      step memcheck_graphs new compute-sanitizer --tool memcheck --target-processes all \
+        "$PY" -m pytest -q -p no:cacheprovider -k "graph" $KERNEL_TESTS ;;
+    *)
+      echo "compare_old_new: unknown step '$1' (bench or its parts precompile, bench_new_1," \
+        "bench_old, bench_new_2, compare; unit, nightly, bench_suite, memcheck)" >&2
+      status=1 ;;
+  esac
+}
+[ "$#" -gt 0 ] || set -- bench unit nightly bench_suite memcheck
+for name in "$@"; do run_step "$name"; done
+exit "$status"
