@@ -31,9 +31,8 @@ def usage_error(*messages: object, prog: str | None = None) -> int:
     return EXIT_USAGE
 
 
-class StoreOnce(argparse.Action):
-    """An option that may be given once: a second occurrence is a usage error naming the flag
-    and both values (``--hw cpu --hw cuda`` must not silently keep the last one)."""
+class _RepeatAware(argparse.Action):
+    """An option that knows whether it was given before: :meth:`repeated` decides."""
 
     def __call__(
         self,
@@ -44,29 +43,33 @@ class StoreOnce(argparse.Action):
     ) -> None:
         given = namespace.__dict__.setdefault(_GIVEN, {})
         if self.dest in given:
-            parser.error(
-                f"{option_string} given twice ('{given[self.dest]}', then '{values}'); give it once"
-            )
+            values = self.repeated(parser, str(option_string), given[self.dest], values)
         given[self.dest] = values
         setattr(namespace, self.dest, values)
 
+    def repeated(
+        self, parser: argparse.ArgumentParser, option: str, previous: object, value: object
+    ) -> object:
+        raise NotImplementedError
 
-class JoinCommaLists(argparse.Action):
+
+class StoreOnce(_RepeatAware):
+    """An option that may be given once: a second occurrence is a usage error naming the flag
+    and both values (``--hw cpu --hw cuda`` must not silently keep the last one)."""
+
+    def repeated(
+        self, parser: argparse.ArgumentParser, option: str, previous: object, value: object
+    ) -> object:
+        parser.error(f"{option} given twice ('{previous}', then '{value}'); give it once")
+
+
+class JoinCommaLists(_RepeatAware):
     """A comma-list option that may be repeated: ``--suite a --suite b,c`` means ``a,b,c``."""
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        given = namespace.__dict__.setdefault(_GIVEN, {})
-        text = str(values)
-        if self.dest in given:
-            text = f"{getattr(namespace, self.dest)},{text}"
-        given[self.dest] = text
-        setattr(namespace, self.dest, text)
+    def repeated(
+        self, parser: argparse.ArgumentParser, option: str, previous: object, value: object
+    ) -> object:
+        return f"{previous},{value}"
 
 
 _GIVEN = "_options_given"  # the namespace's record of the options seen so far
