@@ -102,11 +102,17 @@ def destination_problem(path: Path | str) -> str | None:
 
 
 def same_file_groups(paths: Iterable[tuple[str, Path | str]]) -> list[list[str]]:
-    """Labels of the given ``(label, path)`` pairs that name one file (by real path)."""
-    by_real: dict[str, list[str]] = {}
+    """Labels of the given ``(label, path)`` pairs that name one file: the same device and inode
+    when it exists (a hard link too), else the same real path."""
+    by_file: dict[object, list[str]] = {}
     for label, path in paths:
-        by_real.setdefault(os.path.realpath(path), []).append(label)
-    return [labels for labels in by_real.values() if len(labels) > 1]
+        try:
+            info = os.stat(path)
+            key: object = (info.st_dev, info.st_ino)
+        except OSError:
+            key = os.path.realpath(path)
+        by_file.setdefault(key, []).append(label)
+    return [labels for labels in by_file.values() if len(labels) > 1]
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -361,10 +361,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"drift: {drift.describe()}")
     rule = f">= {args.min_rel:.0%} and >= {args.min_abs:g}s"
     if args.write:
+        literals = files = 0
         for path, file_edits in sorted(edits.items()):
-            new_text = rewrite(_read_source(root, path), file_edits)
-            write_atomic(root / path, new_text.encode("utf-8"))
-        print(f"rewrote {len(drifts)} est_time literal(s) in {len(edits)} file(s)")
+            try:
+                new_text = rewrite(_read_source(root, path), file_edits)
+                write_atomic(root / path, new_text.encode("utf-8"))
+            except (EstTimeInputError, ValueError, OSError) as exc:
+                print(f"note: {path}: not rewritten ({exc})")
+                continue
+            literals, files = literals + len(file_edits), files + 1
+        print(f"rewrote {literals} est_time literal(s) in {files} file(s)")
         return 0
     print(f"{len(drifts)} registration(s) drifted ({rule}) over {len(samples)} measured")
     if args.check and drifts:

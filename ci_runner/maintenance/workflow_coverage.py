@@ -207,10 +207,22 @@ def _follow_scripts(
     return invocations, problems
 
 
+_SCALARS = (str, int, float, bool)
+
+
+def _scalar(value: object) -> str | None:
+    """A YAML scalar as GitHub spells it (``true``); ``None`` for a list or a map, which an
+    ``env:`` or matrix value cannot be (and whose text an alias bomb makes astronomically long)."""
+    if not isinstance(value, _SCALARS):
+        return None
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _string_map(value: object) -> dict[str, str]:
     if not isinstance(value, dict):
         return {}
-    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+    pairs = ((str(k), _scalar(v)) for k, v in value.items())
+    return {k: v for k, v in pairs if v is not None}
 
 
 def _literal_matrix(strategy: object) -> dict[str, tuple[str, ...]]:
@@ -222,10 +234,11 @@ def _literal_matrix(strategy: object) -> dict[str, tuple[str, ...]]:
         if key == "include" and isinstance(value, list):
             for entry in value:
                 if isinstance(entry, dict):
-                    for k, v in entry.items():
-                        values.setdefault(str(k), []).append(str(v))
+                    for k, v in _string_map(entry).items():
+                        values.setdefault(k, []).append(v)
         elif key != "exclude" and isinstance(value, list):
-            values.setdefault(str(key), []).extend(str(v) for v in value)
+            scalars = (_scalar(v) for v in value)
+            values.setdefault(str(key), []).extend(v for v in scalars if v is not None)
     return {k: tuple(dict.fromkeys(v)) for k, v in values.items()}
 
 
@@ -257,7 +270,7 @@ def scan_workflow(path: Path, root: Path) -> tuple[list[Invocation], list[str]]:
                 continue
             ctx = Context(env={**job_env, **_string_map(step.get("env"))}, matrix=matrix)
             where = f"{rel} job {job_id!r} step {number}"
-            if step.get("name"):
+            if isinstance(step.get("name"), str):
                 where += f" ({step['name']})"
             found, issues = scan_script(step["run"], ctx, where, root)
             invocations += found

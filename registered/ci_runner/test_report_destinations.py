@@ -51,6 +51,13 @@ def test_two_reports_naming_one_file_by_another_spelling_are_refused(repo, tmp_p
     assert not (out / "r.xml").exists()
 
 
+def test_two_reports_naming_one_file_through_a_hard_link_are_refused(repo, tmp_path, capsys):
+    (tmp_path / "r.xml").write_text("<testsuites/>")
+    os.link(tmp_path / "r.xml", tmp_path / "t.jsonl")
+    assert dry_run(repo, "--junit-xml", str(tmp_path / "r.xml"), "--timings-out", str(tmp_path / "t.jsonl")) == 2  # fmt: skip
+    assert "--junit-xml and --timings-out name the same file" in error_line(capsys)
+
+
 def test_the_step_summary_cannot_be_a_report_file_either(repo, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
     assert dry_run(repo, "--timings-out", str(tmp_path / "summary.md")) == 2
