@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import make_repo, registered_source
 from tree_builder import REPO_ROOT, catalog_toml, suite_toml
 
-register_cpu_ci(est_time=5, suite="base-a-test-cpu")
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 OK = 'register_cpu_ci(est_time=1, suite="unit-cpu")'
 FAILING = registered_source(OK, main='if __name__ == "__main__":\n    sys.exit(1)\n')

@@ -28,7 +28,7 @@ from ci_runner.plan.packing import plan
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import make_repo, registered_source
 
-register_cpu_ci(est_time=8, suite="base-a-test-cpu")
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 # Fast and reproducible in CI: a fixed number of examples, no deadline, no example database.
 PROPERTY = settings(max_examples=150, deadline=None, database=None, derandomize=True)

@@ -20,7 +20,7 @@ from ci_runner.maintenance.__main__ import main as maintenance
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import CATALOG, make_repo, registered_source
 
-register_cpu_ci(est_time=5, suite="base-a-test-cpu")
+register_cpu_ci(est_time=3, suite="base-a-test-cpu")
 
 OK = registered_source('register_cpu_ci(est_time=1, suite="unit-cpu")')
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import make_tree, run_suite, runner_env, script_file
 from junit_schema import schema_problems
 
-register_cpu_ci(est_time=10, suite="base-a-test-cpu")
+register_cpu_ci(est_time=6, suite="base-a-test-cpu")
 
 PROPERTY = settings(max_examples=50, deadline=None, database=None, derandomize=True)
 CHARACTERS = st.one_of(

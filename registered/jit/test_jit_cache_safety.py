@@ -20,7 +20,7 @@ from jit_kernel.compiler.cache import digest_path, library_problem
 from jit_kernel.compiler.sources import includes_of
 from jit_kernel.compiler.toolchain import shell_safe
 
-register_cpu_ci(est_time=40, suite="base-a-test-cpu")
+register_cpu_ci(est_time=30, suite="base-a-test-cpu")
 
 INJECTION = "$(touch PWNED)"  # a directory name a shell would run
 
