@@ -1,28 +1,35 @@
-"""Bandwidth, peer, host-overhead and warm-load benchmark for every JIT kernel, in one run.
+"""Bandwidth, decode latency, peer, host-overhead and warm-load benchmark for every JIT kernel.
 
 Run on a GPU from the repo root::
 
-    python -m benchmarks.bench_jit_kernels [--only rmsnorm scale ...] [--json out.json] [--check]
+    python -m benchmarks.bench_jit_kernels [--only rmsnorm scale ...] [--sglang-src DIR]
+        [--decode-only] [--json out.json] [--check]
 
 Each kernel family contributes a module in ``benchmarks/cases/`` (interface:
 ``benchmarks/cases/case.py``). Measured side by side in one run:
 
 * device-to-device copy bandwidth: ``dst.copy_(src)`` of a 1 GiB buffer (bytes read + written),
   the reference every kernel is compared with (the faster of eager loop and graph replay);
-* every kernel at memory-bound sizes against its peers (torch eager, torch.compile, FlashInfer;
+* every kernel at memory-bound sizes against its peers (torch eager, torch.compile, FlashInfer,
+  upstream SGLang's own JIT kernels built from the wheel's sources given by ``--sglang-src``;
   N/A with the reason where a peer cannot run). ``--timer graph`` (default) replays a CUDA graph
   of back-to-back calls through our ``do_bench``, which rotates clones of the read inputs so the
-  working set never sits in L2; ``--timer loop`` records CUDA events around a Python loop of eager
-  calls over rotated input sets, which also counts each call's launch gap;
+  working set never sits in L2; ``--timer loop`` records CUDA events around a Python loop of
+  eager calls over rotated input sets, which also counts each call's launch gap;
+* every kernel at decode sizes (<= 64 rows or tokens) against the same peers, in the same
+  harness with more replays, and an empty kernel there (the launch floor);
 * host time per call at a small size: the public wrapper, a bare tvm-ffi call doing the same work
   (the module's export, after allocating the output where the wrapper does) and torch eager, as
   the per-call wall time of an eager loop of 200 calls written out as user code writes them
   (``rmsnorm(x, w, eps)``), median over interleaved rounds (host jitter hits every variant alike);
 * warm load: a fresh process (CUDA already initialised) whose disk cache is warm loads a module.
 
-``--check`` exits 1 unless: every memory-bound row reaches >= 90% of the copy bandwidth and is
-no slower than any peer that ran (2% noise allowed); every wrapper's host time is <= 1.05x the
-bare call's and below torch eager's; warm load < 30 ms.
+Upstream SGLang's modules are built (in parallel, without a GPU) before anything is timed, and
+each is checked against ``testing/references`` before it is timed. ``--build-peers-only``
+builds them (and the launch-floor kernel) and exits, for the target of
+``$TVM_FFI_CUDA_ARCH_LIST`` or the GPU.
+
+``--check`` exits 1 unless every target of :mod:`benchmarks.bench_jit_report` is met.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,45 +55,26 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 
+from benchmarks import launch_floor  # noqa: E402
+from benchmarks.bench_jit_report import (  # noqa: E402
+    BandwidthRow,
+    OverheadRow,
+    bandwidth_table,
+    check_targets,
+    decode_table,
+    overhead_table,
+)
 from benchmarks.cases.case import BandwidthCase, Call, OverheadCase  # noqa: E402
+from benchmarks.upstream_sglang import kernels as upstream  # noqa: E402
+from benchmarks.upstream_sglang import source as upstream_source  # noqa: E402
 from jit_kernel.benchmark.marker import do_bench  # noqa: E402
+from jit_kernel.compiler import ArchError, build_only, get_jit_cuda_arch  # noqa: E402
 
 GB = 1e9
 COPY_BYTES = 1 << 30
-BW_TARGET = 0.90
-PEER_NOISE = 0.98  # "no slower than a peer" allows 2% noise
-OVERHEAD_TARGET = 1.05
 OVERHEAD_ROUNDS = 31  # interleaved rounds of the host-overhead measurement
-WARM_LOAD_TARGET_MS = 30.0
-
-
-@dataclass
-class BandwidthRow:
-    """One kernel at one size: microseconds per call of ours and each peer."""
-
-    kernel: str
-    shape: str
-    bytes_moved: int
-    ours_us: float
-    ours_gbps: float
-    copy_ratio: float
-    targets: bool
-    peers_us: dict[str, float] = field(default_factory=dict)
-    peers_na: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class OverheadRow:
-    """Host microseconds per call (medians): wrapper, bare tvm-ffi call, torch eager; and the
-    medians of the per-round ratios wrapper / bare and wrapper / torch (paired within a round,
-    so that drift of the host's speed between rounds cancels)."""
-
-    name: str
-    wrapper_us: float
-    bare_us: float
-    torch_us: float
-    vs_bare: float
-    vs_torch: float
+PEERS = ("torch", "torch_compile", "flashinfer", "upstream")
+DECODE_REPLAY_ITERS = 20_000  # calls per decode timing: ~150 replays, a stable median of ~1 us
 
 
 def l2_bytes() -> int:
@@ -176,32 +164,69 @@ def short_error(error: BaseException, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def bench_case(case: BandwidthCase, copy_gbps: float, timer: str) -> BandwidthRow:
-    """Time ours and every peer on the same inputs; a failing peer becomes N/A with its error."""
+def verified_peer(
+    case: BandwidthCase, peer: upstream.UpstreamPeer, inputs: tuple[Any, ...]
+) -> Callable[..., Any] | str:
+    """The peer's callable once the case's check passed on it, else the reason it failed."""
+    if case.check is None:
+        return f"{case.kernel} has no check to verify a built peer with"
+    try:
+        fn = peer.load()
+        case.check(fn, inputs)
+    except AssertionError as error:
+        return f"wrong result against testing/references: {short_error(error, 200)}"
+    except Exception as error:  # a build, load or launch failure: reported, never fatal
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return short_error(error, 200)
+    return fn
+
+
+def bench_case(
+    case: BandwidthCase, copy_gbps: float | None, timer: str, replay_iters: int | None = None
+) -> BandwidthRow:
+    """Time ours and every peer on the same inputs; a failing peer becomes N/A with its error.
+
+    ``replay_iters``: the graph timer's (more for decode rows). A built peer (upstream SGLang)
+    is timed only after the case's check passed on it; if it did not, it is a peer error.
+    """
     inputs = case.make_inputs()
-    case.ours(*inputs)
-    torch.cuda.synchronize()
     if case.check is not None:
-        case.check(inputs)
-    timed = time_graph if timer == "graph" else time_loop
-    ours = timed(case.ours, inputs, case.rotate_args)
+        case.check(case.ours, inputs)
+    else:
+        case.ours(*inputs)
+    torch.cuda.synchronize()
+
+    def timed(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> float:
+        if timer == "graph":
+            return time_graph(fn, inputs, case.rotate_args, replay_iters=replay_iters)
+        return time_loop(fn, inputs, case.rotate_args)
+
+    ours = timed(case.ours, inputs)
     row = BandwidthRow(
         kernel=case.kernel,
         shape=case.shape,
         bytes_moved=case.bytes_moved,
         ours_us=ours * 1e6,
         ours_gbps=case.bytes_moved / ours / GB,
-        copy_ratio=case.bytes_moved / ours / GB / copy_gbps,
-        targets=case.targets,
+        copy_ratio=None if copy_gbps is None else case.bytes_moved / ours / GB / copy_gbps,
+        decode=case.decode,
     )
     for name, peer in case.peers.items():
         if isinstance(peer, str):
             row.peers_na[name] = peer
             continue
+        built = isinstance(peer, upstream.UpstreamPeer)
+        fn = verified_peer(case, peer, inputs) if built else peer
+        if isinstance(fn, str):
+            row.peers_na[name] = row.peer_errors[name] = fn
+            continue
         try:
-            row.peers_us[name] = timed(peer, inputs, case.rotate_args) * 1e6
+            row.peers_us[name] = timed(fn, inputs) * 1e6
         except Exception as error:  # a peer that cannot run is reported, never fatal
             row.peers_na[name] = short_error(error)
+            if built:  # asked for, built and verified: it must be timed too
+                row.peer_errors[name] = row.peers_na[name]
             torch.cuda.synchronize()
     del inputs
     torch.cuda.empty_cache()
@@ -327,71 +352,113 @@ def family_modules() -> list[str]:
     return [p.stem for p in sorted(CASES_DIR.glob("*.py")) if p.stem not in {"case", "__init__"}]
 
 
-def peer_names(rows: list[BandwidthRow]) -> list[str]:
-    names: list[str] = []
-    for row in rows:
-        for name in [*row.peers_us, *row.peers_na]:
-            if name not in names:
-                names.append(name)
-    return names
-
-
-def print_bandwidth(rows: list[BandwidthRow]) -> None:
-    peers = peer_names(rows)
-    header = f"{'kernel':<20}{'shape':<24}{'ours us':>9}{'GB/s':>7}{'/copy':>7}"
-    header += "".join(f"{p + ' us':>18}{'x':>6}" for p in peers)
-    print(header)
-    print("-" * len(header))
-    for r in rows:
-        line = (
-            f"{r.kernel:<20}{r.shape:<24}{r.ours_us:>9.1f}{r.ours_gbps:>7.0f}{r.copy_ratio:>7.1%}"
-        )
-        for p in peers:
-            if p in r.peers_us:
-                line += f"{r.peers_us[p]:>18.1f}{r.peers_us[p] / r.ours_us:>5.2f}x"
-            else:
-                line += f"{'N/A':>18}{'':>6}"
-        print(line)
-    reasons = {(p, why) for r in rows for p, why in r.peers_na.items()}
-    for p, why in sorted(reasons):
-        print(f"  N/A {p}: {why}")
-
-
-def check_targets(
-    rows: list[BandwidthRow], overheads: list[OverheadRow], load_ms: float
-) -> list[str]:
-    failures = []
-    for r in rows:
-        if not r.targets:
-            continue
-        if r.copy_ratio < BW_TARGET:
-            failures.append(
-                f"{r.kernel} {r.shape}: {r.copy_ratio:.1%} of copy bandwidth < {BW_TARGET:.0%}"
-            )
-        for p, us in r.peers_us.items():
-            if us / r.ours_us < PEER_NOISE:
-                failures.append(f"{r.kernel} {r.shape}: slower than {p} ({us / r.ours_us:.2f}x)")
-    for o in overheads:
-        if o.vs_bare > OVERHEAD_TARGET:
-            failures.append(
-                f"host overhead {o.name}: wrapper {o.vs_bare:.3f}x the bare call "
-                f"> {OVERHEAD_TARGET:.2f}x"
-            )
-        if o.vs_torch >= 1.0:
-            failures.append(
-                f"host overhead {o.name}: wrapper {o.vs_torch:.3f}x torch eager (not below it)"
-            )
-    if load_ms >= WARM_LOAD_TARGET_MS:
-        failures.append(f"warm load {load_ms:.1f} ms >= {WARM_LOAD_TARGET_MS} ms")
-    return failures
-
-
 def progress(message: str, t0: float) -> None:
     """One line per finished case on stderr (the tables come at the end, on stdout)."""
     print(f"[{time.perf_counter() - t0:6.1f}s] {message}", file=sys.stderr, flush=True)
 
 
-def main() -> int:
+def collect_cases(
+    only: set[str] | None,
+    memory: bool,
+    decode: bool,
+    errors: list[str],
+    peers: set[str] | None = None,
+) -> tuple[list[BandwidthCase], list[Any]]:
+    """The selected cases of every family (memory-bound and/or decode), and the families.
+
+    ``peers``: keep only these peers in each case (None: all). A family that fails to import
+    or to list its cases is an error (in ``errors``), not fatal.
+    """
+    cases: list[BandwidthCase] = []
+    families: list[Any] = []
+    for family in family_modules():
+        try:
+            module = load_family(family)
+            listed = module.bandwidth_cases() if memory or decode else []
+        except Exception:
+            errors.append(f"benchmarks/cases/{family}.py:\n{traceback.format_exc()}")
+            continue
+        families.append(module)
+        cases += [
+            case
+            if peers is None
+            else replace(case, peers={k: v for k, v in case.peers.items() if k in peers})
+            for case in listed
+            if (only is None or case.kernel in only) and (decode if case.decode else memory)
+        ]
+    return cases, families
+
+
+def upstream_peers(cases: list[BandwidthCase]) -> list[upstream.UpstreamPeer]:
+    return [
+        peer
+        for case in cases
+        for peer in case.peers.values()
+        if isinstance(peer, upstream.UpstreamPeer)
+    ]
+
+
+def build_upstream(cases: list[BandwidthCase], t0: float) -> dict[str, str]:
+    """Build every upstream module the cases need, in parallel: "built" or the error, by module.
+
+    A failed build is printed in full on stderr; its rows show the peer as failed.
+    """
+    peers = upstream_peers(cases)
+    if not peers:
+        return {}
+    results = upstream.build_peers(peers)
+    status = {}
+    for name, result in sorted(results.items()):
+        if isinstance(result, Exception):
+            print(f"\nERROR {result}", file=sys.stderr)
+            status[name] = short_error(result, 200)
+        else:
+            status[name] = "built"
+    failed = sum(value != "built" for value in status.values())
+    progress(f"upstream SGLang: {len(status)} modules ready, {failed} failed to build", t0)
+    return status
+
+
+def build_peers_only(only: set[str] | None) -> int:
+    """``--build-peers-only``: build and load every upstream module, build the launch floor."""
+    source = upstream_source.current()
+    if source is None:
+        print(
+            f"bench_jit_kernels: --build-peers-only: {upstream_source.NOT_GIVEN}", file=sys.stderr
+        )
+        return 2
+    try:
+        arch = get_jit_cuda_arch()
+    except ArchError as error:
+        print(f"bench_jit_kernels: --build-peers-only: {error}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    errors: list[str] = []
+    cases, _ = collect_cases(only, memory=True, decode=True, errors=errors)
+    print(f"upstream SGLang {source.version} from {source.jit_dir}, for {arch.sm}")
+    status = build_upstream(cases, t0)
+    peers = {peer.spec().name: peer for peer in upstream_peers(cases)}
+    for name in [name for name, state in status.items() if state == "built"]:
+        try:
+            peers[name].load()  # no GPU needed: checks the library's exports
+        except Exception as error:
+            status[name] = short_error(error, 200)
+    try:
+        with build_only():
+            launch_floor.floor_module()
+        status["launch floor (ours)"] = "built"
+    except Exception as error:
+        status["launch floor (ours)"] = short_error(error, 200)
+    for name, state in status.items():
+        print(f"  {name}: {'built and loaded' if state == 'built' else 'FAILED: ' + state}")
+    for error in errors:
+        print(f"\nERROR {error}", file=sys.stderr)
+    failed = [name for name, state in status.items() if state != "built"]
+    print(f"{len(status) - len(failed)} of {len(status)} modules built")
+    return 1 if failed or errors else 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
@@ -411,50 +478,115 @@ def main() -> int:
     )
     parser.add_argument("--skip-overhead", action="store_true", help="skip the host-overhead table")
     parser.add_argument(
-        "--skip-bandwidth", action="store_true", help="skip the bandwidth/peer table"
+        "--skip-bandwidth",
+        action="store_true",
+        help="skip the bandwidth and decode tables (host overhead and warm load only)",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--decode-only",
+        action="store_true",
+        help="only the decode rows and the launch floor (no copy, memory-bound rows, host "
+        "overhead or warm load)",
+    )
+    parser.add_argument(
+        "--peers",
+        nargs="+",
+        choices=PEERS,
+        metavar="PEER",
+        help=f"time only these peers ({', '.join(PEERS)}; default: all); the targets then "
+        "compare with those alone",
+    )
+    parser.add_argument(
+        "--sglang-src",
+        metavar="DIR",
+        help=f"upstream SGLang's unpacked wheel (or its sglang/kernels/jit folder): its JIT "
+        f"kernels become the 'upstream' peer (default: ${upstream_source.SRC_ENV})",
+    )
+    parser.add_argument(
+        "--build-peers-only",
+        action="store_true",
+        help="build the upstream modules and the launch-floor kernel, then exit (no GPU "
+        "needed: the target is $TVM_FFI_CUDA_ARCH_LIST's or the GPU's)",
+    )
+    args = parser.parse_args(argv)
+    if args.decode_only and args.skip_bandwidth:
+        parser.error("--decode-only and --skip-bandwidth exclude each other")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    only = set(args.only) if args.only else None
+    try:
+        source = upstream_source.configure(args.sglang_src)
+    except upstream_source.UpstreamSourceError as error:
+        print(f"bench_jit_kernels: {error}", file=sys.stderr)
+        return 2
+    if args.build_peers_only:
+        return build_peers_only(only)
     if not torch.cuda.is_available():
         print("bench_jit_kernels: needs a CUDA GPU", file=sys.stderr)
         return 2
-    only = set(args.only) if args.only else None
 
     device = torch.cuda.get_device_name()
-    copies = copy_bandwidth()
-    copy_gbps = max(copies.values())
     print(f"device: {device}; L2 {l2_bytes() >> 20} MiB; timer: {args.timer}")
     print(
-        f"D2D copy (1 GiB, read + write): eager loop {copies['loop']:.0f} GB/s, graph replay "
-        f"{copies['graph']:.0f} GB/s; reference = {copy_gbps:.0f} GB/s\n"
+        "upstream SGLang: "
+        + (f"{source.version} from {source.jit_dir}" if source else upstream_source.NOT_GIVEN)
     )
+    copies: dict[str, float] = {}
+    copy_gbps = None
+    if not args.decode_only:
+        copies = copy_bandwidth()
+        copy_gbps = max(copies.values())
+        print(
+            f"D2D copy (1 GiB, read + write): eager loop {copies['loop']:.0f} GB/s, graph replay "
+            f"{copies['graph']:.0f} GB/s; reference = {copy_gbps:.0f} GB/s"
+        )
+    print()
 
     t0 = time.perf_counter()
-    rows: list[BandwidthRow] = []
-    overheads: list[OverheadRow] = []
     errors: list[str] = []
-    for family in family_modules():
-        try:
-            module = load_family(family)
-            cases = [] if args.skip_bandwidth else module.bandwidth_cases()
-        except Exception:
-            errors.append(f"benchmarks/cases/{family}.py:\n{traceback.format_exc()}")
-            continue
-        for case in cases:
-            if only and case.kernel not in only:
-                continue
+    cases, families = collect_cases(
+        only,
+        peers=set(args.peers) if args.peers else None,
+        memory=not (args.decode_only or args.skip_bandwidth),
+        decode=not args.skip_bandwidth,
+        errors=errors,
+    )
+    builds = build_upstream(cases, t0)
+    rows: list[BandwidthRow] = []
+
+    def run(selected: list[BandwidthCase], replay_iters: int | None) -> None:
+        for case in selected:
             try:
-                rows.append(bench_case(case, copy_gbps, args.timer))
-                progress(f"{case.kernel} {case.shape}: ours {rows[-1].ours_us:.1f} us", t0)
+                rows.append(bench_case(case, copy_gbps, args.timer, replay_iters))
+                digits = 2 if case.decode else 1
+                progress(f"{case.kernel} {case.shape}: ours {rows[-1].ours_us:.{digits}f} us", t0)
             except Exception:
                 errors.append(f"{case.kernel} {case.shape}:\n{traceback.format_exc()}")
-        if args.skip_overhead:
-            continue
+
+    run([case for case in cases if not case.decode], None)
+    floor: dict[str, float] = {}
+    decode_cases = [case for case in cases if case.decode]
+    if decode_cases and args.timer == "graph":  # a graph-replay figure: no loop timing of it
+        try:
+            floor = launch_floor.floor_us(
+                lambda fn, inputs: time_graph(fn, inputs, (), replay_iters=DECODE_REPLAY_ITERS)
+            )
+            progress(
+                "launch floor: " + ", ".join(f"{k} {us:.2f} us" for k, us in floor.items()), t0
+            )
+        except Exception:
+            errors.append(f"launch floor:\n{traceback.format_exc()}")
+    run(decode_cases, DECODE_REPLAY_ITERS)
+
+    overheads: list[OverheadRow] = []
+    for module in [] if args.skip_overhead or args.decode_only else families:
         try:
             ocases = module.overhead_cases()
         except Exception:
-            errors.append(
-                f"benchmarks/cases/{family}.py overhead_cases():\n{traceback.format_exc()}"
-            )
+            errors.append(f"{module.__file__} overhead_cases():\n{traceback.format_exc()}")
             continue
         for ocase in ocases:
             if only and ocase.name.split()[0] not in only:
@@ -464,22 +596,18 @@ def main() -> int:
             except Exception:
                 errors.append(f"overhead {ocase.name}:\n{traceback.format_exc()}")
 
-    print_bandwidth(rows)
+    memory_rows = [row for row in rows if not row.decode]
+    decode_rows = [row for row in rows if row.decode]
+    if memory_rows:
+        print("\n".join(bandwidth_table(memory_rows)))
+    if decode_rows:
+        print("\n" + "\n".join(decode_table(decode_rows, floor)))
     if overheads:
-        print(
-            f"\nhost time per call (eager loop of 200 written-out calls; medians of {OVERHEAD_ROUNDS} rounds, "
-            "order rotated; ratios: medians of the per-round ratios):"
-        )
-        print(
-            f"  {'case':<34}{'wrapper us':>11}{'bare us':>9}{'torch us':>10}{'vs bare':>9}{'vs torch':>10}"
-        )
-        for o in overheads:
-            print(
-                f"  {o.name:<34}{o.wrapper_us:>11.2f}{o.bare_us:>9.2f}{o.torch_us:>10.2f}"
-                f"{o.vs_bare:>8.3f}x{o.vs_torch:>9.3f}x"
-            )
-    load_ms = warm_load_ms()
-    print(f"\nwarm load (fresh process, disk cache warm): _jit_scale_module {load_ms:.1f} ms")
+        print("\n" + "\n".join(overhead_table(overheads, OVERHEAD_ROUNDS)))
+    load_ms = None
+    if not args.decode_only:
+        load_ms = warm_load_ms()
+        print(f"\nwarm load (fresh process, disk cache warm): _jit_scale_module {load_ms:.1f} ms")
 
     failures = check_targets(rows, overheads, load_ms) + [f"error: {e}" for e in errors]
     for e in errors:
@@ -499,6 +627,12 @@ def main() -> int:
                     "device": device,
                     "copy_gbps": copy_gbps,
                     "copy_gbps_by_timer": copies,
+                    "upstream": {
+                        "source": str(source.jit_dir) if source else None,
+                        "version": source.version if source else None,
+                        "modules": builds,
+                    },
+                    "launch_floor_us": floor,
                     "rows": [asdict(r) for r in rows],
                     "host_overhead_us": [asdict(o) for o in overheads],
                     "warm_load_ms": load_ms,

@@ -12,38 +12,19 @@ vector pairs in flight per thread.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any
 
 import torch
 
-from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
-from jit_kernel.wrapper import (
-    FirstCallBinding,
-    cache_once,
-    raise_argument_type_error,
-    register_precompile,
-)
-
-if TYPE_CHECKING:
-    from tvm_ffi.module import Module
+from jit_kernel.wrapper import FirstCallBinding, jit_module, raise_argument_error
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
 
 
-@cache_once
-def _jit_activation_module() -> Module:
-    """Build (or load from the cache) the module of the three gated activations (every dtype)."""
-    args = make_cpp_args(is_arch_support_pdl())
-    return load_jit(
-        "activation",
-        *args,
-        cuda_files=["elementwise/activation.cuh"],
-        cuda_wrappers=[(op, f"{op}_by_dtype<{args}>") for op in OPS],
-    )
-
-
-register_precompile(_jit_activation_module, [()])
+_jit_activation_module = jit_module(
+    "activation", "elementwise/activation.cuh", {op: f"{op}_by_dtype" for op in OPS}
+)
 
 
 def can_use_activation(d: int, dtype: torch.dtype) -> bool:
@@ -53,15 +34,6 @@ def can_use_activation(d: int, dtype: torch.dtype) -> bool:
     Needs no GPU, compiles nothing, never raises.
     """
     return dtype in SUPPORTED_DTYPES and type(d) is int and 0 <= d < 2**31
-
-
-def _raise_argument_error(op: str, error: BaseException, input: object, out: object) -> NoReturn:
-    """The error path of the three wrappers: a 0-dim input, else a non-tensor argument."""
-    if isinstance(error, IndexError) and isinstance(input, torch.Tensor) and input.dim() == 0:
-        raise RuntimeError(
-            f"{op}: tensor 'input' must have an even last dim (2 * d) but has shape []"
-        ) from None
-    raise_argument_type_error(op, error, tensors={"input": input}, optional={"out": out})
 
 
 def _gated_activation(op: str, doc: str) -> Callable[..., torch.Tensor]:
@@ -88,7 +60,15 @@ def _gated_activation(op: str, doc: str) -> Callable[..., torch.Tensor]:
                 out = input.new_empty((*shape[:-1], shape[-1] // 2))
             kernel(out, input)
         except (AttributeError, TypeError, IndexError) as error:
-            _raise_argument_error(op, error, input, out)
+            if (
+                isinstance(error, IndexError)
+                and isinstance(input, torch.Tensor)
+                and input.dim() == 0
+            ):
+                raise RuntimeError(
+                    f"{op}: tensor 'input' must have an even last dim (2 * d) but has shape []"
+                ) from None
+            raise_argument_error(gated, error, locals())
         return out
 
     gated.__name__ = gated.__qualname__ = op

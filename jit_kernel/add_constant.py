@@ -11,12 +11,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from jit_kernel.compiler import load_jit, make_cpp_args
-from jit_kernel.wrapper import (
-    KernelTable,
-    cache_once,
-    raise_argument_type_error,
-    register_precompile,
-)
+from jit_kernel.wrapper import KernelTable, cache_once, raise_argument_error, register_precompile
 
 if TYPE_CHECKING:
     from tvm_ffi.module import Module
@@ -71,7 +66,5 @@ def add_constant(src: torch.Tensor, constant: int, out: torch.Tensor | None = No
             result = torch.empty_like(src) if out is None else out
             kernel(result, src)
     except (AttributeError, TypeError) as error:
-        raise_argument_type_error(
-            "add_constant", error, tensors={"src": src}, optional={"out": out}
-        )
+        raise_argument_error(add_constant, error, locals())
     return result

@@ -49,7 +49,7 @@ from jit_kernel.distributed.peers import (
     p2p_problems,
     setup_problems,
 )
-from jit_kernel.wrapper import cache_once, raise_argument_type_error, register_precompile
+from jit_kernel.wrapper import cache_once, raise_argument_error, register_precompile
 
 if TYPE_CHECKING:
     import torch.distributed as dist
@@ -156,7 +156,7 @@ def _raise_call_error(error: BaseException, input: object, out: object, algo: ob
         raise ValueError(
             f"{_OP}: algo must be one of {', '.join(map(repr, ALGORITHMS))}, got {algo!r}"
         ) from None
-    raise_argument_type_error(_OP, error, tensors={"input": input}, optional={"out": out})
+    raise_argument_error(CustomAllReduce.all_reduce, error, {"input": input, "out": out}, op=_OP)
 
 
 class CustomAllReduce:

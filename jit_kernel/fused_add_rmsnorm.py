@@ -7,47 +7,22 @@ and written once. One module holds both dtypes and every row size (dispatched in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
-from jit_kernel.wrapper import (
-    FirstCallBinding,
-    cache_once,
-    raise_argument_type_error,
-    rebind_global,
-    register_precompile,
-)
-
-if TYPE_CHECKING:
-    from tvm_ffi.module import Module
+from jit_kernel.wrapper import bind_export, jit_module, raise_argument_error
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 #: The largest hidden size (row length); it must also be a multiple of 8 (16-byte packs).
 MAX_HIDDEN_SIZE = 16384
 
 
-@cache_once
-def _jit_fused_add_rmsnorm_module() -> Module:
-    """Build (or load from the cache) the fused_add_rmsnorm module (both dtypes, all sizes)."""
-    args = make_cpp_args(is_arch_support_pdl())
-    return load_jit(
-        "fused_add_rmsnorm",
-        *args,
-        cuda_files=["elementwise/fused_add_rmsnorm.cuh"],
-        cuda_wrappers=[("fused_add_rmsnorm", f"fused_add_rmsnorm_by_dtype<{args}>")],
-    )
-
-
-register_precompile(_jit_fused_add_rmsnorm_module, [()])
-
-_fused_add_rmsnorm = FirstCallBinding(
-    _jit_fused_add_rmsnorm_module,
+_jit_fused_add_rmsnorm_module = jit_module(
     "fused_add_rmsnorm",
-    op="fused_add_rmsnorm",
-    tensor_arg=(0, "input"),
-    rebind=rebind_global(globals(), "_fused_add_rmsnorm"),
+    "elementwise/fused_add_rmsnorm.cuh",
+    {"fused_add_rmsnorm": "fused_add_rmsnorm_by_dtype"},
+)
+_fused_add_rmsnorm = bind_export(
+    globals(), _jit_fused_add_rmsnorm_module, "fused_add_rmsnorm", tensor_arg=(0, "input")
 )
 
 
@@ -92,9 +67,4 @@ def fused_add_rmsnorm(
     try:
         _fused_add_rmsnorm(input, residual, weight, eps)
     except (AttributeError, TypeError) as error:
-        raise_argument_type_error(
-            "fused_add_rmsnorm",
-            error,
-            tensors={"input": input, "residual": residual, "weight": weight},
-            numbers={"eps": eps},
-        )
+        raise_argument_error(fused_add_rmsnorm, error, locals())

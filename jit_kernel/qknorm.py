@@ -9,47 +9,18 @@ kernel's occupancy walks the heads.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
-from jit_kernel.wrapper import (
-    FirstCallBinding,
-    cache_once,
-    raise_argument_type_error,
-    rebind_global,
-    register_precompile,
-)
-
-if TYPE_CHECKING:
-    from tvm_ffi.module import Module
+from jit_kernel.wrapper import bind_export, jit_module, raise_argument_error
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 SUPPORTED_HEAD_DIMS = (64, 128, 256, 512)
 
 
-@cache_once
-def _jit_qknorm_module() -> Module:
-    """Build (or load from the cache) the fused_inplace_qknorm module (both dtypes)."""
-    args = make_cpp_args(is_arch_support_pdl())
-    return load_jit(
-        "qknorm",
-        *args,
-        cuda_files=["elementwise/qknorm.cuh"],
-        cuda_wrappers=[("fused_inplace_qknorm", f"fused_inplace_qknorm_by_dtype<{args}>")],
-    )
-
-
-register_precompile(_jit_qknorm_module, [()])
-
-_qknorm = FirstCallBinding(
-    _jit_qknorm_module,
-    "fused_inplace_qknorm",
-    op="fused_inplace_qknorm",
-    tensor_arg=(0, "q"),
-    rebind=rebind_global(globals(), "_qknorm"),
+_jit_qknorm_module = jit_module(
+    "qknorm", "elementwise/qknorm.cuh", {"fused_inplace_qknorm": "fused_inplace_qknorm_by_dtype"}
 )
+_qknorm = bind_export(globals(), _jit_qknorm_module, "fused_inplace_qknorm", tensor_arg=(0, "q"))
 
 
 def can_use_fused_inplace_qknorm(head_dim: int, dtype: torch.dtype) -> bool:
@@ -88,9 +59,4 @@ def fused_inplace_qknorm(
     try:
         _qknorm(q, k, q_weight, k_weight, eps)
     except (AttributeError, TypeError) as error:
-        raise_argument_type_error(
-            "fused_inplace_qknorm",
-            error,
-            tensors={"q": q, "k": k, "q_weight": q_weight, "k_weight": k_weight},
-            numbers={"eps": eps},
-        )
+        raise_argument_error(fused_inplace_qknorm, error, locals())

@@ -7,48 +7,19 @@ bfloat16, computed in fp32 and rounded once. One module holds both dtypes and ev
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
-from jit_kernel.wrapper import (
-    FirstCallBinding,
-    cache_once,
-    raise_argument_type_error,
-    rebind_global,
-    register_precompile,
-)
-
-if TYPE_CHECKING:
-    from tvm_ffi.module import Module
+from jit_kernel.wrapper import bind_export, jit_module, raise_argument_error
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 #: The largest hidden size (row length); it must also be a multiple of 8 (16-byte packs).
 MAX_HIDDEN_SIZE = 16384
 
 
-@cache_once
-def _jit_rmsnorm_module() -> Module:
-    """Build (or load from the cache) the rmsnorm module (both dtypes, all hidden sizes)."""
-    args = make_cpp_args(is_arch_support_pdl())
-    return load_jit(
-        "rmsnorm",
-        *args,
-        cuda_files=["elementwise/rmsnorm.cuh"],
-        cuda_wrappers=[("rmsnorm", f"rmsnorm_by_dtype<{args}>")],
-    )
-
-
-register_precompile(_jit_rmsnorm_module, [()])
-
-_rmsnorm = FirstCallBinding(
-    _jit_rmsnorm_module,
-    "rmsnorm",
-    op="rmsnorm",
-    tensor_arg=(1, "input"),
-    rebind=rebind_global(globals(), "_rmsnorm"),
+_jit_rmsnorm_module = jit_module(
+    "rmsnorm", "elementwise/rmsnorm.cuh", {"rmsnorm": "rmsnorm_by_dtype"}
 )
+_rmsnorm = bind_export(globals(), _jit_rmsnorm_module, "rmsnorm", tensor_arg=(1, "input"))
 
 
 def can_use_rmsnorm(hidden_size: int, dtype: torch.dtype) -> bool:
@@ -96,11 +67,5 @@ def rmsnorm(
             out = torch.empty_like(input)
         _rmsnorm(out, input, weight, eps)
     except (AttributeError, TypeError) as error:
-        raise_argument_type_error(
-            "rmsnorm",
-            error,
-            tensors={"input": input, "weight": weight},
-            optional={"out": out},
-            numbers={"eps": eps},
-        )
+        raise_argument_error(rmsnorm, error, locals())
     return out

@@ -10,48 +10,19 @@ layout allows (narrower otherwise).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
-from jit_kernel.wrapper import (
-    FirstCallBinding,
-    cache_once,
-    raise_argument_type_error,
-    rebind_global,
-    register_precompile,
-)
-
-if TYPE_CHECKING:
-    from tvm_ffi.module import Module
+from jit_kernel.wrapper import bind_export, jit_module, raise_argument_error
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 #: The largest rope_dim (cos_sin_cache.size(1)).
 MAX_ROPE_DIM = 1024
 
 
-@cache_once
-def _jit_rope_module() -> Module:
-    """Build (or load from the cache) the rope module (every dtype, size and style)."""
-    args = make_cpp_args(is_arch_support_pdl())
-    return load_jit(
-        "rope",
-        *args,
-        cuda_files=["elementwise/rope.cuh"],
-        cuda_wrappers=[("apply_rope_inplace", f"apply_rope_inplace_by_dtype<{args}>")],
-    )
-
-
-register_precompile(_jit_rope_module, [()])
-
-_rope = FirstCallBinding(
-    _jit_rope_module,
-    "apply_rope_inplace",
-    op="apply_rope_inplace",
-    tensor_arg=(0, "q"),
-    rebind=rebind_global(globals(), "_rope"),
+_jit_rope_module = jit_module(
+    "rope", "elementwise/rope.cuh", {"apply_rope_inplace": "apply_rope_inplace_by_dtype"}
 )
+_rope = bind_export(globals(), _jit_rope_module, "apply_rope_inplace", tensor_arg=(0, "q"))
 
 
 def can_use_apply_rope_inplace(head_dim: int, rope_dim: int, dtype: torch.dtype) -> bool:
@@ -105,15 +76,4 @@ def apply_rope_inplace(
     try:
         _rope(q, k, cos_sin_cache, positions, is_neox, rope_dim or 0)
     except (AttributeError, TypeError) as error:
-        tensors = {"q": q, "k": k, "cos_sin_cache": cos_sin_cache, "positions": positions}
-        if all(isinstance(value, torch.Tensor) for value in tensors.values()):
-            if type(is_neox) is not bool:
-                raise TypeError(
-                    f"apply_rope_inplace: is_neox must be a bool, got {type(is_neox).__name__}"
-                ) from None
-            if rope_dim is not None and type(rope_dim) is not int:
-                raise TypeError(
-                    "apply_rope_inplace: rope_dim must be an int or None, got "
-                    f"{type(rope_dim).__name__}"
-                ) from None
-        raise_argument_type_error("apply_rope_inplace", error, tensors=tensors)
+        raise_argument_error(apply_rope_inplace, error, locals())

@@ -7,46 +7,14 @@ Programmatic Dependent Launch on SM90+.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
-from jit_kernel.wrapper import (
-    FirstCallBinding,
-    cache_once,
-    raise_argument_type_error,
-    rebind_global,
-    register_precompile,
-)
-
-if TYPE_CHECKING:
-    from tvm_ffi.module import Module
+from jit_kernel.wrapper import bind_export, jit_module, raise_argument_error
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
-
-@cache_once
-def _jit_scale_module() -> Module:
-    """Build (or load from the cache) the scale module (float16, bfloat16, float32)."""
-    args = make_cpp_args(is_arch_support_pdl())
-    return load_jit(
-        "scale",
-        *args,
-        cuda_files=["elementwise/scale.cuh"],
-        cuda_wrappers=[("scale", f"scale_by_dtype<{args}>")],
-    )
-
-
-register_precompile(_jit_scale_module, [()])
-
-_scale = FirstCallBinding(
-    _jit_scale_module,
-    "scale",
-    op="scale",
-    tensor_arg=(1, "src"),
-    rebind=rebind_global(globals(), "_scale"),
-)
+_jit_scale_module = jit_module("scale", "elementwise/scale.cuh", ["scale"])
+_scale = bind_export(globals(), _jit_scale_module, "scale", tensor_arg=(1, "src"))
 
 
 def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -65,7 +33,5 @@ def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> 
             result = torch.empty_like(src) if out is None else out
             _scale(result, src, factor)
     except (AttributeError, TypeError) as error:
-        raise_argument_type_error(
-            "scale", error, tensors={"src": src}, optional={"out": out}, numbers={"factor": factor}
-        )
+        raise_argument_error(scale, error, locals())
     return result

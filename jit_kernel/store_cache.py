@@ -9,56 +9,20 @@ thread, loading the row's index once. Out-of-range indices never write out of bo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
-from jit_kernel.wrapper import (
-    FirstCallBinding,
-    cache_once,
-    raise_argument_type_error,
-    rebind_global,
-    register_precompile,
-)
-
-if TYPE_CHECKING:
-    from tvm_ffi.module import Module
+from jit_kernel.wrapper import bind_export, jit_module, raise_argument_error
 
 #: A k row plus a v row must be smaller than this many bytes.
 MAX_ROW_BYTES = 2**31
 
 
-@cache_once
-def _jit_store_cache_module() -> Module:
-    """Build (or load from the cache) the store_cache module (every dtype, size and index type)."""
-    args = make_cpp_args(is_arch_support_pdl())
-    return load_jit(
-        "store_cache",
-        *args,
-        cuda_files=["elementwise/store_cache.cuh"],
-        cuda_wrappers=[
-            ("store_cache", f"store_cache<{args}>"),
-            ("store_cache_checked", f"store_cache_checked<{args}>"),
-        ],
-    )
-
-
-register_precompile(_jit_store_cache_module, [()])
-
-_store = FirstCallBinding(
-    _jit_store_cache_module,
-    "store_cache",
-    op="store_cache",
-    tensor_arg=(0, "k"),
-    rebind=rebind_global(globals(), "_store"),
+_jit_store_cache_module = jit_module(
+    "store_cache", "elementwise/store_cache.cuh", ["store_cache", "store_cache_checked"]
 )
-_store_checked = FirstCallBinding(
-    _jit_store_cache_module,
-    "store_cache_checked",
-    op="store_cache",
-    tensor_arg=(0, "k"),
-    rebind=rebind_global(globals(), "_store_checked"),
+_store = bind_export(globals(), _jit_store_cache_module, "store_cache", tensor_arg=(0, "k"))
+_store_checked = bind_export(
+    globals(), _jit_store_cache_module, "store_cache_checked", tensor_arg=(0, "k"), op="store_cache"
 )
 
 
@@ -116,8 +80,4 @@ def store_cache(
         else:
             _store(k, v, k_cache, v_cache, indices)
     except (AttributeError, TypeError) as error:
-        raise_argument_type_error(
-            "store_cache",
-            error,
-            tensors={"k": k, "v": v, "k_cache": k_cache, "v_cache": v_cache, "indices": indices},
-        )
+        raise_argument_error(store_cache, error, locals())

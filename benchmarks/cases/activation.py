@@ -3,12 +3,14 @@
 ``bandwidth_cases()``: 16384 tokens of d = 4096, 11008 and 14336 (bf16 silu), gelu and
 gelu_tanh at d = 11008, silu in fp16 and fp32; ours against torch eager
 (``F.silu(x[..., :d]) * x[..., d:]``, ``F.gelu(..., approximate=...)``), ``torch.compile`` of
-the same and FlashInfer's ``flashinfer.activation.<op>_and_mul`` (N/A with the reason when it
-is missing or fails). ``bytes_moved``: x read (2 d per row), out written (d per row).
+the same, FlashInfer's ``flashinfer.activation.<op>_and_mul`` (N/A with the reason when it
+is missing or fails) and upstream SGLang's ``ActivationKernel`` (built with fast math, as
+upstream builds it); then decode batches (silu 16 x 11008 and 64 x 4096, gelu and gelu_tanh
+16 x 11008, bf16). ``bytes_moved``: x read (2 d per row), out written (d per row).
 
-``overhead_cases()``: host time per call at 16 tokens x d = 4096 bf16: the wrapper vs a bare
-call (output allocated from the input's shape, the module's export) vs torch eager. Importing
-this module needs no GPU.
+``overhead_cases()``: host time per call at 16 tokens x d = 4096 bf16, each of the three: the
+wrapper vs a bare call (output allocated from the input's shape, the module's export) vs torch
+eager. Importing this module needs no GPU.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.cases.case import BandwidthCase, OverheadCase
+from benchmarks.upstream_sglang import kernels as upstream
 from jit_kernel.activation import (
     _jit_activation_module,
     gelu_and_mul,
     gelu_tanh_and_mul,
     silu_and_mul,
 )
+from testing import references
 
 TOKENS = 16384
 # (op, d, dtype)
@@ -38,6 +42,13 @@ SPECS = [
     ("gelu_tanh", 11008, torch.bfloat16),
     ("silu", 11008, torch.float16),
     ("silu", 11008, torch.float32),
+]
+# (op, tokens, d): decode batches, bf16
+DECODE_SPECS = [
+    ("silu", 16, 11008),
+    ("silu", 64, 4096),
+    ("gelu", 16, 11008),
+    ("gelu_tanh", 16, 11008),
 ]
 OURS = {"silu": silu_and_mul, "gelu": gelu_and_mul, "gelu_tanh": gelu_tanh_and_mul}
 ACT = {
@@ -82,58 +93,64 @@ def _flashinfer_peer(op: str, dtype: torch.dtype) -> Callable[..., Any] | str:
     return activation if isinstance(activation, str) else getattr(activation, f"{op}_and_mul")
 
 
-def _checker(op: str) -> Callable[[tuple[Any, ...]], None]:
-    def check(inputs: tuple[Any, ...]) -> None:
+def _checker(op: str) -> Callable[[Callable[..., Any], tuple[Any, ...]], None]:
+    def check(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
         (x,) = inputs
-        d = x.shape[-1] // 2
-        expected = (ACT[op](x[..., :d].float()) * x[..., d:].float()).to(x.dtype)
+        expected = references.act_and_mul(f"{op}_and_mul", x).to(x.dtype)
         tol = TOLERANCE[x.dtype]
-        torch.testing.assert_close(OURS[op](x), expected, rtol=tol, atol=1e-5)
+        torch.testing.assert_close(fn(x), expected, rtol=tol, atol=1e-5)
 
     return check
 
 
+def _case(op: str, tokens: int, d: int, dtype: torch.dtype, decode: bool) -> BandwidthCase:
+    size = torch.empty(0, dtype=dtype).element_size()
+    short = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[dtype]
+    return BandwidthCase(
+        kernel=f"{op}_and_mul",
+        shape=f"{tokens}x{d} {short}",
+        make_inputs=lambda: (torch.randn(tokens, 2 * d, dtype=dtype, device="cuda"),),
+        ours=OURS[op],
+        bytes_moved=3 * tokens * d * size,
+        peers={
+            "torch": torch_fn(op),
+            "torch_compile": _compiled(op),
+            "flashinfer": _flashinfer_peer(op, dtype),
+            "upstream": upstream.activation(f"{op}_and_mul", dtype),
+        },
+        rotate_args=(0,),
+        check=_checker(op),
+        decode=decode,
+    )
+
+
 def bandwidth_cases() -> list[BandwidthCase]:
-    cases = []
-    for op, d, dtype in SPECS:
-        size = torch.empty(0, dtype=dtype).element_size()
-        short = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[dtype]
-        cases.append(
-            BandwidthCase(
-                kernel=f"{op}_and_mul",
-                shape=f"{TOKENS}x{d} {short}",
-                make_inputs=lambda d=d, dtype=dtype: (
-                    torch.randn(TOKENS, 2 * d, dtype=dtype, device="cuda"),
-                ),
-                ours=OURS[op],
-                bytes_moved=3 * TOKENS * d * size,
-                peers={
-                    "torch": torch_fn(op),
-                    "torch_compile": _compiled(op),
-                    "flashinfer": _flashinfer_peer(op, dtype),
-                },
-                rotate_args=(0,),
-                check=_checker(op),
-            )
-        )
-    return cases
+    cases = [_case(op, TOKENS, d, dtype, decode=False) for op, d, dtype in SPECS]
+    return cases + [_case(*spec, torch.bfloat16, decode=True) for spec in DECODE_SPECS]
 
 
 def overhead_cases() -> list[OverheadCase]:
+    """Each of the three wrappers at 16 x 4096 bf16."""
     module = _jit_activation_module()
 
-    def bare(x: torch.Tensor) -> torch.Tensor:
-        shape = x.shape
-        out = x.new_empty((*shape[:-1], shape[-1] // 2))
-        module.silu_and_mul(out, x)
-        return out
+    def bare_of(op: str) -> Callable[[torch.Tensor], torch.Tensor]:
+        export = getattr(module, f"{op}_and_mul")
+
+        def bare(x: torch.Tensor) -> torch.Tensor:
+            shape = x.shape
+            out = x.new_empty((*shape[:-1], shape[-1] // 2))
+            export(out, x)
+            return out
+
+        return bare
 
     return [
         OverheadCase(
-            name="silu_and_mul 16x4096 bf16",
+            name=f"{op}_and_mul 16x4096 bf16",
             make_inputs=lambda: (torch.randn(16, 2 * 4096, dtype=torch.bfloat16, device="cuda"),),
-            wrapper=silu_and_mul,
-            bare=bare,
-            torch_eager=torch_fn("silu"),
+            wrapper=OURS[op],
+            bare=bare_of(op),
+            torch_eager=torch_fn(op),
         )
+        for op in OURS
     ]

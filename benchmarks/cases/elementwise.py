@@ -1,14 +1,19 @@
-"""scale (fp16/bf16/fp32) and add_constant (int32): cases for ``benchmarks/bench_jit_kernels.py``."""
+"""scale, add3 (fp16/bf16/fp32) and add_constant (int32): cases for ``bench_jit_kernels.py``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
-from benchmarks.cases.case import BandwidthCase, Call, OverheadCase
+from benchmarks.cases.case import BandwidthCase, Call, Fn, OverheadCase
+from benchmarks.upstream_sglang import kernels as upstream
+from jit_kernel.add3 import _jit_add3_module, add3
 from jit_kernel.add_constant import _jit_add_constant_module, add_constant
 from jit_kernel.scale import _jit_scale_module, scale
 
 SIZES_LOG2 = (24, 26, 28)
+DECODE_SIZES_LOG2 = (12, 16)  # 16 rows of 256 and of 4096 elements
 
 
 def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
@@ -19,9 +24,9 @@ def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
         src = torch.randn(n, dtype=dtype, device="cuda")
         return src, torch.empty_like(src)
 
-    def check(inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
+    def check(fn: Fn, inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
         src, out = inputs
-        torch.testing.assert_close(scale(src, 1.5, out=out), torch.mul(src, 1.5), rtol=0, atol=0)
+        torch.testing.assert_close(fn(src, out), torch.mul(src, 1.5), rtol=0, atol=0)
 
     return BandwidthCase(
         kernel="scale",
@@ -32,6 +37,7 @@ def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
             "torch": lambda src, out: torch.mul(src, 1.5, out=out),
             "torch_compile": compiled,
             "flashinfer": "FlashInfer has no scale op",
+            "upstream": "upstream SGLang has no scale kernel",
         },
         bytes_moved=2 * n * torch.empty(0, dtype=dtype).element_size(),
         rotate_args=(0,),
@@ -46,9 +52,9 @@ def _add_constant_case(log2: int) -> BandwidthCase:
         src = torch.randint(-(2**20), 2**20, (n,), dtype=torch.int32, device="cuda")
         return src, torch.empty_like(src)
 
-    def check(inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
+    def check(fn: Fn, inputs: tuple[torch.Tensor, torch.Tensor]) -> None:
         src, out = inputs
-        assert torch.equal(add_constant(src, 7, out=out), src + 7)
+        assert torch.equal(fn(src, out), src + 7)
 
     return BandwidthCase(
         kernel="add_constant",
@@ -61,9 +67,43 @@ def _add_constant_case(log2: int) -> BandwidthCase:
                 lambda src, out: torch.add(src, 7, out=out), dynamic=False
             ),
             "flashinfer": "FlashInfer has no add_constant op",
+            "upstream": upstream.add_constant(7),
         },
         bytes_moved=2 * n * 4,
         rotate_args=(0,),
+        check=check,
+    )
+
+
+def _add3_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
+    n = 1 << log2
+
+    def eager(a, b, c, out):
+        return torch.add(a + b, c, out=out)
+
+    def make_inputs() -> tuple[torch.Tensor, ...]:
+        a, b, c = (torch.randn(n, dtype=dtype, device="cuda") for _ in range(3))
+        return a, b, c, torch.empty_like(a)
+
+    def check(fn: Fn, inputs: tuple[torch.Tensor, ...]) -> None:
+        # Ours rounds once (exact, see test_add3.py); upstream's bf16 peer rounds twice.
+        a, b, c, out = inputs
+        expected = (a.float() + b.float() + c.float()).to(dtype)
+        torch.testing.assert_close(fn(a, b, c, out), expected, rtol=2**-7, atol=2**-7)
+
+    return BandwidthCase(
+        kernel="add3",
+        shape=f"{str(dtype).removeprefix('torch.')} 2^{log2}",
+        make_inputs=make_inputs,
+        ours=lambda a, b, c, out: add3(a, b, c, out=out),
+        peers={
+            "torch": eager,
+            "torch_compile": torch.compile(eager, dynamic=False),
+            "flashinfer": "FlashInfer has no add3 op",
+            "upstream": upstream.add3(dtype),
+        },
+        bytes_moved=4 * n * torch.empty(0, dtype=dtype).element_size(),
+        rotate_args=(0, 1, 2),
         check=check,
     )
 
@@ -73,6 +113,11 @@ def bandwidth_cases() -> list[BandwidthCase]:
     for log2 in SIZES_LOG2:
         cases += [_scale_case(d, log2) for d in (torch.float16, torch.bfloat16, torch.float32)]
         cases.append(_add_constant_case(log2))
+        cases += [_add3_case(d, log2) for d in (torch.bfloat16, torch.float32)]
+    for log2 in DECODE_SIZES_LOG2:
+        decode = [_scale_case(torch.bfloat16, log2), _add_constant_case(log2)]
+        decode.append(_add3_case(torch.bfloat16, log2))
+        cases += [replace(case, decode=True) for case in decode]
     return cases
 
 
@@ -105,6 +150,27 @@ def overhead_cases() -> list[OverheadCase]:
         scale_module.scale(out, x, factor)
         return out
 
+    add3_module = _jit_add3_module()
+
+    def bare_add3(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(a)
+        add3_module.add3(out, a, b, c)
+        return out
+
+    def eager_add3(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return torch.add(a + b, c)
+
+    cases.append(
+        OverheadCase(
+            name="add3 bf16 4096",
+            make_inputs=lambda: tuple(
+                torch.randn(4096, dtype=torch.bfloat16, device="cuda") for _ in range(3)
+            ),
+            wrapper=add3,
+            bare=bare_add3,
+            torch_eager=eager_add3,
+        )
+    )
     cases.append(
         OverheadCase(
             name="scale bf16 4096",

@@ -2,9 +2,10 @@
 
 ``bandwidth_cases()``: memory-bound sizes (N * D >= 2^24 elements, 16384..65536 rows among
 them), ours against torch eager (``torch.nn.functional.rms_norm``), ``torch.compile`` of the
-fp32 formula ours computes, and FlashInfer (a reason string, shown as N/A, when it is not
-installed or fails). ``bytes_moved`` is the fewest bytes a call must move: every element read
-once and written once, plus the weights.
+fp32 formula ours computes, FlashInfer (a reason string, shown as N/A, when it is not
+installed or fails) and upstream SGLang's kernels (:mod:`benchmarks.upstream_sglang.kernels`);
+then decode sizes (1-64 rows; qknorm 16 tokens) against the same peers. ``bytes_moved`` is the
+fewest bytes a call must move: every element read once and written once, plus the weights.
 
 ``overhead_cases()``: host time per call at decode size (16 rows of 4096 bf16; qknorm 16
 tokens x (32 + 8) heads x 128): wrapper vs a bare call of the module's export (module fetched
@@ -27,6 +28,7 @@ from benchmarks.cases.case import (
     Call,
     OverheadCase,
 )
+from benchmarks.upstream_sglang import kernels as upstream
 from jit_kernel.fused_add_rmsnorm import _jit_fused_add_rmsnorm_module, fused_add_rmsnorm
 from jit_kernel.qknorm import _jit_qknorm_module, fused_inplace_qknorm
 from jit_kernel.rmsnorm import _jit_rmsnorm_module, rmsnorm
@@ -89,6 +91,7 @@ def _flashinfer_peer(make: Callable[[Any], Callable[..., Any]]) -> Callable[...,
     return norm if isinstance(norm, str) else make(norm)
 
 
+@functools.cache
 def _flashinfer_peers() -> dict[str, Callable[..., Any] | str]:
     def qknorm(norm):
         def call(q, k, q_weight, k_weight):
@@ -106,6 +109,18 @@ def _flashinfer_peers() -> dict[str, Callable[..., Any] | str]:
     }
 
 
+def _peers(
+    kernel: str, torch_fn: Callable[..., Any], fp32_fn: Callable[..., Any], upstream_peer: Any
+) -> dict[str, Any]:
+    """torch eager, torch.compile of the fp32 formula, FlashInfer and upstream for ``kernel``."""
+    return {
+        "torch": torch_fn,
+        "torch_compile": _compiled(fp32_fn),
+        "flashinfer": _flashinfer_peers()[kernel],
+        "upstream": upstream_peer,
+    }
+
+
 # --------------------------------------------------------------------------- checks
 
 
@@ -113,27 +128,27 @@ def _tolerance(dtype: torch.dtype) -> float:
     return 2.0**-7 if dtype == torch.bfloat16 else 2.0**-10  # one ulp of the output
 
 
-def _check_rmsnorm(inputs: tuple[Any, ...]) -> None:
+def _check_rmsnorm(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
     x, weight = inputs
     expected = _fp32_rmsnorm(x, weight).float()
-    actual = rmsnorm(x, weight, EPS).float()
+    actual = fn(x, weight).float()
     torch.testing.assert_close(actual, expected, rtol=_tolerance(x.dtype), atol=2e-2)
 
 
-def _check_fused_add_rmsnorm(inputs: tuple[Any, ...]) -> None:
+def _check_fused_add_rmsnorm(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
     x, residual, weight = (t.clone() for t in inputs)
     expected_residual = (x.float() + residual.float()).to(x.dtype)
     expected = _fp32_rmsnorm(expected_residual, weight).float()
-    fused_add_rmsnorm(x, residual, weight, EPS)
+    fn(x, residual, weight)
     torch.testing.assert_close(residual, expected_residual, rtol=0, atol=0)
     torch.testing.assert_close(x.float(), expected, rtol=_tolerance(x.dtype), atol=2e-2)
 
 
-def _check_qknorm(inputs: tuple[Any, ...]) -> None:
+def _check_qknorm(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
     q, k, q_weight, k_weight = (t.clone() for t in inputs)
     expected_q = _fp32_rmsnorm(q, q_weight).float()
     expected_k = _fp32_rmsnorm(k, k_weight).float()
-    fused_inplace_qknorm(q, k, q_weight, k_weight, EPS)
+    fn(q, k, q_weight, k_weight)
     torch.testing.assert_close(q.float(), expected_q, rtol=_tolerance(q.dtype), atol=2e-2)
     torch.testing.assert_close(k.float(), expected_k, rtol=_tolerance(k.dtype), atol=2e-2)
 
@@ -163,81 +178,91 @@ ROW_SHAPES += [(2048, 16384)]
 # (tokens, q heads, k heads, head_dim) with tokens * heads * head_dim >= 2^24.
 QK_SHAPES = [(16384, 32, 8, 128), (65536, 32, 8, 128), (65536, 16, 2, 64), (16384, 16, 4, 256)]
 QK_SHAPES += [(8192, 16, 4, 512)]
+# Decode batches (bf16): rmsnorm, fused_add_rmsnorm (rows, hidden); qknorm as QK_SHAPES.
+DECODE_RMSNORM = [(1, 4096), (16, 4096), (64, 4096), (16, 256), (16, 1024), (16, 8192)]
+DECODE_FUSED_ADD_RMSNORM = [(16, 4096), (64, 4096)]
+DECODE_QK = [(16, 32, 8, 128)]
+
+
+def _rmsnorm_case(rows: int, dim: int, dtype: torch.dtype, decode: bool) -> BandwidthCase:
+    es = _size(dtype)
+    return BandwidthCase(
+        kernel="rmsnorm",
+        shape=f"{rows}x{dim} {_short_dtype(dtype)}",
+        make_inputs=lambda: (_randn(rows, dim, dtype=dtype), _weight(dim, dtype)),
+        ours=lambda x, w: rmsnorm(x, w, EPS),
+        bytes_moved=2 * rows * dim * es + dim * es,
+        peers=_peers("rmsnorm", _torch_rmsnorm, _fp32_rmsnorm, upstream.rmsnorm(dim, dtype, EPS)),
+        rotate_args=(0,),
+        check=_check_rmsnorm,
+        decode=decode,
+    )
+
+
+def _fused_add_rmsnorm_case(rows: int, dim: int, dtype: torch.dtype, decode: bool) -> BandwidthCase:
+    es = _size(dtype)
+    return BandwidthCase(
+        kernel="fused_add_rmsnorm",
+        shape=f"{rows}x{dim} {_short_dtype(dtype)}",
+        make_inputs=lambda: (
+            _randn(rows, dim, dtype=dtype),
+            _randn(rows, dim, dtype=dtype),
+            _weight(dim, dtype),
+        ),
+        ours=lambda x, r, w: fused_add_rmsnorm(x, r, w, EPS),
+        bytes_moved=4 * rows * dim * es + dim * es,
+        peers=_peers(
+            "fused_add_rmsnorm",
+            _torch_fused_add_rmsnorm,
+            _fp32_fused_add_rmsnorm,
+            upstream.fused_add_rmsnorm(dim, dtype, EPS),
+        ),
+        rotate_args=(0, 1),
+        check=_check_fused_add_rmsnorm,
+        decode=decode,
+    )
+
+
+def _qknorm_case(
+    tokens: int, num_q: int, num_k: int, head_dim: int, dtype: torch.dtype, decode: bool
+) -> BandwidthCase:
+    es = _size(dtype)
+    return BandwidthCase(
+        kernel="qknorm",
+        shape=f"{tokens}x({num_q}+{num_k})x{head_dim} {_short_dtype(dtype)}",
+        make_inputs=lambda: (
+            _randn(tokens, num_q, head_dim, dtype=dtype),
+            _randn(tokens, num_k, head_dim, dtype=dtype),
+            _weight(head_dim, dtype),
+            _weight(head_dim, dtype),
+        ),
+        ours=lambda q, k, qw, kw: fused_inplace_qknorm(q, k, qw, kw, EPS),
+        bytes_moved=2 * tokens * (num_q + num_k) * head_dim * es + 2 * head_dim * es,
+        peers=_peers("qknorm", _torch_qknorm, _fp32_qknorm, upstream.qknorm(head_dim, dtype, EPS)),
+        rotate_args=(0, 1),
+        check=_check_qknorm,
+        decode=decode,
+    )
 
 
 def bandwidth_cases() -> list[BandwidthCase]:
-    """Ours vs peers at memory-bound sizes (bf16; plus one float16 shape per kernel)."""
-    flashinfer = _flashinfer_peers()
+    """Ours vs peers at memory-bound sizes (bf16; plus one float16 shape per kernel), then the
+    decode sizes (bf16)."""
     cases: list[BandwidthCase] = []
     row_specs = [(rows, dim, BF16) for rows, dim in ROW_SHAPES]
     row_specs.append((16384, 4096, torch.float16))
     for rows, dim, dtype in row_specs:
-        es = _size(dtype)
-        label = f"{rows}x{dim} {_short_dtype(dtype)}"
-        cases.append(
-            BandwidthCase(
-                kernel="rmsnorm",
-                shape=label,
-                make_inputs=lambda rows=rows, dim=dim, dtype=dtype: (
-                    _randn(rows, dim, dtype=dtype),
-                    _weight(dim, dtype),
-                ),
-                ours=lambda x, w: rmsnorm(x, w, EPS),
-                bytes_moved=2 * rows * dim * es + dim * es,
-                peers={
-                    "torch": _torch_rmsnorm,
-                    "torch_compile": _compiled(_fp32_rmsnorm),
-                    "flashinfer": flashinfer["rmsnorm"],
-                },
-                rotate_args=(0,),
-                check=_check_rmsnorm,
-            )
-        )
-        cases.append(
-            BandwidthCase(
-                kernel="fused_add_rmsnorm",
-                shape=label,
-                make_inputs=lambda rows=rows, dim=dim, dtype=dtype: (
-                    _randn(rows, dim, dtype=dtype),
-                    _randn(rows, dim, dtype=dtype),
-                    _weight(dim, dtype),
-                ),
-                ours=lambda x, r, w: fused_add_rmsnorm(x, r, w, EPS),
-                bytes_moved=4 * rows * dim * es + dim * es,
-                peers={
-                    "torch": _torch_fused_add_rmsnorm,
-                    "torch_compile": _compiled(_fp32_fused_add_rmsnorm),
-                    "flashinfer": flashinfer["fused_add_rmsnorm"],
-                },
-                rotate_args=(0, 1),
-                check=_check_fused_add_rmsnorm,
-            )
-        )
+        cases.append(_rmsnorm_case(rows, dim, dtype, decode=False))
+        cases.append(_fused_add_rmsnorm_case(rows, dim, dtype, decode=False))
     qk_specs = [(*shape, BF16) for shape in QK_SHAPES]
     qk_specs.append((16384, 32, 8, 128, torch.float16))
-    for tokens, num_q, num_k, head_dim, dtype in qk_specs:
-        es = _size(dtype)
-        cases.append(
-            BandwidthCase(
-                kernel="qknorm",
-                shape=f"{tokens}x({num_q}+{num_k})x{head_dim} {_short_dtype(dtype)}",
-                make_inputs=lambda t=tokens, hq=num_q, hk=num_k, d=head_dim, dtype=dtype: (
-                    _randn(t, hq, d, dtype=dtype),
-                    _randn(t, hk, d, dtype=dtype),
-                    _weight(d, dtype),
-                    _weight(d, dtype),
-                ),
-                ours=lambda q, k, qw, kw: fused_inplace_qknorm(q, k, qw, kw, EPS),
-                bytes_moved=2 * tokens * (num_q + num_k) * head_dim * es + 2 * head_dim * es,
-                peers={
-                    "torch": _torch_qknorm,
-                    "torch_compile": _compiled(_fp32_qknorm),
-                    "flashinfer": flashinfer["qknorm"],
-                },
-                rotate_args=(0, 1),
-                check=_check_qknorm,
-            )
-        )
+    cases += [_qknorm_case(*spec, decode=False) for spec in qk_specs]
+    cases += [_rmsnorm_case(rows, dim, BF16, decode=True) for rows, dim in DECODE_RMSNORM]
+    cases += [
+        _fused_add_rmsnorm_case(rows, dim, BF16, decode=True)
+        for rows, dim in DECODE_FUSED_ADD_RMSNORM
+    ]
+    cases += [_qknorm_case(*shape, BF16, decode=True) for shape in DECODE_QK]
     return cases
 
 

@@ -4,8 +4,9 @@
 NeoX and GPT-J, bf16/fp16/fp32, full rotary from a [8192, 128] fp32 cos/sin cache; ours
 against torch eager (the float32 formula: gather the cos/sin rows, rotate, copy back),
 ``torch.compile`` of the same and FlashInfer's ``apply_rope_with_cos_sin_cache_inplace`` (same
-cache layout; fp16/bf16 only). ``bytes_moved``: q and k read and written once, plus the
-positions; the cos/sin rows (4 MiB, L2 resident) are not counted.
+cache layout; fp16/bf16 only) and upstream SGLang's ``FusedRopeKernel``; then 16 decode tokens
+(NeoX and GPT-J, bf16). ``bytes_moved``: q and k read and written once, plus the positions;
+the cos/sin rows (4 MiB, L2 resident) are not counted.
 
 ``overhead_cases()``: host time per call at 16 tokens x (32 + 8) heads x 128 bf16. Importing
 this module needs no GPU.
@@ -24,6 +25,7 @@ from benchmarks.cases.case import (
     Call,
     OverheadCase,
 )
+from benchmarks.upstream_sglang import kernels as upstream
 from jit_kernel.rope import _jit_rope_module, apply_rope_inplace
 from testing import references
 
@@ -38,6 +40,7 @@ SPECS = [
     (16384, 32, 8, torch.float16, True),
     (16384, 32, 8, torch.float32, True),
 ]
+DECODE_SPECS = [(16, 32, 8, torch.bfloat16, True), (16, 32, 8, torch.bfloat16, False)]
 
 
 make_cos_sin_cache = references.make_cos_sin_cache
@@ -88,44 +91,44 @@ def _inputs(tokens: int, hq: int, hk: int, dtype: torch.dtype) -> tuple[torch.Te
     )
 
 
-def _checker(is_neox: bool) -> Callable[[tuple[Any, ...]], None]:
-    def check(inputs: tuple[Any, ...]) -> None:
+def _checker(is_neox: bool) -> Callable[[Callable[..., Any], tuple[Any, ...]], None]:
+    def check(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
         q, k, cache, positions = (t.clone() for t in inputs)
         expected_q = references.rope(q, cache, positions, is_neox).to(q.dtype)
         expected_k = references.rope(k, cache, positions, is_neox).to(k.dtype)
-        apply_rope_inplace(q, k, cache, positions, is_neox=is_neox)
+        fn(q, k, cache, positions)
         torch.testing.assert_close(q, expected_q, **references.ROUNDED_TOL[q.dtype])
         torch.testing.assert_close(k, expected_k, **references.ROUNDED_TOL[k.dtype])
 
     return check
 
 
+def _case(
+    tokens: int, hq: int, hk: int, dtype: torch.dtype, is_neox: bool, decode: bool
+) -> BandwidthCase:
+    size = torch.empty(0, dtype=dtype).element_size()
+    short = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[dtype]
+    return BandwidthCase(
+        kernel="rope",
+        shape=f"{tokens}x({hq}+{hk})x{HEAD_DIM} {short} {'neox' if is_neox else 'gptj'}",
+        make_inputs=lambda: _inputs(tokens, hq, hk, dtype),
+        ours=lambda q, k, cache, pos: apply_rope_inplace(q, k, cache, pos, is_neox=is_neox),
+        bytes_moved=2 * tokens * (hq + hk) * HEAD_DIM * size + tokens * 8,
+        peers={
+            "torch": lambda q, k, cache, pos: torch_rope(q, k, cache, pos, is_neox),
+            "torch_compile": _compiled(is_neox),
+            "flashinfer": _flashinfer_peer(dtype, is_neox),
+            "upstream": upstream.rope(is_neox, HEAD_DIM, dtype),
+        },
+        rotate_args=(0, 1, 3),  # q, k, positions; not the cache
+        check=_checker(is_neox),
+        decode=decode,
+    )
+
+
 def bandwidth_cases() -> list[BandwidthCase]:
-    cases = []
-    for tokens, hq, hk, dtype, is_neox in SPECS:
-        size = torch.empty(0, dtype=dtype).element_size()
-        short = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[dtype]
-        cases.append(
-            BandwidthCase(
-                kernel="rope",
-                shape=f"{tokens}x({hq}+{hk})x{HEAD_DIM} {short} {'neox' if is_neox else 'gptj'}",
-                make_inputs=lambda t=tokens, hq=hq, hk=hk, dtype=dtype: _inputs(t, hq, hk, dtype),
-                ours=lambda q, k, cache, pos, is_neox=is_neox: apply_rope_inplace(
-                    q, k, cache, pos, is_neox=is_neox
-                ),
-                bytes_moved=2 * tokens * (hq + hk) * HEAD_DIM * size + tokens * 8,
-                peers={
-                    "torch": lambda q, k, cache, pos, is_neox=is_neox: torch_rope(
-                        q, k, cache, pos, is_neox
-                    ),
-                    "torch_compile": _compiled(is_neox),
-                    "flashinfer": _flashinfer_peer(dtype, is_neox),
-                },
-                rotate_args=(0, 1, 3),  # q, k, positions; not the cache
-                check=_checker(is_neox),
-            )
-        )
-    return cases
+    cases = [_case(*spec, decode=False) for spec in SPECS]
+    return cases + [_case(*spec, decode=True) for spec in DECODE_SPECS]
 
 
 def overhead_cases() -> list[OverheadCase]:

@@ -27,6 +27,7 @@ from ci_runner.collect.scope import split_by_scope
 from ci_runner.env import EnvVarError
 from ci_runner.execution import ExecutionOptions, execute_shard
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
+from ci_runner.maintenance.registration_lints import discover_packages, package_offenders
 from ci_runner.model import FileToRun, Problem, ShardContext
 from ci_runner.plan.matrix import build_matrix
 from ci_runner.plan.packing import Plan, plan
@@ -137,7 +138,7 @@ def _run(args: argparse.Namespace, execution: ExecutionOptions, reports: ReportO
     shard_id = args.auto_partition_id or 0
     the_plan = plan([(f.path, f.est_time) for f in selection.files], shard_count)
     if args.dry_run:
-        return _dry_run(args, selection, the_plan)
+        return _dry_run(args, catalog, selection, the_plan)
     print("\n".join([*selection_lines(selection), *plan_lines(the_plan, selection, [shard_id])]))
     sys.stdout.flush()
     return execute_shard(
@@ -148,12 +149,36 @@ def _run(args: argparse.Namespace, execution: ExecutionOptions, reports: ReportO
     )
 
 
-def _dry_run(args: argparse.Namespace, selection: Selection, the_plan: Plan) -> int:
+def _package_warnings(catalog: Catalog) -> list[Problem]:
+    """Marker calls inside an importable package, which discovery never reads (the findings of
+    ``check-no-registered-tests-in-package``)."""
+    offenders = package_offenders(catalog.root, discover_packages(catalog.root), catalog.syntax)
+    return [
+        Problem(
+            p.path,
+            p.line,
+            p.col,
+            f"{p.message}, inside the package {p.path.split('/')[0]}/: run_suite.py never "
+            f"collects it there; move the file under {catalog.registered_dir}/",
+        )
+        for p in offenders
+    ]
+
+
+def _dry_run(
+    args: argparse.Namespace, catalog: Catalog, selection: Selection, the_plan: Plan
+) -> int:
+    warnings = _package_warnings(catalog)
     if args.format == "json":
-        print(json.dumps(dry_run_document(selection, the_plan, args.auto_partition_id), indent=2))
+        document = dry_run_document(selection, the_plan, args.auto_partition_id)
+        document["warnings"] = [
+            {"path": w.path, "line": w.line, "col": w.col, "message": w.message} for w in warnings
+        ]
+        print(json.dumps(document, indent=2))
     else:
         lines = selection_lines(selection)
         lines += plan_lines(the_plan, selection, list(range(the_plan.shard_count)))
+        lines += [f"warning: {w}" for w in warnings]
         print("\n".join([*lines, "dry run: nothing was run"]))
     return EXIT_OK
 

@@ -5,7 +5,9 @@ infrastructure lives in subpackages and ``_``-prefixed modules), then builds eac
 ``(fn, args)`` registered with :func:`jit_kernel.wrapper.register_precompile` by calling
 ``fn.__wrapped__(*args)`` inside ``build_only()`` and ``override_arch(arch)``: nothing is loaded,
 nothing enters the in-process cache and no GPU is needed. Builds run in a thread pool (each one
-is a compiler subprocess). The last line printed is ``built N, cached M, failed K``.
+is a compiler subprocess). ``--only NAME`` imports and builds one wrapper module's
+specializations (``--only add3``: ``jit_kernel/add3.py``). The last line printed is
+``built N, cached M, failed K``.
 """
 
 from __future__ import annotations
@@ -45,19 +47,38 @@ class PrecompileSummary:
         return f"built {self.built}, cached {self.cached}, failed {len(self.failures)}"
 
 
-def import_wrapper_modules(package: str = "jit_kernel") -> list[tuple[str, str]]:
-    """Import every wrapper module of ``package``; returns (module, error) for those that fail."""
+def wrapper_module_names(package: str = "jit_kernel") -> list[str]:
+    """The wrapper modules of ``package``: its top-level modules not starting with ``_``."""
     try:
         root = importlib.import_module(package)
     except ImportError as error:
         raise ImportError(f"--package {package}: cannot import it ({error})") from None
     if not hasattr(root, "__path__"):
         raise ImportError(f"--package {package}: is a module, not a package")
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(root.__path__)
+        if not info.ispkg and not info.name.startswith("_")
+    )
+
+
+def import_wrapper_modules(
+    package: str = "jit_kernel", only: list[str] | None = None
+) -> list[tuple[str, str]]:
+    """Import the wrapper modules of ``package`` (all, or the ``only`` ones); returns (module,
+    error) for those that fail. An ``only`` name that is no wrapper module raises ValueError."""
+    names = wrapper_module_names(package)
+    if only is not None:
+        unknown = [name for name in only if name not in names]
+        if unknown:
+            raise ValueError(
+                f"--only {', '.join(unknown)}: no such wrapper module in {package}; "
+                f"choose from {', '.join(names)}"
+            )
+        names = only
     errors: list[tuple[str, str]] = []
-    for info in pkgutil.iter_modules(root.__path__):
-        if info.ispkg or info.name.startswith("_"):
-            continue
-        name = f"{package}.{info.name}"
+    for module in names:
+        name = f"{package}.{module}"
         try:
             importlib.import_module(name)
         except Exception:
@@ -119,6 +140,13 @@ def add_precompile_arguments(parser: argparse.ArgumentParser) -> None:
         "--list", action="store_true", help="print the registered specializations; build nothing"
     )
     parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="build only these wrapper modules' specializations, e.g. add3 for jit_kernel/add3.py "
+        "(repeat or comma-separate; default: every wrapper module)",
+    )
+    parser.add_argument(
         "--package",
         default="jit_kernel",
         help="package whose wrapper modules are imported (default: jit_kernel)",
@@ -140,8 +168,17 @@ def run_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         arches = [arch] if (arch := current_arch_or_none()) is not None else []
     else:
         arches = [get_jit_cuda_arch()]
-    import_errors = import_wrapper_modules(args.package)
-    specs = registered_specs()
+    only = [n.strip() for v in args.only for n in v.split(",") if n.strip()] if args.only else None
+    try:
+        import_errors = import_wrapper_modules(args.package, only)
+    except ValueError as error:
+        parser.error(str(error))
+    modules = None if only is None else {f"{args.package}.{name}" for name in only}
+    specs = [
+        spec for spec in registered_specs() if modules is None or spec.fn.__module__ in modules
+    ]
+    if only is not None and not specs and not import_errors:
+        parser.error(f"--only {', '.join(only)}: declares no specializations (register_precompile)")
     if args.list:
         for spec in specs:
             print(spec.label)

@@ -1,39 +1,32 @@
-"""Shared pieces of the thin kernel wrappers: the kernel binding and argument errors.
+"""The kernel bindings of the thin wrappers: a wrapper's hot path is the tvm-ffi call itself.
 
-A wrapper's hot path costs about what a bare tvm-ffi call costs. Its module holds every dtype
-(dispatched in C++), so the wrapper reads no dtype and looks nothing up: it calls a module
-global that :class:`FirstCallBinding` rebinds to the module's export on the first call.
-Kernels specialised on a Python value (``add_constant``'s constant) use :class:`KernelTable`
-(one ``dict.get`` per call). Every shape, dtype and device check runs in C++
-(``TensorMatcher``, ``dispatch_dtype``), whose RuntimeError names the tensor and what was
-expected. Python-level mistakes (a list where a tensor belongs) surface as an
-AttributeError/TypeError inside that path; the wrapper catches them and calls
-:func:`raise_argument_type_error`, which names the argument. Nothing is checked twice and the
-happy path pays nothing for the diagnosis.
+A kernel's module holds every dtype (dispatched in C++), so the wrapper reads no dtype and looks
+nothing up: it calls a module global that :class:`FirstCallBinding` rebinds to the module's
+export on the first call (:func:`bind_export` creates one). Kernels specialised on a Python
+value (``add_constant``'s constant) use :class:`KernelTable` (one ``dict.get`` per call). Every
+shape, dtype and device check runs in C++ (``TensorMatcher``, ``dispatch_dtype``), whose
+RuntimeError names the tensor and what was expected; Python-level mistakes become a TypeError
+naming the argument (:func:`jit_kernel.wrapper.raise_argument_error`), on the error path only.
 
 The pattern::
 
-    _scale = FirstCallBinding(
-        _jit_scale_module, "scale", op="scale", tensor_arg=(1, "src"),
-        rebind=rebind_global(globals(), "_scale"),
-    )
+    _jit_scale_module = jit_module("scale", "elementwise/scale.cuh", ["scale"])
+    _scale = bind_export(globals(), _jit_scale_module, "scale", tensor_arg=(1, "src"))
 
-    def scale(src, factor, out=None):
+    def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> torch.Tensor:
         try:
             result = torch.empty_like(src) if out is None else out
             _scale(result, src, factor)
         except (AttributeError, TypeError) as error:
-            raise_argument_type_error(
-                "scale", error, tensors={"src": src}, optional={"out": out}, numbers={"factor": factor}
-            )
+            raise_argument_error(scale, error, locals())
         return result
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from collections.abc import Callable, Hashable, MutableMapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
@@ -124,6 +117,29 @@ class FirstCallBinding:
         return function(*args)
 
 
+def bind_export(
+    namespace: MutableMapping[str, Any],
+    build: Callable[[], Module],
+    export: str,
+    *,
+    tensor_arg: tuple[int, str],
+    op: str | None = None,
+) -> FirstCallBinding:
+    """A :class:`FirstCallBinding` of ``build()``'s ``export`` for a global of ``namespace``.
+
+    Store it in that global (``_add3 = bind_export(globals(), ...)``): the first call rebinds
+    every global of ``namespace`` that holds the binding to the export itself. ``op`` names the
+    operation in errors (default: ``export``).
+    """
+
+    def rebind(function: Function) -> None:
+        for name in [name for name, value in namespace.items() if value is binding]:
+            namespace[name] = function
+
+    binding = FirstCallBinding(build, export, op=op or export, tensor_arg=tensor_arg, rebind=rebind)
+    return binding
+
+
 class KernelTable(dict[Hashable, "Function"]):
     """A per-call kernel lookup for modules specialised on a Python value: ``table.get(key) or
     table.miss(key, tensor)``.
@@ -149,37 +165,3 @@ class KernelTable(dict[Hashable, "Function"]):
         if self._exports.one_arch:
             self[key] = function
         return function
-
-
-def _type_name(value: object) -> str:
-    return type(value).__name__
-
-
-def raise_argument_type_error(
-    op: str,
-    error: BaseException,
-    *,
-    tensors: Mapping[str, object] = {},
-    optional: Mapping[str, object] = {},
-    numbers: Mapping[str, object] = {},
-) -> NoReturn:
-    """Raise a TypeError naming the first argument of ``op`` with the wrong Python type.
-
-    ``tensors`` must be torch.Tensor, ``optional`` torch.Tensor or None, ``numbers`` int or
-    float (not bool). If every argument has the right type, ``error`` was not caused by the
-    caller's types and is re-raised unchanged.
-    """
-    for name, value in tensors.items():
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(
-                f"{op}: {name} must be a torch.Tensor, got {_type_name(value)}"
-            ) from None
-    for name, value in optional.items():
-        if value is not None and not isinstance(value, torch.Tensor):
-            raise TypeError(
-                f"{op}: {name} must be a torch.Tensor or None, got {_type_name(value)}"
-            ) from None
-    for name, value in numbers.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise TypeError(f"{op}: {name} must be a number, got {_type_name(value)}") from None
-    raise error

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^`\s]*)")
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^`\s]*)([^`]*)")
+FILE_ATTRIBUTE = re.compile(r"(?:^|\s)file=(\S+)")
 HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 HTML_ANCHOR = re.compile(r"""<a\s+(?:name|id)\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
 CODE_SPAN = re.compile(r"(`+)(.+?)\1")
@@ -34,11 +35,16 @@ class Problem:
 
 @dataclass(frozen=True)
 class CodeBlock:
-    """A fenced code block: its info string's first word and its lines (``start`` = 1-based)."""
+    """A fenced code block: its info string's first word and its lines (``start`` = 1-based).
+
+    ``file``: the repository file the block shows, from a ``file=PATH`` word in the info string
+    (```` ```python file=jit_kernel/add3.py ````); the docs check requires the block to equal it.
+    """
 
     info: str
     start: int
     lines: tuple[str, ...]
+    file: str | None = None
 
 
 @dataclass
@@ -101,24 +107,26 @@ def parse(path: Path, root: Path) -> MarkdownDoc:
     lines = path.read_text(encoding="utf-8").splitlines()
     doc = MarkdownDoc(path=path, rel=path.relative_to(root).as_posix(), lines=lines)
     seen: dict[str, int] = {}
-    fence: tuple[str, int, str, int] | None = None  # (char, length, info, start line)
+    fence: tuple[str, int, str, int, str | None] | None = None  # char, length, info, start, file
     body: list[str] = []
     for number, line in enumerate(lines, start=1):
         opening = FENCE.match(line)
         if fence is not None:
             closing = opening is not None and not opening.group(2)
             if closing and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= fence[1]:
-                doc.blocks.append(CodeBlock(fence[2], fence[3], tuple(body)))
+                doc.blocks.append(CodeBlock(fence[2], fence[3], tuple(body), fence[4]))
                 fence, body = None, []
             else:
                 body.append(line)
             continue
         if opening is not None:
+            attribute = FILE_ATTRIBUTE.search(opening.group(3))
             fence = (
                 opening.group(1)[0],
                 len(opening.group(1)),
                 opening.group(2).lower(),
                 number + 1,
+                attribute.group(1) if attribute else None,
             )
             continue
         doc.prose.append((number, line))
@@ -130,8 +138,38 @@ def parse(path: Path, root: Path) -> MarkdownDoc:
             seen[slug] = count + 1
             doc.anchors.add(slug if count == 0 else f"{slug}-{count}")
     if fence is not None:
-        doc.blocks.append(CodeBlock(fence[2], fence[3], tuple(body)))
+        doc.blocks.append(CodeBlock(fence[2], fence[3], tuple(body), fence[4]))
     return doc
+
+
+def file_block_problems(docs: list[MarkdownDoc], root: Path) -> list[Problem]:
+    """Every block naming a ``file=`` whose text is not exactly that file's."""
+    problems = []
+    for doc in docs:
+        for block in doc.blocks:
+            if block.file is None:
+                continue
+            where = block.start - 1
+            path = root / block.file
+            if not path.is_file():
+                problems.append(Problem(doc.rel, where, f"file={block.file}: no such file"))
+                continue
+            actual = path.read_text(encoding="utf-8").splitlines()
+            if list(block.lines) != actual:
+                pairs = zip(block.lines, actual, strict=False)
+                first = next(
+                    (i for i, (shown, real) in enumerate(pairs) if shown != real),
+                    min(len(block.lines), len(actual)),
+                )
+                problems.append(
+                    Problem(
+                        doc.rel,
+                        block.start + first,
+                        f"the block differs from {block.file} at its line {first + 1}: copy the "
+                        "file into the block (or the block into the file)",
+                    )
+                )
+    return problems
 
 
 def links(doc: MarkdownDoc) -> list[tuple[int, str]]:

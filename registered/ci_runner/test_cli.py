@@ -255,6 +255,34 @@ def test_dry_run_json_schema_and_coverage(repo, capsys):
         assert key in doc
 
 
+def test_dry_run_warns_of_registrations_inside_a_package(repo, capsys):
+    """The runner never collects a test inside an importable package: the dry run says so."""
+    (repo / "mypkg").mkdir()
+    (repo / "mypkg" / "__init__.py").write_text("")
+    (repo / "mypkg" / "test_hidden.py").write_text(
+        'from ci_runner import register_cpu_ci\n\nregister_cpu_ci(est_time=3, suite="unit-cpu")\n'
+    )
+    expected = (
+        "mypkg/test_hidden.py:3:1: registers a CI test (cpu, suite 'unit-cpu'), inside the "
+        "package mypkg/: run_suite.py never collects it there; move the file under registered/"
+    )
+    assert run(repo, "--suite", "unit-cpu", "--dry-run") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == [f"warning: {expected}", "dry run: nothing was run"]
+    doc = dry_json(repo, capsys, "--suite", "unit-cpu")
+    message = expected.split(": ", 1)[1]
+    assert doc["warnings"] == [
+        {"path": "mypkg/test_hidden.py", "line": 3, "col": 1, "message": message}
+    ]
+    assert "mypkg/test_hidden.py" not in [f["path"] for f in doc["files"]]
+
+
+def test_dry_run_without_misplaced_registrations_has_no_warnings(repo, capsys):
+    assert dry_json(repo, capsys, "--suite", "unit-cpu")["warnings"] == []
+    assert run(repo, "--suite", "unit-cpu", "--dry-run") == 0
+    assert "warning:" not in capsys.readouterr().out
+
+
 def test_plan_is_identical_whichever_shard_asks(repo, capsys):
     plans = [
         dry_json(

@@ -6,6 +6,8 @@ Checks README.md, docs/**/*.md and the measured-figure files (benchmarks/, tools
   docs/ is reachable by links from README.md;
 * every flag and subcommand that ``--help`` prints (``run_suite.py``, ``python -m
   jit_kernel``, the scripts) appears literally somewhere in README.md or docs/;
+* every code block that names a file (```` ```python file=jit_kernel/add3.py ````) is exactly
+  that file, so templates shown in the docs are the real, tested files;
 * every ``python ...`` command of a shell code block exits 0 when run in a throwaway copy of
   the tree, unless it is marked ``# gpu-only`` or ``# no-check: <reason>``
   (docs/ci-wiring.md#the-docs-check);
@@ -28,7 +30,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from docs_cli import CliSpec, cli_help, undocumented
 from docs_commands import doc_commands, run_commands
-from docs_markdown import Problem, doc_files, github_slug, link_problems, links, parse
+from docs_markdown import (
+    Problem,
+    doc_files,
+    file_block_problems,
+    github_slug,
+    link_problems,
+    links,
+    parse,
+)
 
 register_cpu_ci(est_time=20, suite="base-a-test-cpu")
 
@@ -89,6 +99,13 @@ def report(problems: list) -> str:
 
 def test_links_and_anchors_resolve():
     problems = link_problems(all_docs(), ROOT)
+    assert not problems, "\n" + report(problems)
+
+
+def test_code_blocks_that_name_a_file_are_that_file():
+    docs = all_docs()
+    assert any(block.file for doc in docs for block in doc.blocks)
+    problems = file_block_problems(docs, ROOT)
     assert not problems, "\n" + report(problems)
 
 
@@ -292,6 +309,41 @@ def test_undocumented_flags_and_subcommands_are_reported(tmp_path):
         "(as 'tool.py init'): document it",
         "`python tool.py init --help` prints --force, but the docs never mention it: "
         "document the flag",
+    ]
+
+
+def test_file_blocks_that_differ_or_name_no_file_are_reported(tmp_path):
+    write(
+        tmp_path,
+        {
+            "src/k.py": "a = 1\nb = 2\n",
+            "README.md": """\
+                # Files
+
+                ```python file=src/k.py
+                a = 1
+                b = 2
+                ```
+
+                ```python file=src/k.py
+                a = 1
+                b = 3
+                ```
+
+                ```cuda file=src/missing.cuh
+                ```
+
+                ```python
+                not checked
+                ```
+                """,
+        },
+    )
+    problems = [str(p) for p in file_block_problems(all_docs(tmp_path), tmp_path)]
+    assert problems == [
+        "README.md:10: the block differs from src/k.py at its line 2: copy the file into the "
+        "block (or the block into the file)",
+        "README.md:13: file=src/missing.cuh: no such file",
     ]
 
 

@@ -16,12 +16,12 @@ import torch
 
 from ci_runner import register_cuda_ci
 from jit_kernel.env import get_ci_test_range
+from testing.skip import skip_module_unless
 
 register_cuda_ci(est_time=11, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=9, suite="nightly-kernel-1-gpu", nightly=True)
 
-if not torch.cuda.is_available():
-    pytest.skip("activation tests need a CUDA GPU", allow_module_level=True)
+skip_module_unless(torch.cuda.is_available(), "activation tests need a CUDA GPU")
 
 from jit_kernel.activation import (  # noqa: E402
     _jit_activation_module,

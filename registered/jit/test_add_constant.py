@@ -8,12 +8,12 @@ import torch
 
 from ci_runner import register_cuda_ci
 from jit_kernel.env import get_ci_test_range
+from testing.skip import skip_module_unless
 
 register_cuda_ci(est_time=30, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=60, suite="nightly-kernel-1-gpu", nightly=True)
 
-if not torch.cuda.is_available():
-    pytest.skip("add_constant tests need a CUDA GPU", allow_module_level=True)
+skip_module_unless(torch.cuda.is_available(), "add_constant tests need a CUDA GPU")
 
 from jit_kernel.add_constant import _jit_add_constant_module, add_constant  # noqa: E402
 

@@ -37,16 +37,15 @@ import torch
 
 from ci_runner import register_cuda_ci
 from jit_kernel.env import get_ci_test_range
+from testing.skip import skip_module_unless
 
 register_cuda_ci(est_time=150, suite="base-b-kernel-unit-8-gpu-h200", min_gpus=2)
 register_cuda_ci(est_time=420, suite="nightly-kernel-8-gpu-h200", nightly=True, min_gpus=2)
 
 GPU_COUNT = torch.cuda.device_count() if torch.cuda.is_available() else 0
-if GPU_COUNT < 2:
-    pytest.skip(
-        f"custom all-reduce tests need at least 2 CUDA GPUs, found {GPU_COUNT}",
-        allow_module_level=True,
-    )
+skip_module_unless(
+    GPU_COUNT >= 2, f"custom all-reduce tests need at least 2 CUDA GPUs, found {GPU_COUNT}"
+)
 
 from jit_kernel.all_reduce import MAX_WORLD_SIZE, p2p_problems, precompile_custom_all_reduce  # noqa: E402
 from jit_kernel.distributed import run_on_gpus  # noqa: E402

@@ -8,12 +8,11 @@ import torch
 from ci_runner import register_cuda_ci
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.timing import calls_per_replay, choose_input_sets, l2_cache_bytes
+from testing.skip import skip_module_unless
 
 register_cuda_ci(est_time=8, suite="base-b-kernel-unit-1-gpu-large")
 
-pytestmark = pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="do_bench needs a CUDA device"
-)
+skip_module_unless(torch.cuda.is_available(), "do_bench needs a CUDA device")
 
 MB = 1 << 20
 L2 = l2_cache_bytes(torch.device("cuda")) if torch.cuda.is_available() else 0

@@ -1,11 +1,13 @@
-"""FirstCallBinding: a wrapper's kernel global, rebound to the module's export by the first call.
+"""The wrapper helpers: FirstCallBinding / bind_export, jit_module and raise_argument_error.
 
 On the CPU with a fake module: the first call checks the tensor, builds once with the tensor's
 device current and rebinds the global, so later calls reach the export directly; on a machine
 whose GPUs differ in architecture it never rebinds and keeps one export per device; a CPU
 tensor, a non-tensor or a failing build leave the binding in place for the next call. The real
 wrappers are checked too: their globals start as bindings and a CPU tensor or a list raises a
-clear error before anything is compiled.
+clear error before anything is compiled. ``bind_export`` rebinds whichever global holds it,
+``jit_module`` names, declares and builds the usual getter, and ``raise_argument_error`` reads the
+expected types from the wrapper's own annotations.
 """
 
 from __future__ import annotations
@@ -24,8 +26,16 @@ register_cpu_ci(est_time=6, suite="base-a-test-cpu")
 torch = pytest.importorskip("torch")
 tvm_ffi = pytest.importorskip("tvm_ffi")  # the wrapper modules import jit_kernel.compiler
 
-from jit_kernel.wrapper import FirstCallBinding, KernelTable, rebind_global  # noqa: E402
+from jit_kernel.wrapper import (  # noqa: E402
+    FirstCallBinding,
+    KernelTable,
+    bind_export,
+    jit_module,
+    raise_argument_error,
+    rebind_global,
+)
 from jit_kernel.wrapper import binding as wrapper_args  # noqa: E402
+from jit_kernel.wrapper.registry import registered_specs  # noqa: E402
 
 
 @dataclass
@@ -160,7 +170,94 @@ def test_kernel_table_keys_by_value(builder, monkeypatch):
     assert 8 not in modules
 
 
+def test_bind_export_rebinds_the_global_that_holds_it(builder, monkeypatch):
+    one_arch(monkeypatch, True)
+    namespace: dict = {}
+    namespace["_kernel"] = binding = bind_export(namespace, builder, "kernel", tensor_arg=(0, "x"))
+    namespace["other"] = "untouched"
+    with pytest.raises(RuntimeError, match=r"^kernel: x must be a CUDA tensor, got device cpu$"):
+        binding(FakeCudaTensor(is_cuda=False))
+    assert binding(FakeCudaTensor(0)) == 0
+    assert namespace == {"_kernel": builder.built[0].kernel, "other": "untouched"}
+    unkept = bind_export({}, builder, "kernel", tensor_arg=(0, "x"), op="named")
+    assert unkept(FakeCudaTensor(0)) == 0  # held by no global: it keeps working unbound
+    with pytest.raises(RuntimeError, match=r"^named: x must be a CUDA tensor"):
+        unkept(FakeCudaTensor(is_cuda=False))
+
+
+def test_jit_module_names_declares_and_builds_the_getter(monkeypatch):
+    from jit_kernel.wrapper import module as wrapper_module
+
+    calls = []
+    monkeypatch.setattr(wrapper_module, "is_arch_support_pdl", lambda: True)
+    monkeypatch.setattr(wrapper_module, "load_jit", lambda *a, **k: calls.append((a, k)) or "mod")
+    getter = jit_module("demo", "elementwise/demo.cuh", {"demo": "demo_impl", "other": "other"})
+    assert getter.__name__ == "_jit_demo_module" and getter.__module__ == __name__
+    assert any(spec.fn is getter and spec.args == () for spec in registered_specs())
+    assert getter() == "mod" and getter() == "mod"  # built once (cache_once)
+    assert calls == [
+        (
+            ("demo", "true"),
+            {
+                "cuda_files": ["elementwise/demo.cuh"],
+                "cuda_wrappers": [("demo", "demo_impl<true>"), ("other", "other<true>")],
+            },
+        )
+    ]
+    quiet = jit_module("quiet", "quiet.cuh", ["quiet"], precompile=False)
+    assert not any(spec.fn is quiet for spec in registered_specs())
+    with pytest.raises(ValueError, match="list at least one export"):
+        jit_module("none", "none.cuh", [])
+
+
+def annotated(
+    x: torch.Tensor,
+    factor: float,
+    count: int,
+    flag: bool,
+    name: str,
+    out: torch.Tensor | None = None,
+    size: int | None = None,
+    free=None,
+) -> None:
+    """A wrapper signature with every annotation raise_argument_error understands."""
+
+
+GOOD = {"x": torch.zeros(1), "factor": 1, "count": 2, "flag": True, "name": "n", "free": [1]}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"x": [1.0]}, "annotated: x must be a torch.Tensor, got list"),
+        ({"factor": "2"}, "annotated: factor must be a number, got str"),
+        ({"factor": True}, "annotated: factor must be a number, got bool"),
+        ({"count": 2.0}, "annotated: count must be an int, got float"),
+        ({"count": False}, "annotated: count must be an int, got bool"),
+        ({"flag": 1}, "annotated: flag must be a bool, got int"),
+        ({"name": 3}, "annotated: name must be a str, got int"),
+        ({"out": (1,)}, "annotated: out must be a torch.Tensor or None, got tuple"),
+        ({"size": "4"}, "annotated: size must be an int or None, got str"),
+        ({"x": None, "out": 1}, "annotated: x must be a torch.Tensor, got NoneType"),  # first
+    ],
+)
+def test_raise_argument_error_names_the_first_argument_that_does_not_fit(changes, message):
+    with pytest.raises(TypeError, match=f"^{message}$") as info:
+        raise_argument_error(annotated, AttributeError("inner"), {**GOOD, **changes})
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_raise_argument_error_reraises_when_every_argument_fits():
+    error = TypeError("from inside the call")
+    arguments = {**GOOD, "out": None, "size": 3, "unrelated": object()}
+    with pytest.raises(TypeError, match=r"^from inside the call$"):
+        raise_argument_error(annotated, error, arguments)
+    with pytest.raises(TypeError, match=r"^custom_op: x must be a torch.Tensor, got int$"):
+        raise_argument_error(annotated, error, {"x": 1}, op="custom_op")
+
+
 WRAPPERS = [
+    ("jit_kernel.add3", "add3", "_add3", "a", lambda f, t: f(t, t, t)),
     ("jit_kernel.rmsnorm", "rmsnorm", "_rmsnorm", "input", lambda f, t: f(t, t)),
     ("jit_kernel.fused_add_rmsnorm", "fused_add_rmsnorm", "_fused_add_rmsnorm", "input",
      lambda f, t: f(t, t, t)),

@@ -19,12 +19,12 @@ from helpers_norm import ATOL, DIMS, DTYPES, EPS, NUM_ROWS, RTOL, randn, weight_
 
 from ci_runner import register_cuda_ci
 from jit_kernel.env import get_ci_test_range
+from testing.skip import skip_module_unless
 
 register_cuda_ci(est_time=11, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=12, suite="nightly-kernel-1-gpu", nightly=True)
 
-if not torch.cuda.is_available():
-    pytest.skip("fused_add_rmsnorm tests need a CUDA GPU", allow_module_level=True)
+skip_module_unless(torch.cuda.is_available(), "fused_add_rmsnorm tests need a CUDA GPU")
 
 from jit_kernel.fused_add_rmsnorm import (  # noqa: E402
     MAX_HIDDEN_SIZE,

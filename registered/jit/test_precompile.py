@@ -123,6 +123,23 @@ def test_cli_counts_built_cached_and_failed(tmp_path):
     assert "must not be imported" not in first.stderr
     second = run_python([*command, "-j", "1"], env)
     assert summary_of(second.stdout) == (0, 2, 2)
+    # --only imports and builds one wrapper module: bad_import is not even imported.
+    only = run_python([*command, "--only", "good"], env)
+    assert summary_of(only.stdout) == (0, 2, 1)
+    assert "bad_import" not in only.stdout + only.stderr
+
+
+def test_cli_only_lists_one_kernel(tmp_path):
+    env = subprocess_env(tmp_path / "cache", CUDA_HOME=str(tmp_path / "no_cuda"))
+    command = ["-m", "jit_kernel", "precompile", "--list", "--arch", "9.0"]
+    result = run_python([*command, "--only", "add3"], env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "jit_kernel.add3._jit_add3_module()",
+        "1 specializations (sm_90a)",
+    ]
+    both = run_python([*command, "--only", "add3,scale"], env)
+    assert both.stdout.splitlines()[-1] == "2 specializations (sm_90a)"
 
 
 def test_cli_list_needs_no_compiler(tmp_path):
@@ -149,6 +166,11 @@ def test_cli_list_needs_no_compiler(tmp_path):
         (
             ["--arch", "9.0", "--package", "jit_kernel.scale"],
             "error: --package jit_kernel.scale: is a module",
+        ),
+        (
+            ["--arch", "9.0", "--only", "add4"],
+            "error: --only add4: no such wrapper module in jit_kernel; choose from activation, "
+            "add3, add_constant,",
         ),
     ],
 )

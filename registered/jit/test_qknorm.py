@@ -18,12 +18,12 @@ from helpers_norm import ATOL, DTYPES, EPS, RTOL, randn, weight_for
 
 from ci_runner import register_cuda_ci
 from jit_kernel.env import get_ci_test_range
+from testing.skip import skip_module_unless
 
 register_cuda_ci(est_time=8, suite="base-b-kernel-unit-1-gpu-large")
 register_cuda_ci(est_time=13, suite="nightly-kernel-1-gpu", nightly=True)
 
-if not torch.cuda.is_available():
-    pytest.skip("fused_inplace_qknorm tests need a CUDA GPU", allow_module_level=True)
+skip_module_unless(torch.cuda.is_available(), "fused_inplace_qknorm tests need a CUDA GPU")
 
 from jit_kernel.qknorm import (  # noqa: E402
     _jit_qknorm_module,

@@ -12,12 +12,15 @@ import pytest
 import torch
 
 from ci_runner import register_cpu_ci
+from testing.skip import skip_module_unless
 
 register_cpu_ci(est_time=25, suite="base-a-test-cpu")
 
 tvm_ffi = pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
-if shutil.which("g++") is None and shutil.which("c++") is None:
-    pytest.skip("no host C++ compiler (g++) on PATH", allow_module_level=True)
+skip_module_unless(
+    shutil.which("g++") is not None or shutil.which("c++") is not None,
+    "no host C++ compiler (g++) on PATH",
+)
 
 PROBE_SOURCE = r"""
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDType, SymbolicDevice

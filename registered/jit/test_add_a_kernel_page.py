@@ -1,0 +1,129 @@
+"""docs/add-a-kernel.md, followed as a newcomer would: its four files alone make a working kernel.
+
+In a copy of the repository without add3 (no kernel, wrapper, test or benchmark), the page's
+four ``file=`` code blocks are written to the paths they name; then the page's commands run
+there: ``precompile --only add3`` compiles the kernel for Hopper with nvcc, ruff and
+clang-format find nothing to change, the registrations validate and the dry runs of the unit
+and benchmark suites list the two files (and warn about nothing), and the test file run as
+``python <file>`` on this GPU-less machine is skipped, not failed. (test_docs.py checks that the
+blocks equal the shipped files; the GPU suite runs the shipped test.)
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from helpers_jit_toolchain import nvcc_missing_reason
+
+from ci_runner import register_cpu_ci
+
+register_cpu_ci(est_time=45, suite="base-a-test-cpu")
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "registered" / "ci_runner"))
+
+from docs_commands import COPY_IGNORE  # noqa: E402
+from docs_markdown import parse  # noqa: E402
+
+PAGE = ROOT / "docs" / "add-a-kernel.md"
+KERNEL = "jit_kernel/csrc/elementwise/add3.cuh"
+WRAPPER = "jit_kernel/add3.py"
+TEST = "registered/jit/test_add3.py"
+BENCH = "registered/jit/benchmark/bench_add3.py"
+# The dev extra installs clang-format beside the interpreter, which may not be on PATH.
+CLANG_FORMAT = shutil.which(
+    "clang-format", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+)
+
+
+def page_files() -> dict[str, str]:
+    """The page's ``file=`` blocks: path -> text."""
+    blocks = [block for block in parse(PAGE, ROOT).blocks if block.file]
+    return {block.file: "\n".join(block.lines) + "\n" for block in blocks}
+
+
+@pytest.fixture(scope="module")
+def newcomer_tree(tmp_path_factory) -> Path:
+    """A copy of the repository without add3, then with the page's four files written in."""
+    tree = tmp_path_factory.mktemp("newcomer") / "repo"
+    shutil.copytree(ROOT, tree, ignore=COPY_IGNORE, symlinks=True)
+    for rel in (KERNEL, WRAPPER, TEST, BENCH):
+        (tree / rel).unlink()
+    for rel, text in page_files().items():
+        (tree / rel).write_text(text, encoding="utf-8")
+    return tree
+
+
+def run(tree: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = str(tree)
+    # The build cache is keyed by content, not location: a shared cache hits for the same code.
+    env.setdefault("JIT_KERNEL_CACHE_DIR", str(tree.parent / "jit-cache"))
+    return subprocess.run(
+        args, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def test_the_page_shows_the_four_files():
+    assert sorted(page_files()) == sorted([KERNEL, WRAPPER, TEST, BENCH])
+
+
+@pytest.mark.skipif(nvcc_missing_reason() is not None, reason=str(nvcc_missing_reason()))
+def test_precompile_only_builds_the_kernel(newcomer_tree):
+    result = run(
+        newcomer_tree, sys.executable, "-m", "jit_kernel", "precompile", "--only", "add3",
+        "--arch", "9.0",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last in ("built 1, cached 0, failed 0", "built 0, cached 1, failed 0"), result.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="ruff is not installed")
+def test_ruff_is_clean(newcomer_tree):
+    python_files = [WRAPPER, TEST, BENCH]
+    for command in (["check"], ["format", "--check"]):
+        result = run(newcomer_tree, sys.executable, "-m", "ruff", *command, *python_files)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.skipif(CLANG_FORMAT is None, reason="clang-format is not installed")
+def test_clang_format_is_clean(newcomer_tree):
+    result = run(newcomer_tree, str(CLANG_FORMAT), "--dry-run", "-Werror", KERNEL)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("suite", "path"),
+    [("base-b-kernel-unit-1-gpu-large", TEST), ("base-b-kernel-benchmark-1-gpu-large", BENCH)],
+)
+def test_the_dry_run_lists_the_file_and_warns_about_nothing(newcomer_tree, suite, path):
+    result = run(
+        newcomer_tree, sys.executable, "run_suite.py", "--hw", "cuda", "--suite", suite,
+        "--dry-run", "--format", "json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert path in [f["path"] for f in document["files"]]
+    assert document["warnings"] == []
+    check = run(
+        newcomer_tree, sys.executable, "-m", "ci_runner.maintenance", "check-registered-tests"
+    )
+    assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a visible GPU")
+def test_the_test_file_skips_without_a_gpu(newcomer_tree):
+    result = run(newcomer_tree, sys.executable, TEST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 skipped" in result.stdout
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
