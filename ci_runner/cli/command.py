@@ -178,7 +178,7 @@ def _dry_run(
     else:
         lines = selection_lines(selection)
         lines += plan_lines(the_plan, selection, list(range(the_plan.shard_count)))
-        lines += [f"warning: {w}" for w in warnings]
+        lines += [f"warning: {one_line(str(w))}" for w in warnings]
         print("\n".join([*lines, "dry run: nothing was run"]))
     return EXIT_OK
 
