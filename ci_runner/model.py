@@ -170,27 +170,57 @@ class FileResult:
         return tuple(a for a in self.attempts if a.status != PASSED)
 
 
-def placeholder(path: str, suite: str, est_time: float, status: str, reason: str) -> FileResult:
-    """A file that did not run (not_run, skipped or disabled): one skipped case that says why."""
-    case = CaseResult(
+def whole_file_case(
+    path: str, outcome: str, time: float, message: str, text: str, kind: str
+) -> CaseResult:
+    """The one case that stands for a whole file (a non-pytest file, a crash, a runner error)."""
+    return CaseResult(
         name=path.rsplit("/", 1)[-1],
         classname=path.removesuffix(".py").replace("/", "."),
-        time=0.0,
-        outcome="skipped",
-        message=f"{status}: {reason}",
-        type=status,
+        time=time,
+        outcome=outcome,
+        message=message,
+        text=text,
+        type=kind,
     )
+
+
+def placeholder(path: str, suite: str, est_time: float, status: str, reason: str) -> FileResult:
+    """A file that did not run (not_run, skipped or disabled): one skipped case that says why."""
+    case = whole_file_case(path, "skipped", 0.0, f"{status}: {reason}", "", status)
     return FileResult(
         path=path, suite=suite, est_time=est_time, status=status, elapsed=0.0, reason=reason,
         cases=(case,),
     )  # fmt: skip
 
 
+_FAILED_OUTCOMES = ("failed", "error")
+_NOT_STARTED = frozenset({NOT_RUN, DISABLED, SKIPPED})
+
+
+def report_cases(result: FileResult) -> tuple[CaseResult, ...]:
+    """The cases every report counts for ``result``: its own, plus one for the whole file when
+    they would hide its status (a failing file without a failing case, a file without cases),
+    so a failed file is never reported as 0 passed, 0 failed, 0 skipped."""
+    cases = result.cases
+    if result.status in FAILING_STATUSES:
+        if any(case.outcome in _FAILED_OUTCOMES for case in cases):
+            return cases
+        outcome = "failed" if result.status == FAILED else "error"
+    elif cases:
+        return cases
+    else:
+        outcome = "skipped" if result.status in _NOT_STARTED else "passed"
+    extra = whole_file_case(result.path, outcome, result.elapsed, result.reason, "", result.status)
+    return (*cases, extra)
+
+
 def case_counts(results: list[FileResult]) -> tuple[int, int, int]:
-    """(passed, failed, skipped) test cases over ``results``; errors count as failed."""
+    """(passed, failed, skipped) test cases over ``results`` (see :func:`report_cases`); errors
+    count as failed."""
     passed = failed = skipped = 0
     for result in results:
-        for case in result.cases:
+        for case in report_cases(result):
             if case.outcome == "passed":
                 passed += 1
             elif case.outcome == "skipped":
@@ -230,7 +260,7 @@ class ShardOutcome:
     results: list[FileResult] = field(default_factory=list)
     wall: float = 0.0
     exit_code: int = 0
-    interrupted_by: str | None = None  # "SIGTERM" / "SIGINT"
+    interrupted_by: str | None = None  # "SIGTERM" / "SIGHUP" / "SIGINT"
 
     def with_status(self, *statuses: str) -> list[FileResult]:
         return [r for r in self.results if r.status in statuses]

@@ -78,7 +78,7 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     registrations, problems, silent = _scan(root, files, syntax)
     draft = Draft(registered_dir, syntax, patterns, files=len(files), notes=notes)
     draft.registration_count = len(registrations)
-    draft.problems = problems
+    draft.problems = [*survey.problems, *problems]
     draft.suites, draft.conflicts = _suites(registrations)
     if syntax.ignored_arguments:
         draft.conflicts.append(

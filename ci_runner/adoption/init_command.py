@@ -19,8 +19,10 @@ from ci_runner.adoption.catalog_text import catalog_text
 from ci_runner.adoption.draft import Draft, draft_catalog
 from ci_runner.catalog import CATALOG_FILE, CatalogError, parse_catalog
 from ci_runner.catalog.syntax import SyntaxConfigError
-from ci_runner.cli_errors import usage_error
+from ci_runner.cli_errors import StoreOnce, usage_error
 from ci_runner.exit_codes import EXIT_OK
+from ci_runner.file_safety import destination_problem, read_regular_text, write_atomic
+from ci_runner.safe_text import one_line
 
 REGISTERED_DIR_CANDIDATES = ("registered", "test/registered", "tests/registered")
 PROG = "run_suite.py init"
@@ -41,22 +43,29 @@ DESCRIPTION = (
 def add_init_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``init`` (also shown under the main parser's ``init`` subcommand)."""
     parser.add_argument(
-        "--root", metavar="DIR", default=".", help="repository root (default: current directory)"
+        "--root",
+        action=StoreOnce,
+        metavar="DIR",
+        default=".",
+        help="repository root (default: current directory)",
     )
     parser.add_argument(
         "--registered-dir",
+        action=StoreOnce,
         metavar="DIR",
         help="directory of the registered test files, relative to the root (default: the first "
         f"of {', '.join(REGISTERED_DIR_CANDIDATES)} that exists)",
     )
     parser.add_argument(
         "--suite-template",
+        action=StoreOnce,
         metavar="TEMPLATE",
         help="keyword arguments that compose suite names, e.g. '{stage}-test-{runner_config}' "
         "(default: that one when registrations use stage=/runner_config=)",
     )
     parser.add_argument(
         "--output",
+        action=StoreOnce,
         metavar="PATH",
         help="write the catalog to PATH ('-' for stdout) instead of appending it to the root's "
         "pyproject.toml",
@@ -111,7 +120,14 @@ def _init(args: argparse.Namespace) -> int:
 
 def _registered_dir(root: Path, given: str | None) -> str:
     if given is not None:
-        if not (root / given).is_dir():
+        path = (root / given).resolve()
+        inside = path == root or root in path.parents
+        if Path(given).is_absolute() or ".." in Path(given).parts or not inside:
+            raise InitError(
+                f"--registered-dir {given}: expected a directory inside the root {root}, "
+                "relative to it (no '..')"
+            )
+        if not path.is_dir():
             raise InitError(f"--registered-dir {given}: not a directory under {root}")
         return Path(given).as_posix().strip("/")
     for candidate in REGISTERED_DIR_CANDIDATES:
@@ -132,14 +148,16 @@ def _check_loads(text: str, root: Path) -> None:
 
 
 def _write(target: Path, text: str, force: bool) -> None:
+    problem = destination_problem(target)
+    if problem:
+        raise InitError(f"{target}: {problem}; nothing was written")
     if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        write_atomic(target, text.encode("utf-8"))
         return
     try:
-        old = target.read_text(encoding="utf-8")
+        old = read_regular_text(target)
         data = tomllib.loads(old)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         raise InitError(
             f"{target}: cannot read it as TOML ({exc}); fix it, or write elsewhere with --output"
         ) from None
@@ -150,7 +168,8 @@ def _write(target: Path, text: str, force: bool) -> None:
                 "or --output FILE to write the new one elsewhere"
             )
         old = _without_catalog(old, target, data)
-    target.write_text(old.rstrip("\n") + ("\n\n" if old.strip() else "") + text, encoding="utf-8")
+    joined = old.rstrip("\n") + ("\n\n" if old.strip() else "") + text
+    write_atomic(target, joined.encode("utf-8"))
 
 
 def _without_catalog(text: str, target: Path, data: dict) -> str:
@@ -204,7 +223,7 @@ def _report(draft: Draft, target: Path | None) -> None:
             file=out,
         )
         for problem in draft.problems:
-            print(f"  {problem}", file=out)
+            print(f"  {one_line(str(problem))}", file=out)
     first = max(draft.suites, key=lambda s: (s.files, s.name))
     nightly = " --nightly" if first.nightly else ""
     print(

@@ -7,16 +7,25 @@ about a particular project's suites lives in code.
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from ci_runner.catalog.limits import (
+    MAX_GPUS,
+    MAX_MINUTES,
+    MAX_SECONDS,
+    is_finite_number,
+    number_text,
+)
 from ci_runner.catalog.syntax import (
     DEFAULT_SYNTAX,
     RegistrationSyntax,
     SyntaxConfigError,
     parse_syntax,
 )
+from ci_runner.file_safety import NotRegularFileError, read_regular_text, why
 
 CATALOG_FILE = "pyproject.toml"
 DEFAULT_TIMEOUT_PER_FILE = 1200.0
@@ -97,8 +106,8 @@ def find_root(start: Path) -> Path:
         path = candidate / CATALOG_FILE
         if path.is_file():
             try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+                data = tomllib.loads(read_regular_text(path))
+            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, RecursionError):
                 continue
             if "ci-runner" in data.get("tool", {}):
                 return candidate
@@ -145,18 +154,42 @@ _SUITE_KEYS = {
 
 
 _HINT = ', e.g. [tool.ci-runner.extra-markers] register_mlx_ci = "mlx"'
+_SUITE_NAME = re.compile(r"[^\s,\x00-\x1f\x7f-\x9f]+\Z")
 
 
 def _gpus_per_file(raw: dict, where: str) -> int | str:
     gpus = raw.get("gpus-per-file", 1)
     if gpus == ALL_GPUS:
         return ALL_GPUS
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 0 <= gpus <= MAX_GPUS:
         raise CatalogError(
-            f'{where}: gpus-per-file must be an integer >= 0 or "{ALL_GPUS}" (every GPU of '
-            f"the runner), got {gpus!r}"
+            f'{where}: gpus-per-file must be an integer from 0 to {MAX_GPUS} or "{ALL_GPUS}" '
+            f"(every GPU of the runner), got {number_text(gpus)}"
         )
     return gpus
+
+
+def _positive(raw: dict, key: str, where: str, maximum: int, unit: str) -> float | None:
+    """The optional number ``raw[key]``: finite, > 0 and <= ``maximum`` (TOML has inf, nan)."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    _expect(value, (int, float), where, key)
+    if not is_finite_number(value) or not 0 < value <= maximum:
+        raise CatalogError(
+            f"{where}: {key} must be a positive number of {unit}, at most {maximum}, got "
+            f"{number_text(value)}"
+        )
+    return float(value)
+
+
+def _check_name(value: str, where: str, what: str) -> None:
+    """Suite names are selected with ``--suite a,b``: no comma, whitespace or control character."""
+    if not _SUITE_NAME.match(value):
+        raise CatalogError(
+            f"{where}: {what} must be a non-empty name without commas, whitespace or control "
+            f"characters (it is selected with --suite a,b), got {value!r}"
+        )
 
 
 def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
@@ -171,8 +204,7 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
         if key not in raw:
             raise CatalogError(f"{where}: missing required key '{key}'")
     name = str(_expect(raw["name"], str, where, "name"))
-    if not name.strip():
-        raise CatalogError(f"{where}: name must be a non-empty string")
+    _check_name(name, where, "name")
     where = f"{where} (suite {name!r})"
     hw = str(_expect(raw["hw"], str, where, "hw"))
     if hw not in backends:
@@ -182,18 +214,10 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
         )
     renamed = _expect(raw.get("renamed-from", []), list, where, "renamed-from")
     for old in renamed:  # type: ignore[union-attr]
-        _expect(old, str, where, "each renamed-from entry")
-    timeout = raw.get("timeout-per-file")
-    if timeout is not None:
-        _expect(timeout, (int, float), where, "timeout-per-file")
-        if timeout <= 0:
-            raise CatalogError(f"{where}: timeout-per-file must be positive, got {timeout}")
+        _check_name(str(_expect(old, str, where, "each renamed-from entry")), where, "renamed-from")
+    timeout = _positive(raw, "timeout-per-file", where, MAX_SECONDS, "seconds")
     gpus = _gpus_per_file(raw, where)
-    job_minutes = raw.get("job-timeout-minutes")
-    if job_minutes is not None:
-        _expect(job_minutes, (int, float), where, "job-timeout-minutes")
-        if job_minutes <= 0:
-            raise CatalogError(f"{where}: job-timeout-minutes must be positive, got {job_minutes}")
+    job_minutes = _positive(raw, "job-timeout-minutes", where, MAX_MINUTES, "minutes")
     runner = raw.get("runner")
     if runner is not None:
         _expect(runner, str, where, "runner")
@@ -203,9 +227,9 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
         nightly=bool(_expect(raw.get("nightly", False), bool, where, "nightly")),
         renamed_from=tuple(renamed),  # type: ignore[arg-type]
         gpus_per_file=gpus,
-        timeout_per_file=float(timeout) if timeout is not None else None,
+        timeout_per_file=timeout,
         runner=runner,
-        job_timeout_minutes=float(job_minutes) if job_minutes is not None else None,
+        job_timeout_minutes=job_minutes,
     )
 
 
@@ -228,17 +252,21 @@ def _read_table(root: Path) -> tuple[dict, str]:
     """The ``[tool.ci-runner]`` table of ``root/pyproject.toml`` and how messages name it."""
     path = root / CATALOG_FILE
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular_text(path))
+    except NotRegularFileError as exc:
+        raise CatalogError(f"{exc}; the suite catalog must be a regular file") from None
     except FileNotFoundError:
         raise CatalogError(
             f"{path}: not found; the suite catalog lives in [tool.ci-runner]"
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise CatalogError(f"{path}: invalid TOML: nested too deeply to read") from None
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{path}: not UTF-8 text: {exc.reason}") from None
     except OSError as exc:
-        raise CatalogError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise CatalogError(f"{path}: cannot read: {why(exc)}") from None
     table = data.get("tool", {}).get("ci-runner")
     if not isinstance(table, dict):
         raise CatalogError(f"{path}: no [tool.ci-runner] table")
@@ -269,6 +297,18 @@ def _file_patterns(table: dict, where: str) -> tuple[str, ...]:
     return tuple(patterns)
 
 
+def _registered_dir(table: dict, where: str) -> str:
+    """A relative path inside the repository (discovery also checks where it really leads)."""
+    value = str(_expect(table.get("registered-dir", "registered"), str, where, "registered-dir"))
+    path = PurePosixPath(value)
+    if not value.strip() or path.is_absolute() or ".." in path.parts or "\0" in value:
+        raise CatalogError(
+            f"{where}: registered-dir must be a relative path inside the repository (not "
+            f"absolute, no '..'), got {value!r}"
+        )
+    return path.as_posix()
+
+
 def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
     """Validate a ``[tool.ci-runner]`` table already read from TOML (``where`` names it)."""
     unknown = sorted(set(table) - _TOP_KEYS)
@@ -277,9 +317,7 @@ def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
             f"{where}: unknown key(s) {', '.join(unknown)}; known keys: "
             f"{', '.join(sorted(_TOP_KEYS))}"
         )
-    registered_dir = str(
-        _expect(table.get("registered-dir", "registered"), str, where, "registered-dir")
-    )
+    registered_dir = _registered_dir(table, where)
     try:
         syntax = parse_syntax(table, where)
     except SyntaxConfigError as exc:

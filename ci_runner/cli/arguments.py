@@ -10,10 +10,19 @@ exits 2 through ``parser.error``.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from ci_runner.adoption.init_command import DESCRIPTION as INIT_DESCRIPTION
 from ci_runner.adoption.init_command import add_init_arguments
+from ci_runner.catalog.limits import (
+    MAX_ATTEMPTS,
+    MAX_GPUS,
+    MAX_MINUTES,
+    MAX_SECONDS,
+    number_text,
+)
+from ci_runner.cli_errors import JoinCommaLists, StoreOnce, number_type, whole_number_type
 from ci_runner.env import check_boolean_environment
 from ci_runner.execution.gpu_slots import SlotError, parse_id_list
 from ci_runner.execution.options import (
@@ -50,19 +59,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--root",
+        action=StoreOnce,
         metavar="DIR",
         help="repository root (holds pyproject.toml with [tool.ci-runner]); "
         "default: the nearest such directory at or above the current one",
     )
     parser.add_argument(
         "--hw",
+        action=StoreOnce,
         required=True,
         metavar="HW",
         help="backend whose registrations to select: amd, cpu, cuda, musa, npu, xpu, or one "
         "the catalog adds with extra-markers",
     )
     parser.add_argument(
-        "--suite", required=True, help="suite name, or a comma-separated list of suites"
+        "--suite",
+        action=JoinCommaLists,
+        required=True,
+        help="suite name, or a comma-separated list of suites (repeatable: the lists are joined)",
     )
     parser.add_argument(
         "--nightly", action="store_true", help="select nightly suites (registered nightly=True)"
@@ -79,16 +93,25 @@ def build_parser() -> argparse.ArgumentParser:
         "suites; print the others as warnings (default: any problem in the tree fails)",
     )
     parser.add_argument(
-        "--auto-partition-id", type=int, metavar="I", help="0-based shard to run (needs the size)"
+        "--auto-partition-id",
+        action=StoreOnce,
+        type=whole_number_type(),
+        metavar="I",
+        help="0-based shard to run (needs the size)",
     )
     parser.add_argument(
-        "--auto-partition-size", type=int, metavar="N", help="number of shards (needs the id)"
+        "--auto-partition-size",
+        action=StoreOnce,
+        type=whole_number_type(),
+        metavar="N",
+        help="number of shards (needs the id)",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="print the selection and the whole plan; run nothing"
     )
     parser.add_argument(
         "--format",
+        action=StoreOnce,
         choices=("text", "json"),
         default="text",
         help="dry-run output format (json: one object on stdout)",
@@ -100,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--matrix-target-minutes",
-        type=float,
+        action=StoreOnce,
+        type=_minutes,
         metavar="M",
         help="with --print-matrix: target minutes per shard (default: from the catalog)",
     )
@@ -117,9 +141,11 @@ def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
         parser.error("--auto-partition-id and --auto-partition-size must be given together")
     if size is not None:
         if not 1 <= size <= MAX_SHARDS:
-            parser.error(f"--auto-partition-size must be in [1, {MAX_SHARDS}], got {size}")
+            parser.error(
+                f"--auto-partition-size must be in [1, {MAX_SHARDS}], got {number_text(size)}"
+            )
         if not 0 <= shard_id < size:
-            parser.error(f"--auto-partition-id must be in [0, {size}), got {shard_id}")
+            parser.error(f"--auto-partition-id must be in [0, {size}), got {number_text(shard_id)}")
     if args.format == "json" and not args.dry_run:
         parser.error("--format json needs --dry-run")
     if args.print_matrix and (args.dry_run or size is not None):
@@ -127,41 +153,15 @@ def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
             "--print-matrix cannot be combined with --dry-run or --auto-partition-*: "
             "it sizes the shards itself"
         )
-    minutes = args.matrix_target_minutes
-    if minutes is not None:
-        if not args.print_matrix:
-            parser.error("--matrix-target-minutes needs --print-matrix")
-        if not minutes > 0 or minutes == float("inf"):
-            parser.error(f"--matrix-target-minutes must be a positive number, got {minutes}")
+    if args.matrix_target_minutes is not None and not args.print_matrix:
+        parser.error("--matrix-target-minutes needs --print-matrix")
 
 
-def _seconds(minimum_exclusive: bool):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a number of seconds, got {text!r}"
-            ) from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise argparse.ArgumentTypeError(f"expected a finite number of seconds, got {text!r}")
-        if minimum_exclusive and value <= 0:
-            raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-        return value
-
-    return parse
+def _seconds(minimum_exclusive: bool) -> Callable[[str], float]:
+    return number_type("seconds", MAX_SECONDS, minimum_exclusive)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
-    return value
+_minutes = number_type("minutes", MAX_MINUTES, minimum_exclusive=True)
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
@@ -175,6 +175,7 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--timeout-per-file",
+        action=StoreOnce,
         type=_seconds(True),
         metavar="S",
         help="time limit per file attempt (default: the suite's timeout-per-file, else 1200); "
@@ -188,6 +189,7 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--kill-grace-seconds",
+        action=StoreOnce,
         type=_seconds(False),
         default=DEFAULT_KILL_GRACE_SECONDS,
         metavar="S",
@@ -200,13 +202,15 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     )
     retry.add_argument(
         "--max-attempts",
-        type=_positive_int,
+        action=StoreOnce,
+        type=whole_number_type(1, MAX_ATTEMPTS),
         metavar="N",
         help=f"attempts per file including the first (default {DEFAULT_MAX_ATTEMPTS}; "
         "needs --enable-retry)",
     )
     retry.add_argument(
         "--retry-wait-seconds",
+        action=StoreOnce,
         type=_seconds(False),
         metavar="S",
         help=f"pause before a retry (default {DEFAULT_RETRY_WAIT_SECONDS:g}; needs --enable-retry)",
@@ -218,6 +222,7 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     )
     retry.add_argument(
         "--retry-budget-seconds",
+        action=StoreOnce,
         type=_seconds(False),
         metavar="S",
         help="stop retrying once retries (attempts after the first, and waits) have used S "
@@ -232,20 +237,29 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     exclusive = gpus.add_mutually_exclusive_group()
     exclusive.add_argument(
         "--gpus",
-        type=_positive_int,
+        action=StoreOnce,
+        type=whole_number_type(1, MAX_GPUS),
         metavar="N",
         help="run on N GPU slots (ids: the first N of CUDA_VISIBLE_DEVICES, else 0..N-1); "
         "default for --hw cuda: every visible GPU; otherwise 1 slot (one file at a time)",
     )
     exclusive.add_argument(
-        "--gpu-ids", metavar="IDS", help="run on these GPU ids, comma-separated (e.g. 0,1,2,3)"
+        "--gpu-ids",
+        action=StoreOnce,
+        metavar="IDS",
+        help="run on these GPU ids, comma-separated (e.g. 0,1,2,3)",
     )
     out = parser.add_argument_group("reports")
     out.add_argument(
-        "--junit-xml", type=Path, metavar="PATH", help="write a JUnit XML report (after every file)"
+        "--junit-xml",
+        action=StoreOnce,
+        type=Path,
+        metavar="PATH",
+        help="write a JUnit XML report (after every file)",
     )
     out.add_argument(
         "--timings-out",
+        action=StoreOnce,
         type=Path,
         metavar="PATH",
         help="write per-file timings as JSON lines (after every file)",
@@ -275,11 +289,6 @@ def shard_options(
         ]
         if given:
             parser.error(f"{', '.join(given)} need(s) --enable-retry")
-    for flag, path in (("--junit-xml", args.junit_xml), ("--timings-out", args.timings_out)):
-        if path is not None and path.is_dir():
-            parser.error(f"{flag} {path}: is a directory; expected a file path")
-    if args.junit_xml is not None and args.junit_xml == args.timings_out:
-        parser.error("--junit-xml and --timings-out must be different files")
     gpu_ids = None
     if args.gpu_ids is not None:
         try:
@@ -300,6 +309,9 @@ def shard_options(
         gpu_ids=gpu_ids,
     )
     reports = ReportOptions.from_environment(args.junit_xml, args.timings_out, args.show_output)
+    problems = reports.destination_problems()
+    if problems:
+        parser.error("; ".join(problems))
     return execution, reports
 
 

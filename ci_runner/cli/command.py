@@ -21,7 +21,7 @@ from pathlib import Path
 from ci_runner.adoption.init_command import main as init_main
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
 from ci_runner.cli.arguments import build_parser, shard_options, validate_arguments
-from ci_runner.cli_errors import usage_error
+from ci_runner.cli_errors import robust_output, usage_error
 from ci_runner.collect import collect
 from ci_runner.collect.scope import split_by_scope
 from ci_runner.env import EnvVarError
@@ -33,6 +33,7 @@ from ci_runner.plan.matrix import build_matrix
 from ci_runner.plan.packing import Plan, plan
 from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
 from ci_runner.reports import ReportOptions, ShardReports
+from ci_runner.safe_text import one_line
 from ci_runner.select import (
     Selection,
     SelectionError,
@@ -45,6 +46,7 @@ from ci_runner.select import (
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``run_suite.py`` and the ``run-suite`` console script."""
+    robust_output()
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["init"]:
         return init_main(arguments[1:])
@@ -87,7 +89,7 @@ def _report_problems(
         split = split_by_scope(problems, catalog, scoped.suites)
         blocking, warnings = split.blocking, split.warnings
     for problem in warnings:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(f"warning: {one_line(str(problem))}", file=sys.stderr)
     if warnings:
         files = len({p.path for p in warnings})
         print(
@@ -97,7 +99,7 @@ def _report_problems(
             file=sys.stderr,
         )
     for problem in blocking:
-        print(problem, file=sys.stderr)
+        print(one_line(str(problem)), file=sys.stderr)
     if blocking:
         files = len({p.path for p in blocking})
         scope = " that may belong to the selected suites" if scoped is not None else ""
@@ -176,7 +178,7 @@ def _dry_run(
     else:
         lines = selection_lines(selection)
         lines += plan_lines(the_plan, selection, list(range(the_plan.shard_count)))
-        lines += [f"warning: {w}" for w in warnings]
+        lines += [f"warning: {one_line(str(w))}" for w in warnings]
         print("\n".join([*lines, "dry run: nothing was run"]))
     return EXIT_OK
 

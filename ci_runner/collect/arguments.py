@@ -13,8 +13,9 @@ import ast
 import math
 from collections.abc import Callable, Mapping
 
+from ci_runner.catalog.limits import MAX_GPUS, MAX_SECONDS, number_text
 from ci_runner.catalog.syntax import MIN_GPUS, RegistrationSyntax
-from ci_runner.collect.calls import MarkerCall
+from ci_runner.collect.calls import MarkerCall, shown
 from ci_runner.model import Problem, Registration
 
 _MISSING = object()
@@ -44,7 +45,7 @@ def parse_call(
         if value is _MISSING:
             report(
                 node,
-                f"{name} must be a literal ({_expected(name, syntax)}), got `{ast.unparse(node)}`: "
+                f"{name} must be a literal ({_expected(name, syntax)}), got `{shown(node)}`: "
                 "the runner reads registrations without running the file",
             )
             continue
@@ -161,15 +162,17 @@ def _type_name(value: object) -> str:
 
 def _check_est_time(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"must be a number of seconds, got {value!r} ({_type_name(value)})"
-    if not math.isfinite(value) or value < 0:
-        return f"must be a positive finite number of seconds, got {value!r}"
+        return f"must be a number of seconds, got {number_text(value)} ({_type_name(value)})"
+    if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
+        return f"must be a positive finite number of seconds, got {number_text(value)}"
+    if value > MAX_SECONDS:
+        return f"must be at most {MAX_SECONDS} seconds (a week), got {number_text(value)}"
     return None
 
 
 def _check_suite(value: object) -> str | None:
     if not isinstance(value, str):
-        return f"must be a string, got {value!r} ({_type_name(value)})"
+        return f"must be a string, got {number_text(value)} ({_type_name(value)})"
     if value and not value.strip():
         return "must be a non-empty suite name"
     return None
@@ -177,7 +180,7 @@ def _check_suite(value: object) -> str | None:
 
 def _check_nightly(value: object) -> str | None:
     if not isinstance(value, bool):
-        return f"must be True or False, got {value!r} ({_type_name(value)})"
+        return f"must be True or False, got {number_text(value)} ({_type_name(value)})"
     return None
 
 
@@ -185,7 +188,7 @@ def _check_disabled(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        return f"must be a reason string or None, got {value!r} ({_type_name(value)})"
+        return f"must be a reason string or None, got {number_text(value)} ({_type_name(value)})"
     if not value.strip():
         return "must be a non-empty reason string (or None for enabled)"
     return None
@@ -193,15 +196,17 @@ def _check_disabled(value: object) -> str | None:
 
 def _check_min_gpus(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int):
-        return f"must be a whole number of GPUs, got {value!r} ({_type_name(value)})"
+        return f"must be a whole number of GPUs, got {number_text(value)} ({_type_name(value)})"
     if value < 1:
-        return f"must be at least 1 GPU, got {value!r}"
+        return f"must be at least 1 GPU, got {number_text(value)}"
+    if value > MAX_GPUS:
+        return f"must be at most {MAX_GPUS} GPUs, got {number_text(value)}"
     return None
 
 
 def _check_suite_part(value: object) -> str | None:
     if not isinstance(value, str):
-        return f"must be a string, got {value!r} ({_type_name(value)})"
+        return f"must be a string, got {number_text(value)} ({_type_name(value)})"
     if not value.strip():
         return "must be a non-empty string: it is part of the suite name"
     return None

@@ -80,6 +80,18 @@ class MarkerUses:
         return [c for c in self.calls if c.known and c.is_registration]
 
 
+SHOWN_CHARS = 80  # an argument's source text in a message is cut to this length
+
+
+def shown(node: ast.AST) -> str:
+    """The source text of ``node`` for a message: at most ``SHOWN_CHARS`` characters."""
+    try:
+        text = ast.unparse(node)
+    except RecursionError:
+        return "<an expression nested too deeply to show>"
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
 def backend_of_marker_name(name: str) -> str:
     """``register_mlx_ci`` -> ``mlx`` (the naming convention of markers)."""
     match = _MARKER_NAME.match(name)
@@ -137,9 +149,7 @@ def bind_arguments(call: ast.Call, marker: str, syntax: RegistrationSyntax) -> B
     unpacked = False
     for index, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
-            issues.append(
-                (arg, f"starred argument {ast.unparse(arg)} is not supported in {marker}()")
-            )
+            issues.append((arg, f"starred argument {shown(arg)} is not supported in {marker}()"))
             unpacked = True
         elif index >= len(positional):
             issues.append(
@@ -154,9 +164,7 @@ def bind_arguments(call: ast.Call, marker: str, syntax: RegistrationSyntax) -> B
             values[positional[index]] = arg
     for keyword in call.keywords:
         if keyword.arg is None:
-            issues.append(
-                (keyword, f"**{ast.unparse(keyword.value)} is not supported in {marker}()")
-            )
+            issues.append((keyword, f"**{shown(keyword.value)} is not supported in {marker}()"))
             unpacked = True
         elif keyword.arg not in accepted:
             close = difflib.get_close_matches(keyword.arg, accepted, n=1)

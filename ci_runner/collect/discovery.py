@@ -1,8 +1,9 @@
 """Discover registered test files and validate every registration, without importing anything.
 
 :func:`collect` walks the catalog's registered directory for ``test_*.py`` and ``bench_*.py``
-(other files are helpers), parses each once with :mod:`ast`, and returns every registration plus
-**every** problem in the tree, so one run reports them all.
+(other files are helpers; what is read and what is reported: :mod:`ci_runner.collect.walk`),
+parses each once with :mod:`ast`, and returns every registration plus **every** problem in the
+tree, so one run reports them all.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ci_runner.catalog import (
     DEFAULT_FILE_PATTERNS,
@@ -25,9 +25,18 @@ from ci_runner.catalog import (
 from ci_runner.collect.entry_point import check_entry_point
 from ci_runner.collect.scan import parse_source, scan_markers, scan_tree
 from ci_runner.collect.suite_checks import check_registration
+from ci_runner.collect.walk import Walk, walk_files
+from ci_runner.file_safety import read_regular, why
 from ci_runner.model import Problem, Registration
 
-__all__ = ["Collection", "collect", "discover_files", "is_registered_file", "scan_markers"]
+__all__ = [
+    "Collection",
+    "collect",
+    "discover_files",
+    "is_registered_file",
+    "scan_markers",
+    "walk_registered",
+]
 
 _MARKER_TEXT = b"register_"
 MAX_WORKERS = 8
@@ -52,25 +61,33 @@ def is_registered_file(name: str, patterns: tuple[str, ...] = DEFAULT_FILE_PATTE
     return name not in NEVER_COLLECTED and any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def discover_files(catalog: Catalog) -> list[str]:
-    """All test/bench files under the registered directory, as sorted POSIX root-relative paths."""
+def walk_registered(catalog: Catalog) -> Walk:
+    """The registered files to read, and every path under the registered directory that is
+    not read but might hold one (see :mod:`ci_runner.collect.walk` for the rules)."""
     base = catalog.registered_path
     if not base.is_dir():
         raise CatalogError(
             f"registered-dir {catalog.registered_dir!r} from [tool.ci-runner] is not a directory "
             f"under {catalog.root}"
         )
-    root = str(catalog.root)
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-        rel_dir = Path(os.path.relpath(dirpath, root)).as_posix()
-        found.extend(
-            f"{rel_dir}/{name}"
-            for name in filenames
-            if is_registered_file(name, catalog.file_patterns)
+    real_root, real_base = os.path.realpath(catalog.root), os.path.realpath(base)
+    if real_base != real_root and not real_base.startswith(real_root + os.sep):
+        raise CatalogError(
+            f"registered-dir {catalog.registered_dir!r} from [tool.ci-runner] leads to "
+            f"{real_base}, outside the repository {real_root}; name a directory inside it"
         )
-    return sorted(found)
+    return walk_files(
+        catalog.root,
+        base,
+        lambda name: is_registered_file(name, catalog.file_patterns),
+        "/".join(catalog.file_patterns),
+    )
+
+
+def discover_files(catalog: Catalog) -> list[str]:
+    """All test/bench files under the registered directory, as sorted POSIX root-relative paths
+    (the paths that are not read are in :func:`walk_registered`'s problems)."""
+    return walk_registered(catalog).files
 
 
 def collect(catalog: Catalog, workers: int | None = None) -> Collection:
@@ -80,7 +97,8 @@ def collect(catalog: Catalog, workers: int | None = None) -> Collection:
     available CPU, at most ``MAX_WORKERS``; 1 = in this process). The result does not depend on
     the worker count.
     """
-    collection = Collection(files=discover_files(catalog))
+    walk = walk_registered(catalog)
+    collection = Collection(files=walk.files, problems=list(walk.problems))
     for registrations, problems in _collect_files(catalog, collection.files, workers):
         collection.registrations.extend(registrations)
         collection.problems.extend(problems)
@@ -120,9 +138,9 @@ def _collect_chunk(
 
 def _collect_file(catalog: Catalog, rel_path: str) -> tuple[list[Registration], list[Problem]]:
     try:
-        data = (catalog.root / rel_path).read_bytes()
+        data = read_regular(catalog.root / rel_path, follow_links=False)
     except OSError as exc:
-        return [], [Problem(rel_path, 1, 1, f"cannot read: {exc.strerror or exc}")]
+        return [], [Problem(rel_path, 1, 1, f"cannot read: {why(exc)}")]
     if not _mentions_a_marker(data, catalog):
         return [], [_no_registration(rel_path, catalog)]
     tree, problem = parse_source(data, rel_path)

@@ -19,7 +19,8 @@ from ci_runner.model import Problem, Registration
 
 
 def parse_source(source: str | bytes, rel_path: str) -> tuple[ast.Module | None, Problem | None]:
-    """Parse ``source``; a syntax error (or a NUL byte) becomes a Problem instead."""
+    """Parse ``source``; a syntax error, a NUL byte or nesting too deep for Python's parser
+    becomes a Problem instead."""
     try:
         return ast.parse(source, filename=rel_path), None
     except SyntaxError as exc:
@@ -28,6 +29,15 @@ def parse_source(source: str | bytes, rel_path: str) -> tuple[ast.Module | None,
         return None, Problem(rel_path, line, col, f"syntax error: {exc.msg}")
     except ValueError as exc:  # e.g. "source code string cannot contain null bytes"
         return None, Problem(rel_path, 1, 1, f"cannot parse: {exc}")
+    except (RecursionError, MemoryError) as exc:  # a 3,000-term sum, 1,000 nested lambdas
+        return None, Problem(
+            rel_path,
+            1,
+            1,
+            f"cannot parse: nested too deeply for Python's parser ({type(exc).__name__}: "
+            f"{exc or 'parser stack overflow'}); `python {rel_path}` fails the same way: "
+            "split the expression",
+        )
 
 
 def scan_markers(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ci_runner.catalog import Catalog, Suite
 from ci_runner.collect.calls import read_marker_calls
 from ci_runner.collect.scan import parse_source
+from ci_runner.file_safety import read_regular
 from ci_runner.model import Problem
 
 
@@ -48,8 +49,8 @@ def split_by_scope(
 def file_may_belong(catalog: Catalog, rel_path: str, names: set[str]) -> bool:
     """True unless the file provably registers for none of the suites ``names``."""
     try:
-        data = (catalog.root / rel_path).read_bytes()
-    except OSError:
+        data = read_regular(catalog.root / rel_path, follow_links=False)
+    except OSError:  # not a regular file (a FIFO, a link out, a hidden directory): it blocks
         return True
     tree, _ = parse_source(data, rel_path)
     if tree is None:

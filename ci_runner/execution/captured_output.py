@@ -1,7 +1,8 @@
 """A child's combined stdout/stderr lives in a file on disk, never in the runner's memory.
 
 Reading it back is bounded: a tail of at most a few KiB for the reports, or a chunked copy to a
-stream for the console. Bytes that are not UTF-8 are replaced, never fatal.
+stream for the console. Bytes that are not UTF-8 are replaced, never fatal, and only a regular
+file is read (a file that swapped its log for a FIFO cannot block the runner).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import codecs
 from pathlib import Path
 from typing import TextIO
 
+from ci_runner.file_safety import open_regular
+
 TAIL_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
 
@@ -17,7 +20,7 @@ CHUNK_BYTES = 1024 * 1024
 def read_tail(path: Path | str, max_bytes: int = TAIL_BYTES) -> tuple[str, bool]:
     """The last ``max_bytes`` of the file decoded as UTF-8 (errors replaced), and truncated?"""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, follow_links=False) as handle:
             handle.seek(0, 2)
             size = handle.tell()
             start = max(0, size - max_bytes)
@@ -32,7 +35,7 @@ def copy_text(path: Path | str, stream: TextIO, chunk_bytes: int = CHUNK_BYTES) 
     """Write the whole file to ``stream`` chunk by chunk, decoding UTF-8 with replacement."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, follow_links=False) as handle:
             while chunk := handle.read(chunk_bytes):
                 stream.write(decoder.decode(chunk))
             stream.write(decoder.decode(b"", final=True))

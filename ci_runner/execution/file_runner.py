@@ -7,6 +7,7 @@ behind (see :mod:`ci_runner.execution.process_tree`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -14,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import psutil
 
@@ -22,9 +23,15 @@ from ci_runner.env import RUN_FULL_TESTS
 from ci_runner.execution import process_tree
 from ci_runner.execution.captured_output import TAIL_BYTES, read_tail, size_of
 from ci_runner.execution.gpu_slots import VISIBLE_DEVICES
-from ci_runner.execution.pytest_results import ADDOPTS_VARIABLE, PytestReport, child_addopts
+from ci_runner.execution.pytest_results import (
+    ADDOPTS_VARIABLE,
+    ChildReportError,
+    PytestReport,
+    child_addopts,
+)
 from ci_runner.execution.retry import RetryPolicy, broken_file_error, pytest_exit_blocks_retry
 from ci_runner.execution.signals import signal_name
+from ci_runner.file_safety import append_regular
 from ci_runner.model import (
     CRASHED,
     FAILED,
@@ -36,6 +43,7 @@ from ci_runner.model import (
     AttemptResult,
     CaseResult,
     FileResult,
+    whole_file_case,
 )
 
 ATTEMPT_VARIABLE = "CI_RUNNER_ATTEMPT"
@@ -97,7 +105,7 @@ class RunningAttempt:
 
 @dataclass
 class CancelToken:
-    """Lets the executor stop a file between or during attempts (SIGTERM/SIGINT)."""
+    """Lets the executor stop a file between or during attempts (SIGTERM/SIGHUP/SIGINT)."""
 
     event: threading.Event = field(default_factory=threading.Event)
     signum: int | None = None
@@ -147,24 +155,6 @@ def child_environment(
     return env
 
 
-def _module_name(path: str) -> str:
-    return ".".join(PurePosixPath(path).with_suffix("").parts)
-
-
-def _file_case(
-    path: str, outcome: str, elapsed: float, message: str, text: str, kind: str
-) -> CaseResult:
-    return CaseResult(
-        name=PurePosixPath(path).name,
-        classname=_module_name(path),
-        time=elapsed,
-        outcome=outcome,
-        message=message,
-        text=text,
-        type=kind,
-    )
-
-
 def judge_exit(exit_code: int, report: PytestReport | None, tail: str) -> tuple[str, str, bool]:
     """(status, reason, retriable) of an attempt that exited on its own."""
     if exit_code < 0:
@@ -205,9 +195,9 @@ def _cases_for(
     cases = list(report.cases) if report is not None else []
     if status in FAILING_STATUSES and not any(c.outcome in ("failed", "error") for c in cases):
         outcome = "failed" if status == FAILED else "error"
-        cases.append(_file_case(path, outcome, elapsed, reason, tail, status))
+        cases.append(whole_file_case(path, outcome, elapsed, reason, tail, status))
     if not cases:
-        cases.append(_file_case(path, "passed", elapsed, "", "", ""))
+        cases.append(whole_file_case(path, "passed", elapsed, "", "", ""))
     return tuple(cases)
 
 
@@ -233,6 +223,7 @@ def run_attempt(
     token = uuid.uuid4().hex
     env = child_environment(settings, gpu_ids, pin_gpus, junit_path, number, token)
     start = time.monotonic()
+    settings.workdir.mkdir(parents=True, exist_ok=True)  # a previous file may have removed it
     with open(out_path, "wb") as output, process_tree.spawn_guard():
         try:
             proc = process_tree.spawn_in_new_session(
@@ -243,7 +234,7 @@ def run_attempt(
             output.write(reason.encode())
             return AttemptResult(
                 number, FAILED, 0.0, None, reason, False,
-                (_file_case(path, "failed", 0.0, reason, reason, FAILED),),
+                (whole_file_case(path, "failed", 0.0, reason, reason, FAILED),),
                 False, str(out_path), size_of(out_path), reason, False, timeout,
             )  # fmt: skip
         process_tree.register_root(proc.pid)
@@ -279,7 +270,11 @@ def run_attempt(
         else 0
     )
     tail, truncated = read_tail(out_path, TAIL_BYTES)
-    report = PytestReport.load(junit_path)
+    report_error = ""
+    try:
+        report = PytestReport.load(junit_path)
+    except ChildReportError as exc:
+        report, report_error = None, f"runner error: {exc}"
     term_signal = -exit_code if exit_code < 0 else None
     if running is not None and running.interrupted_by is not None:
         status = NOT_RUN
@@ -287,15 +282,17 @@ def run_attempt(
         retriable = False
     elif running is not None and running.timed_out:
         status, reason, retriable = TIMEOUT, f"timed out after {timeout:g}s limit", True
+    elif report_error:  # its cases cannot be trusted: the file fails, counted as one case
+        status, reason, retriable = FAILED, f"{report_error} (exit {exit_code})", False
     else:
         status, reason, retriable = judge_exit(exit_code, report, tail)
     if leftovers and status != NOT_RUN:
         note = f"[ci_runner] killed {leftovers} process(es) left behind by {path}\n"
-        with open(out_path, "ab") as output:
-            output.write(note.encode())
+        with contextlib.suppress(OSError):  # the file may have replaced its own log
+            append_regular(out_path, note)
         tail += note
     cases = (
-        (_file_case(path, "skipped", elapsed, reason, "", NOT_RUN),)
+        (whole_file_case(path, "skipped", elapsed, reason, "", NOT_RUN),)
         if status == NOT_RUN
         else _cases_for(
             path, status, reason, elapsed, report, _case_text(tail, truncated, out_path)

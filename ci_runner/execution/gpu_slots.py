@@ -18,8 +18,11 @@ import os
 import shutil
 import subprocess
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from ci_runner.catalog.limits import MAX_GPUS
 
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
@@ -29,13 +32,17 @@ class SlotError(ValueError):
 
 
 def parse_id_list(text: str, what: str) -> tuple[str, ...]:
-    """``"0,1, 3"`` -> ``("0", "1", "3")``; empty items or duplicates are errors."""
+    """``"0,1, 3"`` -> ``("0", "1", "3")``; empty items, duplicates or more than ``MAX_GPUS``
+    ids are errors."""
     ids = tuple(item.strip() for item in text.split(","))
+    shown = repr(text) if len(text) <= 60 else repr(text[:57] + "...")
     if not text.strip() or any(not item for item in ids):
-        raise SlotError(f"{what}={text!r}: expected a comma-separated list of device ids")
-    duplicates = sorted({item for item in ids if ids.count(item) > 1})
+        raise SlotError(f"{what}={shown}: expected a comma-separated list of device ids")
+    if len(ids) > MAX_GPUS:
+        raise SlotError(f"{what}={shown}: {len(ids)} device ids; at most {MAX_GPUS}")
+    duplicates = sorted(item for item, count in Counter(ids).items() if count > 1)
     if duplicates:
-        raise SlotError(f"{what}={text!r}: duplicate device id(s) {', '.join(duplicates)}")
+        raise SlotError(f"{what}={shown}: duplicate device id(s) {', '.join(duplicates)}")
     return ids
 
 

@@ -7,12 +7,13 @@ before pytest finished) and counts as one case.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
-from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped
+from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped, TestCase
 
 from ci_runner.model import CaseResult
 
@@ -37,6 +38,23 @@ def _clip(text: str | None) -> str:
     return text
 
 
+class ChildReportError(ValueError):
+    """The child's JUnit XML parses but holds values no pytest writes (``time="n/a"``)."""
+
+
+def _seconds(case: TestCase, where: str) -> float:
+    """A case's ``time`` attribute: absent is 0, anything but a finite number >= 0 an error."""
+    try:
+        value = float(case.time or 0.0)
+    except (TypeError, ValueError) as exc:
+        raise ChildReportError(
+            f"{where} has a time that is not a number of seconds ({exc})"
+        ) from None
+    if not math.isfinite(value) or value < 0:
+        raise ChildReportError(f"{where} has time={value!r}, expected a number of seconds >= 0")
+    return value
+
+
 class PytestReport:
     """The cases of one pytest run, or ``None`` from :meth:`load` when there is no report."""
 
@@ -50,13 +68,25 @@ class PytestReport:
 
     @classmethod
     def load(cls, path: Path) -> PytestReport | None:
-        """Parse the XML at ``path``; ``None`` if absent or unreadable (a killed child)."""
+        """Parse the XML at ``path``; ``None`` if absent or unreadable (a killed child).
+
+        Raises :class:`ChildReportError` when it parses but holds a value no pytest writes.
+        """
         if not path.is_file() or path.stat().st_size == 0:
             return None
         try:
             xml = JUnitXml.fromfile(str(path))
         except (ParseError, JUnitXmlError, OSError, ValueError):
             return None
+        try:
+            return cls._read(xml)
+        except ChildReportError:
+            raise
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ChildReportError(f"its pytest JUnit XML is malformed ({exc})") from None
+
+    @classmethod
+    def _read(cls, xml: JUnitXml) -> PytestReport:
         cases: list[CaseResult] = []
         collection_errors = 0
         for suite in xml:
@@ -74,11 +104,12 @@ class PytestReport:
                     elif isinstance(result, Skipped):
                         outcome = "skipped"
                     break
+                name = case.name or ""
                 cases.append(
                     CaseResult(
-                        name=case.name or "",
+                        name=name,
                         classname=case.classname or "",
-                        time=float(case.time or 0.0),
+                        time=_seconds(case, f"test case {name[:80]!r}"),
                         outcome=outcome,
                         message=message,
                         text=text,

@@ -4,7 +4,7 @@ It runs each file of the shard in its own process session with a time limit, ret
 slots as :class:`~ci_runner.execution.options.ExecutionOptions` say, and tells a
 :class:`~ci_runner.execution.listener.ShardListener` (the reports) what happened. Its return value
 is the process exit code: 0 all passed (or an empty shard), 1 test failures, 2 usage errors,
-130/143 interrupted by SIGINT/SIGTERM.
+129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Scheduling: files are taken in plan order (longest est first); whenever slots are free, the
 first waiting file that fits starts (a file needs ``max(gpus, 1)`` slots, or every slot when its
 suite has ``gpus-per-file = "all"``), so smaller files fill slots a bigger one cannot use yet. With fail-fast (the default) no file starts after the
-first failure; files already running finish and are reported; the rest are not_run. On SIGTERM
-or SIGINT the running files' process trees are killed and every unfinished file is not_run.
+first failure; files already running finish and are reported; the rest are not_run. On SIGTERM,
+SIGHUP or SIGINT the running files' process trees are killed and every unfinished file is not_run.
 """
 
 from __future__ import annotations

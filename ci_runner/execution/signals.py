@@ -1,8 +1,8 @@
-"""SIGTERM/SIGINT while a shard runs: remember the signal, let the executor stop cleanly.
+"""SIGTERM/SIGHUP/SIGINT while a shard runs: remember the signal, let the executor stop cleanly.
 
-The handlers only set a flag (a cancelled CI job sends SIGTERM, Ctrl-C sends SIGINT); the
-executor polls it, kills the running files' process trees, marks the rest not_run, writes every
-report and exits ``128 + signal``. They are installed only for the duration of
+The handlers only set a flag (a cancelled CI job sends SIGTERM, a closed terminal or SSH session
+SIGHUP, Ctrl-C SIGINT); the executor polls it, kills the running files' process trees, marks the
+rest not_run, writes every report and exits ``128 + signal``. They are installed only for the duration of
 :func:`ci_runner.execution.execute_shard` and restored afterwards.
 """
 
@@ -13,7 +13,9 @@ import threading
 from types import FrameType, TracebackType
 from typing import Any
 
-HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+HANDLED_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name)
+)
 
 
 def signal_name(signum: int) -> str:
@@ -25,7 +27,7 @@ def signal_name(signum: int) -> str:
 
 
 class StopRequest:
-    """Context manager that turns SIGTERM/SIGINT into :attr:`signum` + :attr:`event`."""
+    """Context manager that turns SIGTERM/SIGHUP/SIGINT into :attr:`signum` + :attr:`event`."""
 
     def __init__(self) -> None:
         self.event = threading.Event()

@@ -18,19 +18,36 @@ import argparse
 import ast
 import json
 import math
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from xml.etree.ElementTree import ParseError
+from pathlib import Path, PurePosixPath
 
 from ci_runner.catalog import CatalogError, find_root, load_syntax
+from ci_runner.catalog.limits import MAX_SECONDS
 from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
-from ci_runner.cli_errors import usage_error
+from ci_runner.cli_errors import (
+    StoreOnce,
+    number_type,
+    robust_output,
+    usage_error,
+    whole_number_type,
+)
 from ci_runner.collect.calls import read_marker_calls
+from ci_runner.file_safety import read_regular_text, why, write_atomic
+from ci_runner.maintenance.junit_files import (
+    JUnitReadError,
+    attribute,
+    number,
+    properties,
+    read_testsuites,
+)
 
 PASSING = frozenset({"passed", "flaky"})
 Key = tuple[str, str]  # (path, suite)
+MAX_SAMPLES = 1_000_000  # --min-samples
+MAX_REL = 1000.0  # --min-rel
 
 
 class EstTimeInputError(Exception):
@@ -79,46 +96,69 @@ def _timing_files(paths: Iterable[Path]) -> list[Path]:
             # only where a directory has no JSON lines, so no run is counted twice.
             jsonl = sorted(path.rglob("*.jsonl"))
             found.extend(jsonl or sorted(path.rglob("*.xml")))
-        elif path.is_file():
-            found.append(path)
+        elif os.path.lexists(path):
+            found.append(path)  # read_regular says what it is if it is no regular file
         else:
             raise EstTimeInputError(f"{path}: timings file or directory not found")
     return found
 
 
+def checked_path(text: object, where: str) -> str:
+    """A timings row's ``path``: a relative POSIX path inside the repository (no ``..``), since
+    ``--write`` rewrites the file it names."""
+    path = PurePosixPath(str(text))
+    if not str(text) or path.is_absolute() or ".." in path.parts or "\0" in str(text):
+        raise EstTimeInputError(
+            f"{where}: path {str(text)[:80]!r} is not a path inside the repository; expected "
+            "one relative to the root, such as registered/test_x.py"
+        )
+    return path.as_posix()
+
+
+def _elapsed(value: object, where: str) -> float:
+    seconds = number(value)
+    if seconds is None or not 0 <= seconds <= MAX_SECONDS:
+        raise EstTimeInputError(
+            f"{where}: elapsed must be a number of seconds from 0 to {MAX_SECONDS}, got "
+            f"{repr(value)[:40]}"
+        )
+    return seconds
+
+
 def _jsonl_samples(path: Path) -> Iterable[tuple[Key, str, float]]:
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = read_regular_text(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EstTimeInputError(f"{path}: cannot read it as UTF-8 text ({why(exc)})") from None
+    for line_number, line in enumerate(text.split("\n"), start=1):  # JSON may hold U+2028
         if not line.strip():
             continue
+        where = f"{path}:{line_number}"
         try:
             row = json.loads(line)
-            key = (str(row["path"]), str(row["suite"]))
-            yield key, str(row.get("status", "passed")), float(row["elapsed"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            key = (checked_path(row["path"], where), str(row["suite"]))
+            status, elapsed = str(row.get("status", "passed")), row["elapsed"]
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise EstTimeInputError(
-                f"{path}:{number}: expected a JSON object with path, suite, elapsed, status "
-                f"({type(exc).__name__}: {exc})"
+                f"{where}: expected a JSON object with path, suite, elapsed, status "
+                f"({type(exc).__name__}: {str(exc)[:200]})"
             ) from None
+        yield key, status, _elapsed(elapsed, where)
 
 
 def _junit_samples(path: Path) -> Iterable[tuple[Key, str, float]]:
-    from junitparser import JUnitXml, TestSuite
-
     try:
-        xml = JUnitXml.fromfile(str(path))
-    except (ParseError, OSError) as exc:
-        raise EstTimeInputError(f"{path}: not a readable JUnit XML file ({exc})") from None
-    for suite in [xml] if isinstance(xml, TestSuite) else xml:
-        props = {p.name: p.value for p in suite.properties()}
+        suites = read_testsuites(path)
+    except JUnitReadError as exc:
+        raise EstTimeInputError(str(exc)) from None
+    for suite in suites:
+        props = properties(suite)
         if "suite" not in props:
             continue  # not written by run_suite.py
-        try:
-            elapsed = float(props.get("elapsed") or suite.time or 0.0)
-        except ValueError:
-            raise EstTimeInputError(
-                f"{path}: testsuite {suite.name!r} has a non-numeric elapsed"
-            ) from None
-        yield (props.get("path") or suite.name, props["suite"]), props.get("status", ""), elapsed
+        where = f"{path}: testsuite {str(suite.name)[:80]!r}"
+        elapsed = props.get("elapsed") or attribute(suite, "time") or 0.0
+        rel_path = checked_path(props.get("path") or suite.name or "", where)
+        yield (rel_path, props["suite"]), props.get("status", ""), _elapsed(elapsed, where)
 
 
 def load_samples(paths: Iterable[Path]) -> dict[Key, list[float]]:
@@ -158,7 +198,8 @@ def _char_col(line_text: str, byte_col: int) -> int:
 def find_literals(
     source: str, rel_path: str, syntax: RegistrationSyntax = DEFAULT_SYNTAX
 ) -> list[EstTimeLiteral]:
-    """The est_time literal of every registration (raises SyntaxError on bad Python).
+    """The est_time literal of every registration (raises SyntaxError on bad Python, and
+    RecursionError or MemoryError on nesting too deep for Python's parser).
 
     Registrations and their suites are read as the collector reads them
     (:mod:`ci_runner.collect.calls`): however the marker is bound, ``suite=`` or the name the
@@ -209,6 +250,20 @@ def rewrite(source: str, edits: Sequence[tuple[EstTimeLiteral, int]]) -> str:
 # ---------------------------------------------------------------------------- the command
 
 
+def _read_source(root: Path, rel_path: str) -> str:
+    """The text of ``root/rel_path``: a regular file, not a link, inside the repository (the
+    only files ``--write`` may rewrite); else :class:`EstTimeInputError` saying why not."""
+    real_root, real = os.path.realpath(root), os.path.realpath(root / rel_path)
+    if not real.startswith(real_root + os.sep):
+        raise EstTimeInputError(f"it leads to {real}, outside the repository {real_root}")
+    try:
+        return read_regular_text(root / rel_path, follow_links=False)
+    except FileNotFoundError:
+        raise EstTimeInputError(f"file not found under {root}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EstTimeInputError(f"cannot read it as a regular UTF-8 file ({why(exc)})") from None
+
+
 def is_significant(declared: float, measured: float, min_rel: float, min_abs: float) -> bool:
     """|measured - declared| >= min_rel x declared and >= min_abs seconds."""
     delta = abs(measured - declared)
@@ -229,22 +284,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="timings JSONL (--timings-out) or JUnit XML (--junit-xml) of past runs; repeatable; "
         "a directory means every *.jsonl under it (every *.xml if it has no *.jsonl)",
     )
-    parser.add_argument("--root", type=Path, help="repository root (default: found from cwd)")
-    parser.add_argument("--min-samples", type=int, default=3, help="samples needed (default 3)")
     parser.add_argument(
-        "--min-rel", type=float, default=0.3, help="relative drift threshold (default 0.3)"
+        "--root", action=StoreOnce, type=Path, help="repository root (default: found from cwd)"
     )
     parser.add_argument(
-        "--min-abs", type=float, default=10.0, help="absolute drift threshold, s (default 10)"
+        "--min-samples",
+        action=StoreOnce,
+        type=whole_number_type(1, MAX_SAMPLES),
+        default=3,
+        help="samples needed (default 3)",
+    )
+    parser.add_argument(
+        "--min-rel",
+        action=StoreOnce,
+        type=number_type("times the declared value", MAX_REL, minimum_exclusive=False),
+        default=0.3,
+        help="relative drift threshold (default 0.3)",
+    )
+    parser.add_argument(
+        "--min-abs",
+        action=StoreOnce,
+        type=number_type("seconds", MAX_SECONDS, minimum_exclusive=False),
+        default=10.0,
+        help="absolute drift threshold, s (default 10)",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 when any est_time drifted")
     mode.add_argument("--write", action="store_true", help="rewrite drifted est_time literals")
     args = parser.parse_args(argv)
-    if args.min_samples < 1:
-        parser.error(f"--min-samples must be at least 1, got {args.min_samples}")
-    if args.min_rel < 0 or args.min_abs < 0:
-        parser.error("--min-rel and --min-abs must not be negative")
+    robust_output()
 
     try:
         root = args.root.resolve() if args.root else find_root(Path.cwd())
@@ -260,14 +328,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(values) < args.min_samples:
             notes.append(f"{path} [{suite}]: {len(values)} sample(s) < {args.min_samples}, kept")
             continue
-        file = root / path
         try:
-            literals = find_literals(file.read_text(encoding="utf-8"), path, syntax)
-        except (OSError, UnicodeDecodeError):
-            notes.append(f"{path} [{suite}]: file not found under {root}, skipped")
+            literals = find_literals(_read_source(root, path), path, syntax)
+        except EstTimeInputError as exc:
+            notes.append(f"{path} [{suite}]: {exc}, skipped")
             continue
         except SyntaxError as exc:
             notes.append(f"{path}:{exc.lineno}: syntax error, skipped")
+            continue
+        except (RecursionError, MemoryError, ValueError):
+            notes.append(f"{path} [{suite}]: cannot parse it, skipped")
             continue
         matching = [lit for lit in literals if lit.suite == suite]
         if not matching:
@@ -291,10 +361,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"drift: {drift.describe()}")
     rule = f">= {args.min_rel:.0%} and >= {args.min_abs:g}s"
     if args.write:
+        literals = files = 0
         for path, file_edits in sorted(edits.items()):
-            file = root / path
-            file.write_text(rewrite(file.read_text(encoding="utf-8"), file_edits), encoding="utf-8")
-        print(f"rewrote {len(drifts)} est_time literal(s) in {len(edits)} file(s)")
+            try:
+                new_text = rewrite(_read_source(root, path), file_edits)
+                write_atomic(root / path, new_text.encode("utf-8"))
+            except (EstTimeInputError, ValueError, OSError) as exc:
+                print(f"note: {path}: not rewritten ({exc})")
+                continue
+            literals, files = literals + len(file_edits), files + 1
+        print(f"rewrote {literals} est_time literal(s) in {files} file(s)")
         return 0
     print(f"{len(drifts)} registration(s) drifted ({rule}) over {len(samples)} measured")
     if args.check and drifts:

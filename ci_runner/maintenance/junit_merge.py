@@ -11,17 +11,34 @@ unplanned. Exit codes: 0 complete and green, 1 incomplete or a file did not pass
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from xml.etree.ElementTree import ParseError
 
 from junitparser import JUnitXml, TestSuite
 
-from ci_runner.cli_errors import usage_error
+from ci_runner.cli_errors import StoreOnce, robust_output, usage_error
+from ci_runner.file_safety import (
+    append_regular,
+    destination_problem,
+    read_regular_text,
+    same_file_groups,
+    why,
+    write_atomic,
+)
+from ci_runner.maintenance.junit_files import (
+    JUnitReadError,
+    attribute,
+    number,
+    properties,
+    read_testsuites,
+)
+from ci_runner.safe_text import one_line, xml_safe
 
 PASSING = frozenset({"passed", "flaky"})
 NOT_PASSING = frozenset({"failed", "timeout", "crashed", "not_run"})
@@ -79,12 +96,16 @@ class MergeResult:
 
 
 def _key_of(raw: object, where: str) -> Key:
+    """A planned (path, suite), spelled as the shard reports spell it (:func:`xml_safe`), so a
+    name with an escape code or a non-UTF-8 byte still matches its report."""
     if isinstance(raw, str):
-        return (raw, None)
+        return (xml_safe(raw), None)
     if isinstance(raw, dict) and isinstance(raw.get("path"), str):
         suite = raw.get("suite")
-        return (raw["path"], suite if isinstance(suite, str) else None)
-    raise MergeInputError(f"{where}: expected a path or an object with 'path', got {raw!r}")
+        return (xml_safe(raw["path"]), xml_safe(suite) if isinstance(suite, str) else None)
+    raise MergeInputError(
+        f"{where}: expected a path or an object with 'path', got {repr(raw)[:80]}"
+    )
 
 
 def load_plan(paths: Iterable[Path]) -> Plan:
@@ -100,11 +121,15 @@ def load_plan(paths: Iterable[Path]) -> Plan:
         raise MergeInputError("no plan files given (--plan FILE_OR_DIR)")
     for path in files:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular_text(path))
         except FileNotFoundError:
             raise MergeInputError(f"{path}: plan file not found") from None
+        except OSError as exc:
+            raise MergeInputError(f"{path}: cannot read the plan ({why(exc)})") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise MergeInputError(f"{path}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise MergeInputError(f"{path}: not a dry-run plan (nested too deeply)") from None
         if not isinstance(data, dict) or not isinstance(data.get("files"), list):
             raise MergeInputError(
                 f"{path}: not a dry-run plan; expected the JSON object of "
@@ -117,24 +142,16 @@ def load_plan(paths: Iterable[Path]) -> Plan:
     return plan
 
 
-def _status_of(suite: TestSuite) -> str:
-    props = {p.name: p.value for p in suite.properties()}
+def _status_of(suite: TestSuite, props: dict[str, str]) -> str:
     status = props.get("status")
     if status:
         return status
-    if (suite.errors or 0) + (suite.failures or 0):
+    if (attribute(suite, "errors") or 0) + (attribute(suite, "failures") or 0):
         return "failed"
-    if suite.tests and suite.skipped == suite.tests:
+    tests = attribute(suite, "tests")
+    if tests and attribute(suite, "skipped") == tests:
         return DISABLED
     return "passed"
-
-
-def _testsuites(path: Path) -> list[TestSuite]:
-    try:
-        xml = JUnitXml.fromfile(str(path))
-    except (ParseError, OSError) as exc:
-        raise MergeInputError(f"{path}: not a readable JUnit XML file ({exc})") from None
-    return [xml] if isinstance(xml, TestSuite) else list(xml)
 
 
 def load_reports(directory: Path) -> list[Entry]:
@@ -143,20 +160,21 @@ def load_reports(directory: Path) -> list[Entry]:
         raise MergeInputError(f"{directory}: JUnit directory not found (--junit-dir)")
     entries: list[Entry] = []
     for report in sorted(directory.rglob("*.xml")):
-        for suite in _testsuites(report):
-            props = {p.name: p.value for p in suite.properties()}
+        try:
+            suites = read_testsuites(report)
+        except JUnitReadError as exc:
+            raise MergeInputError(str(exc)) from None
+        for suite in suites:
+            props = properties(suite)
             path = props.get("path") or suite.name
             if not path:
                 raise MergeInputError(f"{report}: a <testsuite> has neither a name nor a path")
-            try:
-                elapsed = float(props.get("elapsed") or suite.time or 0.0)
-            except ValueError:
-                elapsed = 0.0
+            elapsed = number(props.get("elapsed")) or attribute(suite, "time") or 0.0
             entries.append(
                 Entry(
                     path=path,
                     suite=props.get("suite"),
-                    status=_status_of(suite),
+                    status=_status_of(suite, props),
                     elapsed=elapsed,
                     shard=props.get("shard", "?"),
                     report=str(report.relative_to(directory)),
@@ -220,7 +238,7 @@ def merged_xml(entries: Sequence[Entry]) -> JUnitXml:
 
 
 def _name(key: Key) -> str:
-    return f"{key[0]} [{key[1]}]" if key[1] else key[0]
+    return one_line(f"{key[0]} [{key[1]}]" if key[1] else key[0])
 
 
 def summary_lines(result: MergeResult, markdown: bool = False) -> list[str]:
@@ -235,21 +253,24 @@ def summary_lines(result: MergeResult, markdown: bool = False) -> list[str]:
     if result.duplicated:
         lines.append(f"DUPLICATED: {len(result.duplicated)} file(s) ran more than once:")
         for key, found in result.duplicated.items():
-            where = ", ".join(f"shard {e.shard} ({e.report})" for e in found)
+            where = ", ".join(f"shard {one_line(e.shard)} ({one_line(e.report)})" for e in found)
             lines.append(f"{bullet}{_name(key)}: {len(found)}x in {where}")
     if result.unplanned:
         lines.append(f"UNPLANNED: {len(result.unplanned)} report(s) for files not in the plan:")
-        lines += [f"{bullet}{_name((e.path, e.suite))} in {e.report}" for e in result.unplanned]
+        lines += [
+            f"{bullet}{_name((e.path, e.suite))} in {one_line(e.report)}" for e in result.unplanned
+        ]
     if result.not_passing:
         lines.append(f"NOT PASSING: {len(result.not_passing)} file(s):")
         lines += [
-            f"{bullet}{_name((e.path, e.suite))}: {e.status} (shard {e.shard}, {e.elapsed:.1f}s)"
+            f"{bullet}{_name((e.path, e.suite))}: {one_line(e.status)} (shard {one_line(e.shard)}, "
+            f"{e.elapsed:.1f}s)"
             for e in result.not_passing
         ]
     if result.skipped:
         lines.append(f"SKIPPED: {len(result.skipped)} file(s) needed more GPUs than their runner:")
         lines += [
-            f"{bullet}{_name((e.path, e.suite))} (shard {e.shard}): {e.reason}"
+            f"{bullet}{_name((e.path, e.suite))} (shard {one_line(e.shard)}): {one_line(e.reason)}"
             for e in result.skipped
         ]
     verdict = "OK: every planned file ran exactly once and passed" if result.ok else "FAILED"
@@ -273,22 +294,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="dry-run JSON of a planned suite (repeatable; a directory means every *.json in it)",
     )
     parser.add_argument(
-        "--junit-dir", required=True, type=Path, help="directory searched for *.xml reports"
+        "--junit-dir",
+        action=StoreOnce,
+        required=True,
+        type=Path,
+        help="directory searched for *.xml reports",
     )
-    parser.add_argument("--out", type=Path, help="write the merged JUnit XML here")
+    parser.add_argument(
+        "--out", action=StoreOnce, type=Path, help="write the merged JUnit XML here"
+    )
     args = parser.parse_args(argv)
+    robust_output()
     try:
         plan = load_plan(args.plan)
         entries = load_reports(args.junit_dir)
+        if args.out is not None:
+            _check_out(args.out, set(args.junit_dir.rglob("*.xml")))
     except MergeInputError as exc:
         return usage_error(exc, prog="merge_junit")
     result = check(plan, entries)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        merged_xml(entries).write(str(args.out))
+    if args.out is not None:
+        buffer = io.BytesIO()
+        merged_xml(entries).write(buffer)
+        write_atomic(args.out, buffer.getvalue())
     print("\n".join(summary_lines(result)))
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY", "").strip()
     if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as handle:
-            handle.write("\n".join(summary_lines(result, markdown=True)) + "\n")
+        try:
+            append_regular(step_summary, "\n".join(summary_lines(result, markdown=True)) + "\n")
+        except OSError as exc:
+            print(
+                f"merge_junit: warning: could not append to {step_summary}: {exc}", file=sys.stderr
+            )
     return 0 if result.ok else 1
+
+
+def _check_out(out: Path, reports: set[Path]) -> None:
+    """``--out`` must be a regular file (or new), and none of the reports it merges."""
+    problem = destination_problem(out)
+    if problem:
+        raise MergeInputError(f"--out {out}: {problem}")
+    for labels in same_file_groups([("--out", out), *((str(path), path) for path in reports)]):
+        if "--out" in labels:
+            raise MergeInputError(f"--out {out}: is one of the reports it merges; write elsewhere")

@@ -10,16 +10,17 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ci_runner.catalog import CatalogError, find_root, load_catalog, load_syntax
 from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
-from ci_runner.cli_errors import usage_error
-from ci_runner.collect import collect, scan_markers
+from ci_runner.cli_errors import StoreOnce, robust_output, usage_error
+from ci_runner.collect import collect, scan_markers, walk_files
+from ci_runner.file_safety import read_regular_text, why
 from ci_runner.model import Problem
+from ci_runner.safe_text import one_line
 
 
 def discover_packages(root: Path) -> list[str]:
@@ -39,15 +40,6 @@ def discover_packages(root: Path) -> list[str]:
     return found
 
 
-def _python_files(root: Path, package: str) -> Iterable[Path]:
-    base = root / package
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                yield Path(dirpath) / name
-
-
 def package_offenders(
     root: Path, packages: Sequence[str], syntax: RegistrationSyntax = DEFAULT_SYNTAX
 ) -> list[Problem]:
@@ -57,12 +49,13 @@ def package_offenders(
     """
     offenders: list[Problem] = []
     for package in packages:
-        for path in _python_files(root, package):
-            rel = path.relative_to(root).as_posix()
+        walk = walk_files(root, root / package, lambda name: name.endswith(".py"), "*.py")
+        offenders.extend(walk.problems)  # a file that cannot be read cannot be checked
+        for rel in walk.files:
             try:
-                source = path.read_text(encoding="utf-8")
+                source = read_regular_text(root / rel, follow_links=False)
             except (OSError, UnicodeDecodeError) as exc:
-                offenders.append(Problem(rel, 1, 1, f"cannot read: {exc}"))
+                offenders.append(Problem(rel, 1, 1, f"cannot read: {why(exc)}"))
                 continue
             if "register_" not in source and not any(m in source for m in syntax.markers):
                 continue  # cheap prefilter: no marker name, nothing to parse
@@ -83,17 +76,25 @@ def registered_tree_problems(root: Path) -> tuple[int, list[Problem]]:
     return len(collection.files), collection.problems
 
 
+def _directory_inside(root: Path, relative: str) -> bool:
+    path = (root / relative).resolve()
+    return path.is_dir() and (path == root.resolve() or root.resolve() in path.parents)
+
+
 def _root(value: str | None) -> Path:
     return Path(value).resolve() if value else find_root(Path.cwd())
 
 
 def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
     """``check-no-registered-tests-in-package``: exit 1 listing every offender."""
+    robust_output()
     parser = argparse.ArgumentParser(
         prog="check_no_registered_tests_in_package.py",
         description="Fail when a register_*_ci(...) call sits inside an importable package.",
     )
-    parser.add_argument("--root", help="repository root (default: found from the cwd)")
+    parser.add_argument(
+        "--root", action=StoreOnce, help="repository root (default: found from the cwd)"
+    )
     parser.add_argument(
         "--package",
         action="append",
@@ -117,7 +118,7 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
     except CatalogError:
         syntax = DEFAULT_SYNTAX
     if args.package:
-        missing = [p for p in args.package if not (root / p).is_dir()]
+        missing = [p for p in args.package if not _directory_inside(root, p)]
         if missing:
             return usage_error(f"--package {', '.join(missing)}: not a directory under {root}")
         packages = args.package
@@ -128,7 +129,7 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
         return 0
     print("error: CI-registered test(s) found inside a package:", file=sys.stderr)
     for problem in offenders:
-        print(f"  {problem}", file=sys.stderr)
+        print(f"  {one_line(str(problem))}", file=sys.stderr)
     print(
         f"Registered tests belong under {registered_dir} (the [tool.ci-runner] registered-dir): "
         "there run_suite.py collects them, and they are not shipped in the wheel. Inside a "
@@ -140,18 +141,21 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
 
 def main_registered_tests(argv: Sequence[str] | None = None) -> int:
     """``check-registered-tests``: exit 1 listing every registration problem."""
+    robust_output()
     parser = argparse.ArgumentParser(
         prog="check_registered_tests.py",
         description="Validate every registered test file exactly as run_suite.py does.",
     )
-    parser.add_argument("--root", help="repository root (default: found from the cwd)")
+    parser.add_argument(
+        "--root", action=StoreOnce, help="repository root (default: found from the cwd)"
+    )
     args = parser.parse_args(argv)
     try:
         files, problems = registered_tree_problems(_root(args.root))
     except CatalogError as exc:
         return usage_error(exc)
     for problem in problems:
-        print(problem, file=sys.stderr)
+        print(one_line(str(problem)), file=sys.stderr)
     if problems:
         count = len({p.path for p in problems})
         print(

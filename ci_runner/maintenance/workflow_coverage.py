@@ -2,10 +2,11 @@
 and every suite a workflow runs is in the catalog. A suite that no workflow runs is a silent drop:
 its files pass every lint and never run.
 
-The check reads ``.github/workflows/*.yml`` with PyYAML and tokenizes each ``run:`` script with
-:mod:`shlex`. A run_suite invocation (``run_suite.py``, ``run-suite``, ``python -m ci_runner.cli``)
-*runs* its ``--suite`` (a name or a comma list) unless it only plans (``--dry-run``,
-``--print-matrix``). ``$VAR`` and ``${{ env.X }}`` resolve through the step, job and workflow
+The check reads ``.github/workflows/*.yml`` with PyYAML and tokenizes each ``run:`` script
+(:mod:`ci_runner.maintenance.shell_commands`). A command that launches the runner
+(``run_suite.py``, ``run-suite``, ``python -m ci_runner.cli``; not ``echo run_suite.py``, not
+``python -m`` a module that runs nothing) *runs* its ``--suite`` (a name or a comma list, the
+flag repeatable) unless it only plans (``--dry-run``, ``--print-matrix``, ``init``). ``$VAR`` and ``${{ env.X }}`` resolve through the step, job and workflow
 ``env:``; ``${{ matrix.X }}`` through a literal matrix (values or ``include``). A shell script
 that a step runs (``bash .ci/run``, ``./scripts/x.sh``) is read too. A suite that cannot be
 resolved is an error: write it literally so this check can see it.
@@ -15,17 +16,25 @@ from __future__ import annotations
 
 import argparse
 import re
-import shlex
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
-from ci_runner.cli_errors import usage_error
+from ci_runner.cli_errors import StoreOnce, robust_output, usage_error
+from ci_runner.file_safety import read_regular_text, why
+from ci_runner.maintenance.shell_commands import (
+    RUN_SUITE_MODULES,
+    launched,
+    logical_lines,
+    option_values,
+    run_suite_launch,
+    simple_commands,
+    strip_assignments,
+)
 
 WORKFLOW_DIR = ".github/workflows"
-SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "{", "}"})
 PLANNING_FLAGS = frozenset({"--dry-run", "--print-matrix", "--help", "-h"})
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
@@ -97,81 +106,14 @@ def _expand_variables(token: str, ctx: Context) -> list[str]:
     ]
 
 
-def _logical_lines(script: str) -> Iterator[str]:
-    """Lines with backslash continuations joined; blank lines dropped."""
-    pending = ""
-    for line in script.splitlines():
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-            continue
-        joined = pending + line
-        pending = ""
-        if joined.strip():
-            yield joined
-    if pending.strip():
-        yield pending
-
-
 def _expanded_lines(script: str, ctx: Context) -> Iterator[str]:
     """Logical lines with ``${{ ... }}`` expanded (one line per matrix value); an expression that
     cannot be resolved becomes a marker that makes any suite containing it unresolvable."""
-    for line in _logical_lines(script):
+    for line in logical_lines(script):
         try:
             yield from _expand_expressions(line, ctx)
         except Unresolved:
             yield EXPRESSION.sub(UNRESOLVED, line)
-
-
-def _commands(line: str) -> Iterator[list[str]]:
-    """Simple commands of one shell line (split at ; && || | & and parentheses)."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
-    command: list[str] = []
-    for token in lexer:
-        if token in SEPARATORS or set(token) <= set(";&|(){}"):
-            if command:
-                yield command
-            command = []
-        else:
-            command.append(token)
-    if command:
-        yield command
-
-
-def _strip_assignments(command: list[str]) -> list[str]:
-    index = 0
-    while index < len(command) and re.fullmatch(r"\w+=.*", command[index]):
-        index += 1
-    return command[index:]
-
-
-def _is_run_suite(command: list[str]) -> int | None:
-    """Index of the first argument if ``command`` invokes run_suite, else None."""
-    for index, token in enumerate(command[:4]):
-        if token.endswith("run_suite.py") or token.endswith("run-suite"):
-            return index + 1
-        if (
-            token == "-m"
-            and index + 1 < len(command)
-            and command[index + 1]
-            in (
-                "ci_runner.cli",
-                "ci_runner",
-            )
-        ):
-            return index + 2
-    return None
-
-
-def _option(args: list[str], name: str) -> list[str]:
-    values: list[str] = []
-    for index, arg in enumerate(args):
-        if arg == name and index + 1 < len(args):
-            values.append(args[index + 1])
-        elif arg.startswith(name + "="):
-            values.append(arg.split("=", 1)[1])
-    return values
 
 
 def scan_script(
@@ -187,24 +129,33 @@ def scan_script(
             problems += problems_in
             continue
         try:
-            commands = list(_commands(line))
+            line_commands = list(simple_commands(line))
         except ValueError as exc:
             problems.append(f"{where}: cannot tokenize `{line.strip()}` ({exc})")
             continue
-        for raw in commands:
-            command = _strip_assignments(raw)
-            start = _is_run_suite(command)
-            if start is None:
+        for raw in line_commands:
+            command = launched(strip_assignments(raw))
+            found = run_suite_launch(command)
+            if found is None:
                 continue
+            start, launcher = found
             args = command[start:]
-            planning = any(arg in PLANNING_FLAGS for arg in args)
+            if launcher.startswith("-m ") and launcher[3:] not in RUN_SUITE_MODULES:
+                if any(arg == "--suite" or arg.startswith("--suite=") for arg in args):
+                    problems.append(
+                        f"{where}: `python {launcher}` runs no suite ({launcher[3:]} is no entry "
+                        f"point of the runner): use `python run_suite.py` or "
+                        f"`python -m {RUN_SUITE_MODULES[0]}`"
+                    )
+                continue
+            planning = any(arg in PLANNING_FLAGS for arg in args) or args[:1] == ["init"]
             suites: list[str] = []
             try:
-                for value in _option(args, "--suite"):
+                for value in option_values(args, "--suite"):
                     for expanded in _expand_variables(value, ctx):
                         for text in _expand_expressions(expanded, ctx):
                             suites += [s.strip() for s in text.split(",") if s.strip()]
-                hws = [h for v in _option(args, "--hw") for h in _expand_variables(v, ctx)]
+                hws = [h for v in option_values(args, "--hw") for h in _expand_variables(v, ctx)]
             except Unresolved as exc:
                 if not planning:
                     problems.append(
@@ -233,11 +184,11 @@ def _follow_scripts(
     invocations: list[Invocation] = []
     problems: list[str] = []
     try:
-        commands = list(_commands(line))
+        line_commands = list(simple_commands(line))
     except ValueError:
         return [], []
-    for raw in commands:
-        command = _strip_assignments(raw)
+    for raw in line_commands:
+        command = strip_assignments(raw)
         if not command:
             continue
         target = command[1] if command[0] in SHELLS and len(command) > 1 else command[0]
@@ -247,7 +198,7 @@ def _follow_scripts(
         if not path.is_file() or path.suffix == ".py" or root.resolve() not in path.parents:
             continue
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular_text(path)
         except (OSError, UnicodeDecodeError):
             continue
         found, issues = scan_script(text, ctx, f"{where} via {target}", root, seen | {target})
@@ -256,10 +207,22 @@ def _follow_scripts(
     return invocations, problems
 
 
+_SCALARS = (str, int, float, bool)
+
+
+def _scalar(value: object) -> str | None:
+    """A YAML scalar as GitHub spells it (``true``); ``None`` for a list or a map, which an
+    ``env:`` or matrix value cannot be (and whose text an alias bomb makes astronomically long)."""
+    if not isinstance(value, _SCALARS):
+        return None
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _string_map(value: object) -> dict[str, str]:
     if not isinstance(value, dict):
         return {}
-    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+    pairs = ((str(k), _scalar(v)) for k, v in value.items())
+    return {k: v for k, v in pairs if v is not None}
 
 
 def _literal_matrix(strategy: object) -> dict[str, tuple[str, ...]]:
@@ -271,10 +234,11 @@ def _literal_matrix(strategy: object) -> dict[str, tuple[str, ...]]:
         if key == "include" and isinstance(value, list):
             for entry in value:
                 if isinstance(entry, dict):
-                    for k, v in entry.items():
-                        values.setdefault(str(k), []).append(str(v))
+                    for k, v in _string_map(entry).items():
+                        values.setdefault(k, []).append(v)
         elif key != "exclude" and isinstance(value, list):
-            values.setdefault(str(key), []).extend(str(v) for v in value)
+            scalars = (_scalar(v) for v in value)
+            values.setdefault(str(key), []).extend(v for v in scalars if v is not None)
     return {k: tuple(dict.fromkeys(v)) for k, v in values.items()}
 
 
@@ -283,11 +247,13 @@ def scan_workflow(path: Path, root: Path) -> tuple[list[Invocation], list[str]]:
     import yaml  # PyYAML: only this check needs it
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_regular_text(path))
     except (OSError, UnicodeDecodeError) as exc:
-        raise DispatchInputError(f"{path}: cannot read ({exc})") from None
+        raise DispatchInputError(f"{path}: cannot read ({why(exc)})") from None
     except yaml.YAMLError as exc:
         raise DispatchInputError(f"{path}: invalid YAML ({exc})") from None
+    except RecursionError:
+        raise DispatchInputError(f"{path}: invalid YAML (nested too deeply to read)") from None
     rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
         return [], []
@@ -304,7 +270,7 @@ def scan_workflow(path: Path, root: Path) -> tuple[list[Invocation], list[str]]:
                 continue
             ctx = Context(env={**job_env, **_string_map(step.get("env"))}, matrix=matrix)
             where = f"{rel} job {job_id!r} step {number}"
-            if step.get("name"):
+            if isinstance(step.get("name"), str):
                 where += f" ({step['name']})"
             found, issues = scan_script(step["run"], ctx, where, root)
             invocations += found
@@ -354,10 +320,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Every catalog suite is run by a workflow, and every suite run is in the "
         "catalog.",
     )
-    parser.add_argument("--root", help="repository root (default: found from the cwd)")
-    parser.add_argument("--workflows", help=f"workflow directory (default: <root>/{WORKFLOW_DIR})")
+    parser.add_argument(
+        "--root", action=StoreOnce, help="repository root (default: found from the cwd)"
+    )
+    parser.add_argument(
+        "--workflows",
+        action=StoreOnce,
+        help=f"workflow directory (default: <root>/{WORKFLOW_DIR})",
+    )
     parser.add_argument("--verbose", action="store_true", help="list every invocation found")
     args = parser.parse_args(argv)
+    robust_output()
     try:
         root = Path(args.root).resolve() if args.root else find_root(Path.cwd())
         catalog = load_catalog(root)

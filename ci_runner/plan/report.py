@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ci_runner.plan.packing import Plan
+from ci_runner.safe_text import one_line
 from ci_runner.select import Selection
 
 
@@ -18,7 +19,10 @@ def selection_lines(selection: Selection) -> list[str]:
         f"selected {len(selection.files)} file(s), est total {_seconds(selection.est_total)}; "
         f"{len(selection.disabled)} disabled",
     ]
-    lines.extend(f"  disabled: {d.path} [{d.suite}] reason: {d.reason}" for d in selection.disabled)
+    lines.extend(
+        f"  disabled: {one_line(d.path)} [{d.suite}] reason: {one_line(d.reason)}"
+        for d in selection.disabled
+    )
     return lines
 
 
@@ -44,7 +48,9 @@ def plan_lines(plan: Plan, selection: Selection, shard_ids: list[int]) -> list[s
             f"shard {shard_id + 1}/{plan.shard_count} (--auto-partition-id {shard_id}): "
             f"{len(files)} file(s), est total {_seconds(plan.shard_totals[shard_id])}"
         )
-        lines.extend(f"  - {path} (est {_seconds(est[path])}{gpus[path]})" for path in files)
+        lines.extend(
+            f"  - {one_line(path)} (est {_seconds(est[path])}{gpus[path]})" for path in files
+        )
     return lines
 
 

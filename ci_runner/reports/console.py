@@ -2,7 +2,8 @@
 
 The very last line is always ``summary: N passed, N failed, N skipped``, counting test cases
 (pytest cases where a file is a pytest file, one case per file otherwise; not_run and disabled
-files count as skipped).
+files count as skipped). Names and reasons are printed on one line each
+(:func:`~ci_runner.safe_text.one_line`): no file name can break a line or colour the terminal.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ci_runner.model import (
     ShardOutcome,
     case_counts,
 )
+from ci_runner.safe_text import one_line
 
 
 def format_seconds(seconds: float) -> str:
@@ -39,22 +41,22 @@ def format_seconds(seconds: float) -> str:
 def file_line(result: FileResult, index: int, total: int) -> str:
     """``[3/17] registered/jit/test_x.py  passed  12.3s (est 30s)`` plus what is notable."""
     line = (
-        f"[{index}/{total}] {result.path}  {result.status}  {format_seconds(result.elapsed)} "
-        f"(est {result.est_time:g}s)"
+        f"[{index}/{total}] {one_line(result.path)}  {result.status}  "
+        f"{format_seconds(result.elapsed)} (est {result.est_time:g}s)"
     )
     extras: list[str] = []
     last = result.final_attempt
     if result.status == TIMEOUT and result.timeout_limit is not None:
         extras.append(f"limit {result.timeout_limit:g}s")
     if result.status == CRASHED and last is not None and last.term_signal:
-        extras.append(result.reason)
+        extras.append(one_line(result.reason))
     if len(result.attempts) > 1:
         extras.append(f"attempts {len(result.attempts)}")
     leftovers = sum(a.leftover_processes for a in result.attempts)
     if leftovers and result.status != TIMEOUT:
         extras.append(f"killed {leftovers} leftover process(es)")
     if result.gpu_ids:
-        extras.append(f"gpu {','.join(result.gpu_ids)}")
+        extras.append(f"gpu {one_line(','.join(result.gpu_ids))}")
     return line + (f"  [{'; '.join(extras)}]" if extras else "")
 
 
@@ -75,8 +77,8 @@ class ConsoleReport:
     def header(self, info: RunInfo, count: int) -> None:
         with self._lock:
             self._print(
-                f"executing {count} file(s) of shard {info.shard} ({info.hw}: "
-                f"{', '.join(info.suites)}); {info.slots}; {info.mode}"
+                f"executing {count} file(s) of shard {info.shard} ({one_line(info.hw)}: "
+                f"{one_line(', '.join(info.suites))}); {one_line(info.slots)}; {info.mode}"
             )
             self.stream.flush()
 
@@ -84,7 +86,9 @@ class ConsoleReport:
         """Files that will not run on this runner (too few GPUs), each with its reason."""
         with self._lock:
             for result in results:
-                self._print(f"[skipped] {result.path}  skipped  [{result.reason}]")
+                self._print(
+                    f"[skipped] {one_line(result.path)}  skipped  [{one_line(result.reason)}]"
+                )
             self.stream.flush()
 
     def attempt_ended(self, path: str, attempt: AttemptResult, why: str, again: bool) -> None:
@@ -92,7 +96,8 @@ class ConsoleReport:
         verdict = f"retrying: {why}" if again else f"not retried: {why}"
         with self._lock:
             self._print(
-                f"  attempt {attempt.number} of {path} {attempt.status}: {attempt.reason}; {verdict}"
+                f"  attempt {attempt.number} of {one_line(path)} {attempt.status}: "
+                f"{one_line(attempt.reason)}; {one_line(verdict)}"
             )
             self.stream.flush()
 
@@ -106,8 +111,9 @@ class ConsoleReport:
 
     def _output_block(self, result: FileResult, attempt: AttemptResult) -> None:
         title = (
-            f"output of {result.path} (attempt {attempt.number}: {attempt.status}"
-            f"{', ' + attempt.reason if attempt.reason else ''}; {attempt.output_bytes} bytes)"
+            f"output of {one_line(result.path)} (attempt {attempt.number}: {attempt.status}"
+            f"{', ' + one_line(attempt.reason) if attempt.reason else ''}; "
+            f"{attempt.output_bytes} bytes)"
         )
         if self.github_actions:
             self._print(f"::group::{title}")
@@ -116,7 +122,9 @@ class ConsoleReport:
         self.stream.flush()
         copy_text(attempt.output_path, self.stream)
         if not self.github_actions:
-            self._print(f"\n----- end output of {result.path} (attempt {attempt.number}) -----")
+            self._print(
+                f"\n----- end output of {one_line(result.path)} (attempt {attempt.number}) -----"
+            )
         else:
             self._print("\n::endgroup::")
 
@@ -136,7 +144,7 @@ class ConsoleReport:
                     format_seconds(r.elapsed),
                     f"{r.est_time:g}s",
                     str(len(r.attempts)),
-                    r.path,
+                    one_line(r.path),
                 )
             )
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
@@ -164,7 +172,7 @@ class ConsoleReport:
             if items:
                 self._print(f"{title}:")
                 for r in items:
-                    self._print(f"  {r.path} [{r.status}]: {r.reason}")
+                    self._print(f"  {one_line(r.path)} [{r.status}]: {one_line(r.reason)}")
         if outcome.interrupted_by:
             self._print(f"interrupted by {outcome.interrupted_by}")
         self._print(f"exit code {outcome.exit_code}")

@@ -4,40 +4,39 @@ Layout (the merge job relies on it): testsuite ``name`` = the file's POSIX path 
 root; ``<properties>`` ``path``, ``suite``, ``status``, ``attempts``, ``shard`` ("0/4"),
 ``est_time``, ``elapsed``; the file's pytest cases (or one case for a non-pytest file). Files
 that timed out or crashed get an ``<error type="timeout|crashed">`` case, files that did not run
-or are disabled a ``<skipped>`` case with the reason. A flaky file keeps its failed attempts in
+or are disabled a ``<skipped>`` case with the reason. Names and texts are made XML-safe
+(:func:`~ci_runner.safe_text.xml_safe`), so a file name with an escape code or a child's NUL
+byte never makes the report unreadable. A flaky file keeps its failed attempts in
 ``attempt.N`` properties and in the testsuite's ``<system-err>``. At the start every planned file
 is written as not_run, so a job killed outright still lists every file.
 """
 
 from __future__ import annotations
 
-import os
-import re
+import io
 import socket
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, SystemErr, TestCase, TestSuite
 
-from ci_runner.model import AttemptResult, CaseResult, FileResult, RunInfo
+from ci_runner.file_safety import write_atomic
+from ci_runner.model import AttemptResult, CaseResult, FileResult, RunInfo, report_cases
+from ci_runner.safe_text import xml_safe
 
-_XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+__all__ = ["file_testsuite", "write_junit", "xml_safe"]
+
 ATTEMPT_TEXT_BYTES = 16 * 1024
-
-
-def xml_safe(text: str) -> str:
-    """Replace characters XML 1.0 forbids (NUL, escape codes, ...) with ``\\xNN``."""
-    return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
 def _case(case: CaseResult) -> TestCase:
     element = TestCase(xml_safe(case.name), xml_safe(case.classname), round(case.time, 3))
     message = xml_safe(case.message) if case.message else None
+    kind = xml_safe(case.type) if case.type else None
     if case.outcome == "failed":
-        result = Failure(message, case.type or None)
+        result = Failure(message, kind)
     elif case.outcome == "error":
-        result = Error(message, case.type or None)
+        result = Error(message, kind)
     elif case.outcome == "skipped":
         result = Skipped(message)
     else:
@@ -68,22 +67,25 @@ def _attempt_log(attempts: tuple[AttemptResult, ...]) -> str:
 
 
 def file_testsuite(result: FileResult, info: RunInfo) -> TestSuite:
-    """The ``<testsuite>`` of one file."""
-    suite = TestSuite(result.path)
-    suite.add_property("path", result.path)
-    suite.add_property("suite", result.suite)
-    suite.add_property("status", result.status)
-    suite.add_property("attempts", str(len(result.attempts)))
-    suite.add_property("shard", info.shard)
-    suite.add_property("est_time", f"{result.est_time:g}")
-    suite.add_property("elapsed", f"{result.elapsed:.3f}")
+    """The ``<testsuite>`` of one file; every name and text goes through :func:`xml_safe`."""
+    suite = TestSuite(xml_safe(result.path))
+    properties = [
+        ("path", result.path),
+        ("suite", result.suite),
+        ("status", result.status),
+        ("attempts", str(len(result.attempts))),
+        ("shard", info.shard),
+        ("est_time", f"{result.est_time:g}"),
+        ("elapsed", f"{result.elapsed:.3f}"),
+    ]
     if result.reason:
-        suite.add_property("reason", xml_safe(result.reason))
+        properties.append(("reason", result.reason))
     if result.timeout_limit is not None:
-        suite.add_property("timeout", f"{result.timeout_limit:g}")
-    for attempt in result.attempts:
-        suite.add_property(f"attempt.{attempt.number}", xml_safe(_attempt_summary(attempt)))
-    suite.add_testcases([_case(case) for case in result.cases])
+        properties.append(("timeout", f"{result.timeout_limit:g}"))
+    properties += [(f"attempt.{a.number}", _attempt_summary(a)) for a in result.attempts]
+    for name, value in properties:
+        suite.add_property(name, xml_safe(value))
+    suite.add_testcases([_case(case) for case in report_cases(result)])
     failed = result.failed_attempts
     if failed:
         suite.append(SystemErr(_attempt_log(failed)))
@@ -95,19 +97,13 @@ def file_testsuite(result: FileResult, info: RunInfo) -> TestSuite:
 
 def write_junit(path: Path, results: list[FileResult], info: RunInfo) -> None:
     """Write the whole report to ``path`` atomically (temporary file + ``os.replace``)."""
-    xml = JUnitXml(f"run_suite {info.hw} {','.join(info.suites)} shard {info.shard}")
+    xml = JUnitXml(xml_safe(f"run_suite {info.hw} {','.join(info.suites)} shard {info.shard}"))
     for result in results:
         xml.add_testsuite(file_testsuite(result, info))
     xml.update_statistics()
     for suite, result in zip(xml, results, strict=True):
         suite.time = round(result.elapsed, 3)  # the file's wall time, not the sum of its cases
     xml.time = round(sum(r.elapsed for r in results), 3)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            xml.write(handle)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buffer = io.BytesIO()
+    xml.write(buffer)
+    write_atomic(path, buffer.getvalue())

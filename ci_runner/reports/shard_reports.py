@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_runner.env import GITHUB_ACTIONS, get_bool_env
+from ci_runner.file_safety import destination_problem, read_regular, same_file_groups, why
 from ci_runner.model import SKIPPED, AttemptResult, FileResult, RunInfo, ShardOutcome
 from ci_runner.reports.console import ConsoleReport
 from ci_runner.reports.junit import write_junit
@@ -49,6 +50,34 @@ class ReportOptions:
             step_summary=Path(summary) if summary else None,
             github_actions=get_bool_env(GITHUB_ACTIONS, environ=env),
         )
+
+    def destination_problems(self) -> list[str]:
+        """Why a report cannot be written where it was asked for, one message each.
+
+        Each destination must be absent or a regular file (never a link, a FIFO, a device or a
+        directory), the three must be distinct files (by real path), and an existing
+        ``--junit-xml`` / ``--timings-out`` file must look like such a report, so a typo never
+        replaces ``pyproject.toml`` or a test file.
+        """
+        named = [
+            (label, path)
+            for label, path in (
+                ("--junit-xml", self.junit_xml),
+                ("--timings-out", self.timings_out),
+                (f"${STEP_SUMMARY_VARIABLE}", self.step_summary),
+            )
+            if path is not None
+        ]
+        problems = []
+        for label, path in named:
+            problem = destination_problem(path) or _content_problem(label, path)
+            if problem:
+                problems.append(f"{label} {path}: {problem}")
+        problems += [
+            f"{' and '.join(labels)} name the same file; give each report its own path"
+            for labels in same_file_groups(named)
+        ]
+        return problems
 
 
 class ShardReports:
@@ -107,6 +136,28 @@ class ShardReports:
             write_junit(self.options.junit_xml, self.results, self.info)
         if self.options.timings_out is not None:
             write_timings(self.options.timings_out, self.results, self.info)
+
+
+_REPORT_STARTS = {"--junit-xml": (b"<", "JUnit XML"), "--timings-out": (b"{", "timings JSON lines")}
+
+
+def _content_problem(label: str, path: Path) -> str | None:
+    """An existing report file is replaced only when it starts like one (``<`` / ``{``)."""
+    if label not in _REPORT_STARTS:
+        return None  # the step summary is appended to, never replaced
+    try:
+        head = read_regular(path, limit=4096).lstrip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot read it: {why(exc)}"
+    start, kind = _REPORT_STARTS[label]
+    if head and not head.startswith(start):
+        return (
+            f"exists and is not {kind} (it starts with {head[:20]!r}); the report would replace "
+            "it: pass another path, or delete the file"
+        )
+    return None
 
 
 def _warn(message: str) -> None:

@@ -1,15 +1,21 @@
 """``$GITHUB_STEP_SUMMARY``: a Markdown page per shard, appended when the shard ends.
 
 It holds the plan (shard, predicted vs actual time), a table of every file (status, time, est,
-attempts) and, for each failing or flaky file, its reason and the last lines of its output.
+attempts) and, for each failing or flaky file, its reason and the last lines of its output. Names
+and reasons are escaped (one line; names in code spans, reasons HTML-escaped), so no file name or
+output can break the table or inject markup.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
+from ci_runner.file_safety import append_regular
 from ci_runner.model import FLAKY, ShardOutcome, case_counts
 from ci_runner.reports.console import format_seconds
+from ci_runner.safe_text import one_line, printable
 
 STEP_SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
 FAILURE_TAIL_LINES = 60
@@ -27,13 +33,28 @@ _ICONS = {
 }
 
 
+_TAIL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a table cell or a list item: one line, no Markdown table break, no raw HTML."""
+    return html.escape(one_line(text), quote=False).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """A name as inline code that no backtick or ``|`` can break (a code span shows ``<`` as
+    is): delimited by one backtick more than the longest run inside it."""
+    text = one_line(text).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence, pad = "`" * (longest + 1), " " if longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _tail(text: str) -> str:
-    lines = text[-FAILURE_TAIL_CHARS:].splitlines()[-FAILURE_TAIL_LINES:]
-    return "\n".join(lines).replace("```", "`\u200b``")
+    """The last lines of an output for a fenced block (control characters made visible)."""
+    lines = printable(text[-FAILURE_TAIL_CHARS:]).splitlines()[-FAILURE_TAIL_LINES:]
+    text = "\n".join(lines).replace("```", "`\u200b``")
+    return _TAIL_CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
 def render_step_summary(outcome: ShardOutcome) -> str:
@@ -44,10 +65,10 @@ def render_step_summary(outcome: ShardOutcome) -> str:
     if outcome.interrupted_by:
         verdict = f"interrupted by {outcome.interrupted_by} (exit {outcome.exit_code})"
     out = [
-        f"## run_suite: {info.hw} {', '.join(info.suites)}, shard {info.shard_id + 1} of "
-        f"{info.shard_count}: {verdict}",
+        f"## run_suite: {_cell(info.hw)} {_cell(', '.join(info.suites))}, shard "
+        f"{info.shard_id + 1} of {info.shard_count}: {verdict}",
         "",
-        f"- plan `{info.plan_hash}`; {info.slots}; {info.mode}",
+        f"- plan `{info.plan_hash}`; {_cell(info.slots)}; {_cell(info.mode)}",
         f"- predicted: this shard {info.shard_est_total:g}s of est, slowest shard "
         f"{info.predicted_makespan:g}s (lower bound {info.lower_bound:g}s); "
         f"actual wall {format_seconds(outcome.wall)}",
@@ -58,7 +79,7 @@ def render_step_summary(outcome: ShardOutcome) -> str:
     ]
     for r in outcome.results:
         out.append(
-            f"| `{_cell(r.path)}` | {_ICONS.get(r.status, '')} {r.status} | "
+            f"| {_code(r.path)} | {_ICONS.get(r.status, '')} {r.status} | "
             f"{format_seconds(r.elapsed)} | {r.est_time:g}s | {len(r.attempts)} |"
         )
     problems = [*outcome.failing, *outcome.flaky]
@@ -67,7 +88,7 @@ def render_step_summary(outcome: ShardOutcome) -> str:
         if outcome.failing and outcome.flaky:
             out[-1] = "### Failures and flaky files"
         for r in problems:
-            out += ["", f"**`{r.path}`** {r.status}: {_cell(r.reason)}"]
+            out += ["", f"**{_code(r.path)}** {r.status}: {_cell(r.reason)}"]
             shown = r.failed_attempts if r.status == FLAKY else r.attempts[-1:]
             for attempt in shown:
                 out += [
@@ -81,14 +102,13 @@ def render_step_summary(outcome: ShardOutcome) -> str:
                 ]
     if outcome.not_run:
         out += ["", f"### Not run ({len(outcome.not_run)})", ""]
-        out += [f"- `{r.path}`: {_cell(r.reason)}" for r in outcome.not_run]
+        out += [f"- {_code(r.path)}: {_cell(r.reason)}" for r in outcome.not_run]
     if outcome.skipped:
         out += ["", f"### Skipped on this runner ({len(outcome.skipped)})", ""]
-        out += [f"- `{r.path}`: {_cell(r.reason)}" for r in outcome.skipped]
+        out += [f"- {_code(r.path)}: {_cell(r.reason)}" for r in outcome.skipped]
     return "\n".join(out) + "\n"
 
 
 def append_step_summary(path: Path, outcome: ShardOutcome) -> None:
-    """Append the shard's Markdown to the step summary file."""
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(render_step_summary(outcome))
+    """Append the shard's Markdown to the step summary file (a regular file, or created)."""
+    append_regular(path, render_step_summary(outcome))

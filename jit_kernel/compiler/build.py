@@ -3,6 +3,12 @@
 ninja runs the independent compile steps (host C++ and CUDA) in parallel and the link after
 them; on failure it prints ``FAILED: <output>``, the command and the compiler's output, which we
 turn into a :class:`BuildStepError` naming the failing step.
+
+No path from the environment is ever interpreted by a shell. ninja runs each command through
+``/bin/sh``, so every word is quoted (``shlex``) and ninja's ``$`` escaped. nvcc then runs its own
+sub-steps through a shell *without* quoting, so :func:`nvcc_command` gives it only shell-safe
+paths: the sources and outputs relative to the staging directory (itself a safe path), -I
+directories and -ccbin through links inside it, nvcc by its real path, and ``TMPDIR`` inside it.
 """
 
 from __future__ import annotations
@@ -12,8 +18,11 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from jit_kernel.compiler.toolchain import JitToolchainError, shell_safe
 
 NINJA_FILE = "build.ninja"
 _FAILED = re.compile(r"^FAILED: (?:\[code=(\d+)\] )?(\S+)", re.MULTILINE)
@@ -75,16 +84,63 @@ def write_ninja_file(staging: Path, steps: list[BuildStep]) -> Path:
     return path
 
 
+def _linked(staging: Path, target: str, name: str) -> str:
+    """A shell-safe path inside ``staging`` that links to ``target``."""
+    link = staging / "links" / name
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(os.path.realpath(target))
+    return str(link)
+
+
+def nvcc_command(nvcc: Path, flags: Sequence[str], staging: Path, *args: str) -> tuple[str, ...]:
+    """``nvcc <flags> <args>`` with every path nvcc would hand a shell made shell-safe (see the
+    module docstring); ``staging``'s real path must be safe already."""
+    program = os.path.realpath(nvcc)
+    if not shell_safe(program):
+        raise JitToolchainError(
+            f"nvcc is at {program}, a path with characters nvcc would pass to a shell unquoted; "
+            "install the CUDA toolkit at a plain path (letters, digits, _ . / + @ % , : = -)"
+        )
+    safe: list[str] = []
+    pending_ccbin = False
+    for index, flag in enumerate(flags):
+        if pending_ccbin:
+            found = shutil.which(flag) or flag
+            real = os.path.realpath(found)
+            name = re.sub(r"[^A-Za-z0-9_.+-]", "_", os.path.basename(real)) or "c++"
+            safe.append(real if shell_safe(real) else _linked(staging, real, name))
+            pending_ccbin = False
+        elif flag == "-ccbin":
+            safe.append(flag)
+            pending_ccbin = True
+        elif flag.startswith("-I") and len(flag) > 2 and not shell_safe(flag[2:]):
+            safe.append("-I" + _linked(staging, flag[2:], f"include{index}"))
+        else:
+            safe.append(flag)
+    return (program, *safe, *args)
+
+
+def _jobs() -> list[str]:
+    """``-j N`` from ``MAX_JOBS`` (a positive whole number), else nothing."""
+    jobs = os.environ.get("MAX_JOBS", "").strip()
+    if not jobs:
+        return []
+    if not jobs.isdigit() or int(jobs) < 1:
+        raise JitToolchainError(f"MAX_JOBS={jobs!r} is not a positive whole number of jobs")
+    return ["-j", jobs]
+
+
 def run_ninja(staging: Path, steps: list[BuildStep], verbose: bool = False) -> None:
     """Build every step in ``staging``; raise :class:`BuildStepError` for the first failure."""
     write_ninja_file(staging, steps)
-    command = [find_ninja(), "-C", str(staging)]
+    command = [find_ninja(), "-C", str(staging), *_jobs()]
     if verbose:
         command.append("-v")
-    jobs = os.environ.get("MAX_JOBS")
-    if jobs:
-        command += ["-j", jobs]
-    proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    (staging / "tmp").mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(staging / "tmp")}  # nvcc's temporary files: a safe path
+    proc = subprocess.run(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     if verbose and proc.stdout:
         print(proc.stdout, end="")
     if proc.returncode == 0:

@@ -3,8 +3,10 @@
 Cold path: generate a translation unit (``#include`` lines plus one
 ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` per wrapper, :mod:`jit_kernel.compiler.plan`), compile it with
 nvcc / ``$CXX`` in a private staging directory (ninja runs the compile and link steps), then
-publish the ``.so`` atomically into ``<cache>/<module>_<key16>/<module>.so``. Warm path: that
-file exists, so it is loaded directly (no ninja, no compiler).
+install the ``.so`` and its size and digest atomically into ``<cache>/<module>_<key16>/``, all
+under the module's build lock, so concurrent builders of one module wait for one build. Warm
+path: that file exists and matches its recorded digest, so it is loaded directly (no ninja, no
+compiler); a truncated or foreign file is rebuilt, never loaded.
 """
 
 from __future__ import annotations
@@ -13,11 +15,8 @@ import contextvars
 import json
 import logging
 import os
-import re
 import shlex
 import shutil
-import socket
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,11 +26,17 @@ from typing import TYPE_CHECKING
 import tvm_ffi
 import tvm_ffi.libinfo
 
-from jit_kernel.compiler.build import BuildStep, BuildStepError, run_ninja
+from jit_kernel.compiler.build import BuildStep, BuildStepError, nvcc_command, run_ninja
 from jit_kernel.compiler.cache import (
+    build_lock,
     cache_root,
+    digest_path,
+    install,
+    library_problem,
     prebuilt_without_toolchain,
+    record_digest,
     record_in_index,
+    staging_dir,
 )
 from jit_kernel.compiler.plan import (
     ModulePlan,
@@ -79,21 +84,23 @@ def build_only() -> Iterator[None]:
 
 
 def _build(plan: ModulePlan, staging: Path) -> Path:
-    """Compile and link in ``staging`` with ninja; returns the library path there."""
-    staging.mkdir(parents=True, exist_ok=False)
+    """Compile and link in ``staging`` (new, empty, a shell-safe path) with ninja; returns the
+    library there, its size and digest recorded next to it."""
     cxx = host_compiler()
     steps: list[BuildStep] = []
     ldflags: list[str] = []
     if plan.cpp_source is not None:
         source = staging / "main.cpp"
         source.write_text(plan.cpp_source)
-        command = (cxx, *plan.cpp_flags, "-c", str(source), "-o", "main.o")
+        command = (cxx, *plan.cpp_flags, "-c", "main.cpp", "-o", "main.o")
         steps.append(BuildStep("main.o", ("main.cpp",), command, source))
     if plan.cuda_source is not None:
         toolkit = find_cuda_toolkit()
         source = staging / "cuda.cu"
         source.write_text(plan.cuda_source)
-        command = (str(toolkit.nvcc), *plan.cuda_flags, "-c", str(source), "-o", "cuda.o")
+        command = nvcc_command(
+            toolkit.nvcc, plan.cuda_flags, staging, "-c", "cuda.cu", "-o", "cuda.o"
+        )
         steps.append(BuildStep("cuda.o", ("cuda.cu",), command, source))
         cudart = str(toolkit.cudart_dir)
         ldflags = [f"-L{cudart}", "-lcudart", f"-Wl,-rpath,{cudart}"]
@@ -123,21 +130,24 @@ def _build(plan: ModulePlan, staging: Path) -> Path:
             f"generated source: {failure.step.source}\n"
             f"build directory (kept for inspection): {staging}"
         ) from None
+    record_digest(staging / library)
     return staging / library
 
 
-def _publish(staged: Path, target: Path, replace: bool) -> None:
-    """Move ``staged`` to ``target`` atomically; the first publisher wins unless ``replace``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if not replace:
-        try:
-            os.link(staged, target)
-            return
-        except FileExistsError:
-            return  # another process published the same key first; keep theirs
-        except OSError:
-            pass  # no hard links on this filesystem
-    os.replace(staged, target)
+def _build_and_install(plan: ModulePlan, root: Path, target: Path) -> None:
+    """Build ``plan`` in a private staging directory and install the library, its digest and
+    ``key.json`` at ``target`` (the caller holds the build lock)."""
+    staging = staging_dir(root, plan)
+    library = _build(plan, staging)
+    install(digest_path(library), digest_path(target))
+    install(library, target)
+    install(staging / "key.json", target.parent / "key.json")  # what the key covered
+    record_in_index(root, plan, target)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _usable(target: Path) -> bool:
+    return target.is_file() and library_problem(target) is None
 
 
 def _check_not_capturing(name: str) -> None:
@@ -247,7 +257,7 @@ def load_jit(
     )
     only_build = _build_only.get()
     force = get_bool_env(FORCE_REBUILD_ENV)
-    corrupt = False
+    failed_to_load = False
     if plan.toolchain_error is not None:  # nothing can be built: use what was found, or fail
         if only_build or force:
             raise plan.toolchain_error
@@ -259,23 +269,27 @@ def load_jit(
                 "cannot be rebuilt here."
             ) from None
     if target.is_file() and not force:
-        if only_build:
+        problem = library_problem(target)
+        if problem is None and only_build:
             return BuildResult(plan.name, target, built=False)
-        try:
-            return _load(target)
-        except Exception as error:
-            logger.warning("cached JIT module %s failed to load (%s); rebuilding", target, error)
-            corrupt = True
+        if problem is None:
+            try:
+                return _load(target)
+            except Exception as error:
+                logger.warning(
+                    "cached JIT module %s failed to load (%s); rebuilding", target, error
+                )
+                failed_to_load = True
+        else:
+            logger.warning("cached JIT module %s is damaged (%s); rebuilding", target, problem)
     if not only_build:
         _check_not_capturing(plan.name)
-    host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())
-    unique = f"{host}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-    staging = root / ".staging" / f"{plan.name}_{plan.key}.{unique}"
-    library = _build(plan, staging)
-    _publish(library, target, replace=corrupt or force)
-    os.replace(staging / "key.json", target.parent / "key.json")  # what the key covered
-    record_in_index(root, plan, target)
-    shutil.rmtree(staging, ignore_errors=True)
+    built = True
+    with build_lock(root, plan):
+        if not force and not failed_to_load and _usable(target):
+            built = False  # another process built it while this one waited for the lock
+        else:
+            _build_and_install(plan, root, target)
     if only_build:
-        return BuildResult(plan.name, target, built=True)
+        return BuildResult(plan.name, target, built=built)
     return _load(target)

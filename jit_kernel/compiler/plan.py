@@ -38,7 +38,7 @@ DEFAULT_CFLAGS = ["-std=c++20", "-O3"]
 DEFAULT_CUDA_CFLAGS = ["-std=c++20", "-O3", "--expt-relaxed-constexpr"]
 MODULE_PREFIX = "jit_"
 MAX_MODULE_NAME = 96
-KEY_FORMAT = 1
+KEY_FORMAT = 2  # 2: libraries carry a size and digest record; commented-out includes are not keyed
 
 
 _MARKER_RE = re.compile(r"^[A-Za-z0-9_.:+\-]+$")

@@ -9,6 +9,10 @@ file it can resolve inside our trees (``jit_kernel/include``, ``jit_kernel/csrc`
 resolve nowhere in our trees (the C++ library, CUDA, tvm-ffi, dlpack) are external: their
 versions enter the key through the compiler and tvm-ffi versions instead. Includes inside
 ``#if`` blocks are followed too, which can only add files to the key, never miss one.
+
+Directives are read as the preprocessor reads them: backslash-continued lines are joined and
+comments removed first (string and character literals kept), so ``#include /* why */ "dep.h"``
+and an include split over two lines are followed like any other.
 """
 
 from __future__ import annotations
@@ -21,9 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
+_SPLICE_RE = re.compile(rb"\\[ \t]*\r?\n")  # a backslash ending a line joins it to the next
+# What the preprocessor treats as one token before it looks for directives: literals (kept as
+# they are, so "//" inside one is no comment) and comments (each becomes one space).
+_LEXEME_RE = re.compile(
+    rb'R"(?P<delim>[^()\\\s"]{0,16})\((?s:.*?)\)(?P=delim)"'  # raw string literal
+    rb'|"(?:\\.|[^"\\\n])*"'  # string literal, or a "header-name"
+    rb"|'(?:\\.|[^'\\\n])*'"  # character literal
+    rb"|/\*(?s:.*?)\*/"  # block comment
+    rb"|//[^\n]*"  # line comment
+)
 
-_digest_memo: dict[Path, tuple[int, int, str]] = {}
-_digest_lock = threading.Lock()
+_scan_memo: dict[Path, tuple[int, int, str, tuple[tuple[bytes, str], ...]]] = {}
+_scan_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -41,17 +55,38 @@ class Root:
             return None
 
 
+def directives_text(data: bytes) -> bytes:
+    """``data`` with continued lines joined and comments replaced by a space (the text the
+    preprocessor finds its directives in)."""
+    spliced = _SPLICE_RE.sub(b"", data)
+    return _LEXEME_RE.sub(lambda m: b" " if m.group(0)[:1] == b"/" else m.group(0), spliced)
+
+
+def includes_of(data: bytes) -> tuple[tuple[bytes, str], ...]:
+    """``(quote, target)`` of every ``#include`` directive in a source file's bytes."""
+    return tuple(
+        (match.group(1), match.group(2).decode("utf-8", "replace").strip())
+        for match in _INCLUDE_RE.finditer(directives_text(data))
+    )
+
+
+def _scan(path: Path) -> tuple[str, tuple[tuple[bytes, str], ...]]:
+    """(sha256, includes) of a file, memoized per (path, mtime, size) within the process."""
+    stat = path.stat()
+    with _scan_lock:
+        memo = _scan_memo.get(path)
+    if memo is not None and memo[0] == stat.st_mtime_ns and memo[1] == stat.st_size:
+        return memo[2], memo[3]
+    data = path.read_bytes()
+    digest, includes = hashlib.sha256(data).hexdigest(), includes_of(data)
+    with _scan_lock:
+        _scan_memo[path] = (stat.st_mtime_ns, stat.st_size, digest, includes)
+    return digest, includes
+
+
 def file_digest(path: Path) -> str:
     """sha256 of a file's bytes, memoized per (path, mtime, size) within the process."""
-    stat = path.stat()
-    with _digest_lock:
-        memo = _digest_memo.get(path)
-    if memo is not None and memo[0] == stat.st_mtime_ns and memo[1] == stat.st_size:
-        return memo[2]
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    with _digest_lock:
-        _digest_memo[path] = (stat.st_mtime_ns, stat.st_size, digest)
-    return digest
+    return _scan(path)[0]
 
 
 def label_for(file: Path, roots: Sequence[Root]) -> str:
@@ -84,10 +119,9 @@ def source_closure(
         path = pending.pop()
         if path in seen:
             continue
-        seen[path] = file_digest(path)
-        for match in _INCLUDE_RE.finditer(path.read_bytes()):
-            target = match.group(2).decode("utf-8", "replace").strip()
-            resolved = _resolve(match.group(1), target, path.parent, include_dirs)
+        seen[path], includes = _scan(path)
+        for quote, target in includes:
+            resolved = _resolve(quote, target, path.parent, include_dirs)
             if resolved is not None and resolved not in seen:
                 pending.append(resolved)
     return sorted((label_for(path, roots), digest) for path, digest in seen.items())

@@ -14,12 +14,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_CUDA_ROOT = Path("/usr/local/cuda")
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_./+@%,:=-]+")  # what a shell reads unquoted as one word
 _LIB_SUBDIRS = ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib")
 
 
@@ -86,6 +88,15 @@ def find_cuda_toolkit() -> CudaToolkit:
         "To use kernels on a machine without nvcc, build them elsewhere with "
         "`python -m jit_kernel precompile` and share JIT_KERNEL_CACHE_DIR."
     )
+
+
+def shell_safe(text: str) -> bool:
+    """True when ``text`` reads as one shell word without quoting (letters, digits, ``_./+@%,:=-``).
+
+    nvcc runs its sub-steps through a shell with paths unquoted, so every path nvcc sees (its
+    working directory, its own location, -I directories, -ccbin, TMPDIR) must pass this.
+    """
+    return _SHELL_SAFE.fullmatch(text) is not None
 
 
 def host_compiler() -> str:

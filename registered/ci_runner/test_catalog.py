@@ -1,5 +1,6 @@
 """The suite catalog ([tool.ci-runner] in pyproject.toml): parsing, defaults and every error."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -87,11 +88,14 @@ def test_missing_file(tmp_path):
     )
 
 
-def test_unreadable_file_is_a_catalog_error(tmp_path):
-    (tmp_path / "pyproject.toml").mkdir()
+@pytest.mark.parametrize(("make", "kind"), [(Path.mkdir, "a directory"), (os.mkfifo, "a FIFO")])
+def test_a_catalog_that_is_no_regular_file_is_an_error_never_opened(tmp_path, make, kind):
+    make(tmp_path / "pyproject.toml")  # a FIFO would block a reader forever
     with pytest.raises(CatalogError) as info:
         load_catalog(tmp_path)
-    assert str(info.value).startswith(f"{tmp_path / 'pyproject.toml'}: cannot read: ")
+    assert str(info.value).startswith(f"{tmp_path / 'pyproject.toml'}: is {kind}") and str(
+        info.value
+    ).endswith("not a regular file; the suite catalog must be a regular file")
 
 
 def test_non_utf8_file_is_a_catalog_error(tmp_path):
@@ -137,7 +141,8 @@ W = "pyproject.toml [tool.ci-runner]"
         (HEAD + suite_toml(name="1", hw='"cpu"'), f"{W} suites[0]: name must be a string, got 1"),
         (
             HEAD + suite_toml(name='" "', hw='"cpu"'),
-            f"{W} suites[0]: name must be a non-empty string",
+            f"{W} suites[0]: name must be a non-empty name without commas, whitespace or control "
+            "characters (it is selected with --suite a,b), got ' '",
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"gpu"'),
@@ -163,7 +168,8 @@ W = "pyproject.toml [tool.ci-runner]"
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', timeout_per_file="0"),
-            f"{W} suites[0] (suite 'a'): timeout-per-file must be positive, got 0",
+            f"{W} suites[0] (suite 'a'): timeout-per-file must be a positive number of seconds, "
+            "at most 604800, got 0",
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', timeout_per_file="true"),
@@ -171,22 +177,23 @@ W = "pyproject.toml [tool.ci-runner]"
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', gpus_per_file="-1"),
-            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer >= 0 or \"all\" "
+            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer from 0 to 1024 or \"all\" "
             "(every GPU of the runner), got -1",
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', gpus_per_file="1.5"),
-            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer >= 0 or \"all\" "
+            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer from 0 to 1024 or \"all\" "
             "(every GPU of the runner), got 1.5",
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cuda"', gpus_per_file='"every"'),
-            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer >= 0 or \"all\" "
+            f"{W} suites[0] (suite 'a'): gpus-per-file must be an integer from 0 to 1024 or \"all\" "
             "(every GPU of the runner), got 'every'",
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', job_timeout_minutes="-5"),
-            f"{W} suites[0] (suite 'a'): job-timeout-minutes must be positive, got -5",
+            f"{W} suites[0] (suite 'a'): job-timeout-minutes must be a positive number of "
+            "minutes, at most 10080, got -5",
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', runner="3"),

@@ -80,11 +80,11 @@ def run(repo, *flags):
         (["--matrix-target-minutes", "10"], "--matrix-target-minutes needs --print-matrix"),
         (
             ["--print-matrix", "--matrix-target-minutes", "0"],
-            "--matrix-target-minutes must be a positive number, got 0.0",
+            "argument --matrix-target-minutes: expected a positive number of minutes, got '0'",
         ),
         (
             ["--auto-partition-id", "x", "--auto-partition-size", "2"],
-            "argument --auto-partition-id: invalid int value: 'x'",
+            "argument --auto-partition-id: expected a whole number, got 'x'",
         ),
     ],
 )

@@ -37,8 +37,8 @@ def test_discovers_test_and_bench_files_recursively_sorted_posix(tmp_path):
             "registered/test_a.py": registered_source(OK),
             "registered/a/helpers.py": "x = 1\n",
             "registered/a/conftest_like.py": "x = 1\n",
-            "registered/__pycache__/test_cached.py": "x = 1\n",
-            "registered/.hidden/test_h.py": "x = 1\n",
+            "registered/__pycache__/cached.py": "x = 1\n",  # not entered; no test file there
+            "registered/.hidden/notes.py": "x = 1\n",
             "registered/test_notes.txt": "x\n",
             "other/test_outside.py": "x = 1\n",
         },

@@ -1,4 +1,6 @@
-"""50 MB of output (with bytes that are not UTF-8): shown in full, bounded memory, bounded JUnit."""
+"""50 MB of output (with bytes that are not UTF-8): shown in full, bounded memory, bounded JUnit.
+A file that sabotages its own output (its log swapped for a FIFO, the runner's temporary
+directory removed) neither hangs the runner nor is blamed on the next file."""
 
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from ci_runner import register_cpu_ci
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from execution_tree import RUN_SUITE, make_tree, runner_env, script_file  # noqa: E402
+from execution_tree import RUN_SUITE, make_tree, run_suite, runner_env, script_file  # noqa: E402
 
 MB = 1024 * 1024
 LOUD = script_file(
@@ -79,6 +81,35 @@ def test_junit_keeps_a_bounded_tail(loud_run):
     text = junit.read_text(encoding="utf-8")
     assert len(text) < 512 * 1024
     assert "output truncated" in text and "end of the loud file" in text
+
+
+SWAPS_ITS_LOG = script_file(
+    "import os\n\n\ndef main():\n    print('before the swap', flush=True)\n"
+    "    log = os.readlink('/proc/self/fd/1')\n    os.unlink(log)\n    os.mkfifo(log)\n"
+    "    return 1\n",
+    est=5,
+)
+REMOVES_THE_WORKDIR = script_file(
+    "import os\nimport re\nimport shutil\n\n\ndef main():\n"
+    "    junit = re.search(r'--junitxml=(\\S+)', os.environ['PYTEST_ADDOPTS']).group(1)\n"
+    "    shutil.rmtree(os.path.dirname(junit))\n    return 0\n",
+    est=5,
+)
+
+
+def test_a_file_that_swaps_its_log_for_a_fifo_does_not_hang_the_runner(tmp_path):
+    root = make_tree(tmp_path, {"test_swap.py": SWAPS_ITS_LOG, "test_next.py": script_file("def main():\n    return 0\n")})  # fmt: skip
+    result = run_suite(root, "--continue-on-error", timeout=60)
+    assert result.returncode == 1
+    assert "registered/test_swap.py [failed]: exit code 1" in result.stdout
+    assert result.stdout.rstrip().endswith("summary: 1 passed, 1 failed, 0 skipped")
+
+
+def test_a_file_that_removes_the_runners_workdir_is_not_blamed_on_the_next(tmp_path):
+    root = make_tree(tmp_path, {"test_rm.py": REMOVES_THE_WORKDIR, "test_next.py": script_file("def main():\n    return 0\n")})  # fmt: skip
+    result = run_suite(root, timeout=60)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.rstrip().endswith("summary: 2 passed, 0 failed, 0 skipped")
 
 
 if __name__ == "__main__":

@@ -171,9 +171,15 @@ def run_shard(files, ctx, argv=()):
         ),
         (["--timeout-per-file", "0"], "expected a positive number of seconds, got '0'"),
         (["--timeout-per-file", "soon"], "expected a number of seconds, got 'soon'"),
-        (["--enable-retry", "--max-attempts", "0"], "expected a number >= 1, got '0'"),
+        (
+            ["--enable-retry", "--max-attempts", "0"],
+            "expected a whole number from 1 to 100, got '0'",
+        ),
         (["--gpu-ids", "0,0"], "--gpu-ids='0,0': duplicate device id(s) 0"),
-        (["--junit-xml", "."], "--junit-xml .: is a directory; expected a file path"),
+        (
+            ["--junit-xml", "."],
+            "--junit-xml .: is a directory, not a regular file; only a regular file is written there",
+        ),
     ],
 )
 def test_flag_errors_exit_2_with_a_message(argv, message, capsys):
@@ -214,11 +220,10 @@ def test_empty_shard_exits_0_and_lists_disabled_files(tmp_path, capsys, monkeypa
     assert out.rstrip().splitlines()[-1] == "summary: 0 passed, 0 failed, 1 skipped"
 
 
-def test_unwritable_report_is_a_usage_error(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+def test_unwritable_report_is_a_usage_error(tmp_path, capsys):
     (tmp_path / "file").write_text("")
-    argv = ["--junit-xml", str(tmp_path / "file" / "junit.xml")]
-    assert run_shard([], context(tmp_path), argv) == 2
+    reports = ShardReports(ReportOptions(junit_xml=tmp_path / "file" / "junit.xml"))
+    assert execute_shard([], context(tmp_path), ExecutionOptions(), reports) == 2
     assert "run_suite: error: cannot write a report file:" in capsys.readouterr().err
 
 

@@ -2,8 +2,8 @@
 
     model <- catalog <- collect <- select <- plan <- execution <- reports <- tools <- cli
 
-``model`` (with the other shared modules: markers, env, exit codes, usage errors) imports no
-stage, and ``model`` imports nothing of the runner at all; the tools (``maintenance``,
+``model`` (with the other shared modules: markers, env, exit codes, usage errors, safe files and
+safe text) imports no stage, and ``model`` imports nothing of the runner at all; the tools (``maintenance``,
 ``adoption``) use the stages they need; the CLI sits on top. Execution tells a listener what
 happened and the CLI connects the reports to it, so execution never imports the reports. Every
 import counts, wherever it is written (module level, inside a function, under
@@ -21,7 +21,16 @@ from ci_runner import register_cpu_ci
 register_cpu_ci(est_time=3, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ("__init__", "model", "markers", "env", "exit_codes", "cli_errors")
+SHARED = (
+    "__init__",
+    "model",
+    "markers",
+    "env",
+    "exit_codes",
+    "cli_errors",
+    "file_safety",
+    "safe_text",
+)
 ORDER = ("catalog", "collect", "select", "plan", "execution", "reports")
 TOOLS = ("maintenance", "adoption")
 LEVELS = {
@@ -29,6 +38,7 @@ LEVELS = {
     **{stage: level for level, stage in enumerate(ORDER, start=1)},
     **dict.fromkeys(TOOLS, len(ORDER) + 1),
     "cli": len(ORDER) + 2,
+    "__main__": len(ORDER) + 2,  # python -m ci_runner: the CLI
 }
 
 

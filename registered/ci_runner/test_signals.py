@@ -1,4 +1,4 @@
-"""SIGTERM/SIGINT to the runner: running files' trees die, the rest is not_run, reports exist."""
+"""SIGTERM/SIGHUP/SIGINT to the runner: running trees die, the rest is not_run, reports exist."""
 
 import json
 import signal
@@ -36,7 +36,9 @@ def slow_file(marker: str) -> str:
     )
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)]
+)
 def test_signal_stops_the_run_and_writes_reports(tmp_path, signum, code):
     marker = f"ci-runner-signal-{uuid.uuid4().hex}"
     root = make_tree(

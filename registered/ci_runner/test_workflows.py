@@ -1,5 +1,6 @@
 """The GitHub Actions workflows: actionlint, zizmor, their wiring rules, and the dispatch check."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from ci_runner import register_cpu_ci
+from ci_runner.maintenance.shell_commands import RUN_SUITE_MODULES
 from ci_runner.maintenance.workflow_coverage import main as dispatch_main
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -269,6 +271,51 @@ def test_fixture_bad_inputs_exit_2(tmp_path, capsys):
     code = dispatch_main(["--root", str(tmp_path), "--workflows", str(tmp_path / "none")])
     assert code == 2
     assert "none: workflow directory not found" in capsys.readouterr().err
+
+
+def test_fixture_only_commands_that_launch_the_runner_count(tmp_path, capsys):
+    workflow = (
+        "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n"
+        "      - run: python -m ci_runner.cli.command --hw cuda --suite unit\n"
+        "      - run: echo python run_suite.py --hw cpu --suite cpu\n"
+        "      - run: python run_suite.py --hw cuda --nightly --suite night\n"
+    )
+    make_repo(tmp_path, workflow)
+    code, out = run_check(tmp_path, capsys)
+    assert code == 1
+    assert (
+        "job 'a' step 1: `python -m ci_runner.cli.command` runs no suite (ci_runner.cli.command "
+        "is no entry point of the runner): use `python run_suite.py` or `python -m ci_runner.cli`"
+    ) in out
+    assert "suite 'unit' (hw=cuda) is in the catalog but no workflow runs it" in out
+    assert "suite 'cpu' (hw=cpu) is in the catalog but no workflow runs it" in out
+
+
+def test_fixture_launchers_wrappers_and_repeated_suite_flags_count(tmp_path, capsys):
+    workflow = (
+        "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n"
+        "      - run: timeout 30m env A=1 python3.11 -u -X dev -m ci_runner --hw cuda --suite unit\n"
+        "      - run: uv run python -m ci_runner.cli --hw cuda --nightly --suite x --suite night\n"
+        "      - run: run-suite --hw cpu --suite=cpu && ./run_suite.py init --root .\n"
+    )
+    make_repo(tmp_path, workflow)
+    code, out = run_check(tmp_path, capsys)
+    assert "job 'a' step 2: runs x, night (--hw cuda)" in out
+    assert "job 'a' step 2: suite 'x' is not in the catalog" in out
+    assert code == 1  # x, and only x
+    assert "job 'a' step 1: runs unit (--hw cuda)" in out
+    assert "job 'a' step 3: runs cpu (--hw cpu)" in out and "has no --suite" not in out
+
+
+@pytest.mark.parametrize("module", RUN_SUITE_MODULES)
+def test_the_modules_the_check_counts_really_run_the_runner(module):
+    argv = ["--root", str(ROOT), "--hw", "cpu", "--suite", "base-a-test-cpu", "--dry-run"]
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *argv], capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith("dry run: nothing was run")
 
 
 def test_script_entry_point():

@@ -1,4 +1,5 @@
-"""Several processes build the same module at once with an empty cache: all succeed, one file."""
+"""Several processes build the same module at once with an empty cache: all succeed, one file,
+and the compiler runs once (the others wait on the module's build lock)."""
 
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from ci_runner import register_cpu_ci
 
 register_cpu_ci(est_time=23, suite="base-a-test-cpu")
 
-WORKERS = 4
+WORKERS = 6
 
 WORKER_SCRIPT = """
 import sys, time
@@ -30,7 +31,11 @@ def test_concurrent_builds_publish_one_library(tmp_path: Path):
     source = write_cpp_kernel(tmp_path / "k")
     cache = tmp_path / "cache"
     go = tmp_path / "go"
-    env = subprocess_env(cache)
+    log = tmp_path / "compiler.log"
+    compiler = tmp_path / "logging-c++"  # logs every compiler run, then runs the real one
+    compiler.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec c++ "$@"\n')
+    compiler.chmod(0o755)
+    env = subprocess_env(cache, CXX=str(compiler))
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER_SCRIPT, str(source), str(go)],
@@ -49,8 +54,14 @@ def test_concurrent_builds_publish_one_library(tmp_path: Path):
         assert out.strip() == str(1 + 5 + 40)
     libraries = list(cache.glob("jit_race_*/*.so"))
     assert len(libraries) == 1
-    assert sorted(p.name for p in libraries[0].parent.iterdir()) == ["jit_race.so", "key.json"]
+    assert sorted(p.name for p in libraries[0].parent.iterdir()) == [
+        "jit_race.so",
+        "jit_race.so.sha256",
+        "key.json",
+    ]
     assert list((cache / ".staging").iterdir()) == [], "no partial or leftover build directories"
+    runs = log.read_text().splitlines()
+    assert sum(" -c " in run for run in runs) == 1, runs  # one compile, one link: one build
     # a fresh process now hits the cache
     hit = run_python(["-c", WORKER_SCRIPT, str(source), str(go)], env)
     assert hit.returncode == 0 and hit.stdout.strip() == "46", hit.stderr
