@@ -280,6 +280,7 @@ _TOP_KEYS = {
     "extra-markers",
     "ignored-arguments",
     "file-patterns",
+    "change-impact",  # read by ci_runner.impact.config (--changed-since, --changed-files)
 }
 
 
