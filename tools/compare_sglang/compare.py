@@ -55,7 +55,8 @@ class Outcome:
 
 
 def template(text: str) -> str:
-    """``text`` with names, paths and numbers masked, so equal messages group together."""
+    """``text`` with names, paths, numbers and suggestions masked, so equal messages group."""
+    text = re.sub(r"; (known \S+ suites|did you mean)\b.*$", "", text)
     text = re.sub(r"\S+\.py(:\d+)*:?", "<file>", text)
     text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
     return re.sub(r"\b\d+(\.\d+)?\b", "N", text)

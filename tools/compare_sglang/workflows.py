@@ -320,7 +320,8 @@ def _file_line(workflow: _Workflow, script: str, line: shell_line.LogicalLine) -
     physical = [text.strip() for text in script.splitlines()]
     best, best_score = 0, -1
     for index, text in enumerate(workflow.lines):
-        if text.strip() != physical[line.first]:
+        stripped, target = text.strip(), physical[line.first]
+        if stripped != target and not stripped.endswith(f"run: {target}"):
             continue
         score = 0
         while (
