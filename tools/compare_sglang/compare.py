@@ -35,6 +35,8 @@ class Outcome:
     upstream_disabled: list[str]
     ours_disabled: list[str]
     ours_stderr: str = ""
+    upstream_shards: list[list[str]] = field(default_factory=list)
+    ours_shards: list[list[str]] = field(default_factory=list)
     upstream_makespan: float | None = None
     ours_makespan: float | None = None
     reasons: list[str] = field(default_factory=list)
@@ -99,6 +101,11 @@ def compare(
         ours_disabled=sorted(set(first.disabled)),
         ours_stderr=first.stderr,
     )
+    if case.size is not None and up_rc == 0:
+        outcome.upstream_shards = [list(s.files) for s in upstream]
+        outcome.upstream_makespan = max(
+            (sum(s.est.get(path, 0.0) for path in s.files) for s in upstream), default=0.0
+        )
     if up_rc == 0 and our_rc != 0:
         message = outcome.ours_message
         outcome.differ(f"ours exit {our_rc}: {template(message)}", f"ours exit {our_rc}: {message}")
@@ -118,7 +125,7 @@ def compare(
     up_est = {path: est for s in upstream for path, est in s.est.items()}
     _compare_files(outcome, up_files, up_est, first)
     if case.size is not None:
-        _compare_shards(outcome, upstream, ours)
+        _compare_shards(outcome, ours)
     return outcome
 
 
@@ -156,7 +163,7 @@ def _compare_files(
         outcome.notes.append(f"est_time differs for {len(changed)} file(s): {_examples(changed)}")
 
 
-def _compare_shards(outcome: Outcome, upstream: list[Selection], ours: list[OursResult]) -> None:
+def _compare_shards(outcome: Outcome, ours: list[OursResult]) -> None:
     plan = ours[0].shards
     placed = Counter(path for shard in plan for path in shard)
     repeated = sorted(path for path, n in placed.items() if n > 1)
@@ -177,7 +184,5 @@ def _compare_shards(outcome: Outcome, upstream: list[Selection], ours: list[Ours
                 f"shard run {shard_id} planned differently from shard run 0",
             )
             break
-    outcome.upstream_makespan = max(
-        (sum(s.est.get(path, 0.0) for path in s.files) for s in upstream), default=0.0
-    )
     outcome.ours_makespan = ours[0].makespan
+    outcome.ours_shards = [list(shard) for shard in plan]
