@@ -386,7 +386,7 @@ STAND_IN_RUN_SUITE = '''\
         args = parser.parse_args()
         here = os.path.dirname(os.path.abspath(__file__))
         files = glob.glob(os.path.join(here, "registered", "**", "*.py"), recursive=True)
-        tests = collect_tests(files)
+        tests = collect_tests([f for f in files if os.path.basename(f) != "__init__.py"])
         enabled, skipped = filter_tests(tests, HW_MAPPING[args.hw], args.suite, args.nightly)
         if args.auto_partition_size:
             enabled = partition(enabled, args.auto_partition_id, args.auto_partition_size)
@@ -479,6 +479,7 @@ def test_a_nightly_registration_in_a_per_commit_suite_blocks_every_case_of_ours(
     tree["test/registered/a/test_cpu_nightly.py"] = source_with(
         'register_cpu_ci(est_time=5, suite="base-a-test-cpu", nightly=True)'
     )
+    tree["test/registered/a/__init__.py"] = ""
     checkout = write(tmp_path / "checkout", tree)
     out = tmp_path / "result.json"
     assert compare_main([str(checkout), "--only", "cpu:*", "--jobs", "2", "--json", str(out)]) == 1
@@ -489,6 +490,10 @@ def test_a_nightly_registration_in_a_per_commit_suite_blocks_every_case_of_ours(
     assert (
         "1  suites holding nightly=True and nightly=False registrations: cpu:'base-a-test-cpu'"
         in printed
+    )
+    assert (
+        "1  *.py files under test/registered/ that upstream does not collect: "
+        "test/registered/a/__init__.py" in printed
     )
     document = json.loads(out.read_text())
     nightly = next(o for o in document["outcomes"] if o["case"]["nightly"])

@@ -16,6 +16,7 @@ from pathlib import Path
 from tools.compare_sglang.upstream import Registration
 
 CONVENTIONAL_NAMES = ("test_*.py", "bench_*.py")
+REGISTERED = "test/registered"
 
 
 def _suite_key(r: Registration) -> str:
@@ -89,6 +90,10 @@ def upstream_traits(
         for path in collected
         if not any(fnmatch(Path(path).name, p) for p in CONVENTIONAL_NAMES)
     ]
+    every_py = sorted(p.relative_to(root).as_posix() for p in (root / REGISTERED).rglob("*.py"))
+    traits["*.py files under test/registered/ that upstream does not collect"] = sorted(
+        set(every_py) - set(collected)
+    )
     traits["collected files outside test/registered/"] = [
         path for path in collected if not path.startswith("test/registered/")
     ]
