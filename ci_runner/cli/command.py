@@ -106,7 +106,7 @@ def _report_problems(
         print(
             f"warning: {len(warnings)} registration problem(s) in {files} file(s) outside the "
             "selected suites; not blocking this run (--scoped-validation), but "
-            "check_registered_tests.py still fails until they are fixed",
+            "check-registered-tests still fails until they are fixed",
             file=sys.stderr,
         )
     for problem in blocking:

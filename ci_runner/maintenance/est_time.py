@@ -272,7 +272,7 @@ def is_significant(declared: float, measured: float, min_rel: float, min_abs: fl
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="update_est_time.py",
+        prog="python -m ci_runner.maintenance update-est-time",
         description="Compare declared est_time with measured p90 run times; report or rewrite.",
     )
     parser.add_argument(
@@ -319,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         syntax = load_syntax(root)
         samples = load_samples(args.timings)
     except (CatalogError, EstTimeInputError) as exc:
-        return usage_error(exc, prog="update_est_time")
+        return usage_error(exc, prog="update-est-time")
 
     drifts: list[Drift] = []
     edits: dict[str, list[tuple[EstTimeLiteral, int]]] = defaultdict(list)

@@ -282,7 +282,7 @@ def summary_lines(result: MergeResult, markdown: bool = False) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="merge_junit.py",
+        prog="python -m ci_runner.maintenance merge-junit",
         description="Merge every shard's JUnit XML and check it against the planned files.",
     )
     parser.add_argument(
@@ -311,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out is not None:
             _check_out(args.out, set(args.junit_dir.rglob("*.xml")))
     except MergeInputError as exc:
-        return usage_error(exc, prog="merge_junit")
+        return usage_error(exc, prog="merge-junit")
     result = check(plan, entries)
     if args.out is not None:
         buffer = io.BytesIO()

@@ -89,7 +89,7 @@ def main_no_tests_in_package(argv: Sequence[str] | None = None) -> int:
     """``check-no-registered-tests-in-package``: exit 1 listing every offender."""
     robust_output()
     parser = argparse.ArgumentParser(
-        prog="check_no_registered_tests_in_package.py",
+        prog="python -m ci_runner.maintenance check-no-registered-tests-in-package",
         description="Fail when a register_*_ci(...) call sits inside an importable package.",
     )
     parser.add_argument(
@@ -143,7 +143,7 @@ def main_registered_tests(argv: Sequence[str] | None = None) -> int:
     """``check-registered-tests``: exit 1 listing every registration problem."""
     robust_output()
     parser = argparse.ArgumentParser(
-        prog="check_registered_tests.py",
+        prog="python -m ci_runner.maintenance check-registered-tests",
         description="Validate every registered test file exactly as run_suite.py does.",
     )
     parser.add_argument(

@@ -316,7 +316,7 @@ def check(catalog: Catalog, invocations: Sequence[Invocation]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="check_workflow_dispatch.py",
+        prog="python -m ci_runner.maintenance check-workflow-dispatch",
         description="Every catalog suite is run by a workflow, and every suite run is in the "
         "catalog.",
     )

@@ -181,7 +181,7 @@ def test_update_est_time_refuses_a_path_outside_the_repository(tmp_path, capsys,
     code = maintenance(["update-est-time", "--root", str(repo), "--timings", str(data), "--write"])
     assert code == 2
     assert error_line(capsys) == (
-        f"update_est_time: error: {data}:2: path {rel_path!r} is not a path inside the "
+        f"update-est-time: error: {data}:2: path {rel_path!r} is not a path inside the "
         "repository; expected one relative to the root, such as registered/test_x.py"
     )
 

@@ -52,7 +52,7 @@ def test_scoped_problem_elsewhere_is_a_warning_and_the_suite_runs(repo, capfd):
     assert captured.err.splitlines()[:2] == [
         f"warning: {BAD_LINE}",
         "warning: 1 registration problem(s) in 1 file(s) outside the selected suites; not "
-        "blocking this run (--scoped-validation), but check_registered_tests.py still fails "
+        "blocking this run (--scoped-validation), but check-registered-tests still fails "
         "until they are fixed",
     ]
     assert "registered/test_unit.py  passed" in captured.out

@@ -1,0 +1,161 @@
+"""``python -m tools.compare_sglang.bench CHECKOUT``: issue 24's speed targets on a real tree.
+
+Times, on a staged copy of the checkout, best of ``--repeat`` runs each:
+
+* upstream's collection of all files: its ``collect_tests`` over the files its run_suite.py
+  globs, in process (the reference), and its whole ``main()`` for the largest suite with the
+  collection not memoized (glob, collect, validate, filter; nothing executed);
+* our ``run_suite.py --dry-run --format json`` of the largest suite, our ``init``, and a
+  repeat of the dry run right after one (a warm rerun: today there is no parse cache, so it only
+  benefits from the OS file cache);
+* ``python -c pass``, the interpreter start every subprocess of ours pays.
+
+It prints each time and our times as a fraction of upstream's collection, beside the targets
+(dry run <= 0.25, init <= 0.5, warm rerun <= 0.05). Exit 0 when all three are met, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from tools.compare_sglang.ours import DEFAULT_RUNNER
+from tools.compare_sglang.staging import StagingError, stage
+from tools.compare_sglang.upstream import Upstream, UpstreamError
+
+TARGETS = {"ours dry run": 0.25, "ours init": 0.5, "ours warm rerun": 0.05}
+
+
+def best_of(
+    repeat: int, action: Callable[[], object], before_each: Callable[[], object] | None = None
+) -> tuple[float, list[float]]:
+    """Best and all wall times of ``action``; ``before_each`` runs untimed before each one."""
+    times = []
+    for _ in range(repeat):
+        if before_each is not None:
+            before_each()
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return min(times), times
+
+
+def _subprocess(command: list[str]) -> Callable[[], int]:
+    def run() -> int:
+        return subprocess.run(command, capture_output=True, check=False).returncode
+
+    return run
+
+
+def largest_suite(upstream: Upstream) -> tuple[str, str, int]:
+    """(hw, suite, enabled files) of the per-commit suite with the most enabled registrations."""
+    counts = Counter(
+        (r.hw, r.suite)
+        for r in upstream.registrations()
+        if r.hw and r.suite and not r.nightly and r.disabled is None
+    )
+    (hw, suite), files = counts.most_common(1)[0]
+    return hw, suite, files
+
+
+def measure(root: Path, runner: Path, repeat: int) -> dict[str, object]:
+    upstream = Upstream(root)
+    hw, suite, files = largest_suite(upstream)
+    collected = upstream.collected_paths()
+    figures: dict[str, object] = {
+        "files collected by upstream": len(collected),
+        "bytes": sum((root / path).stat().st_size for path in collected),
+        "largest suite": f"{hw}:{suite} ({files} enabled files)",
+        "repeat": repeat,
+    }
+
+    def upstream_main() -> None:
+        upstream.forget_collections()
+        upstream.run(hw, suite, False, None)
+
+    python = sys.executable
+    init = [python, str(runner), "init", "--root", str(root)]
+    subprocess.run(init, capture_output=True, check=False)  # the catalog the dry runs read
+    scratch = root / "bench-catalog.toml"
+    dry_run = [python, str(runner), "--root", str(root), "--hw", hw, "--suite", suite]
+    dry_run += ["--dry-run", "--format", "json"]
+    figures["ours dry run exit status"] = _subprocess(dry_run)()
+    seconds: dict[str, float] = {}
+    all_times: dict[str, list[float]] = {}
+    for name, action in (
+        ("upstream collect_tests", upstream.collect_all),
+        ("upstream main() of the largest suite", upstream_main),
+        ("ours dry run", _subprocess(dry_run)),
+        ("ours init", _subprocess([*init, "--output", str(scratch), "--force"])),
+        ("python -c pass", _subprocess([python, "-c", "pass"])),
+    ):
+        seconds[name], all_times[name] = best_of(repeat, action)
+    warm = _subprocess(dry_run)
+    seconds["ours warm rerun"], all_times["ours warm rerun"] = best_of(
+        repeat, warm, before_each=warm
+    )
+    figures["seconds (best)"] = seconds
+    figures["seconds (all runs)"] = all_times
+    reference = seconds["upstream collect_tests"]
+    figures["ratio to upstream collect_tests"] = {
+        name: seconds[name] / reference for name in seconds if name != "upstream collect_tests"
+    }
+    return figures
+
+
+def report_lines(figures: dict) -> list[str]:
+    seconds, ratios = figures["seconds (best)"], figures["ratio to upstream collect_tests"]
+    lines = [
+        f"tree: {figures['files collected by upstream']} files, {figures['bytes'] / 1e6:.1f} MB; "
+        f"largest suite {figures['largest suite']}; best of {figures['repeat']}",
+        f"ours dry run exit status: {figures['ours dry run exit status']}",
+    ]
+    for name, value in seconds.items():
+        ratio = ratios.get(name)
+        target = TARGETS.get(name)
+        tail = "" if ratio is None else f"  {ratio:.2f}x upstream collect_tests"
+        if target is not None:
+            tail += f" (target <= {target}: {'met' if ratio <= target else 'NOT met'})"
+        lines.append(f"  {name:40s} {value:7.3f} s{tail}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.compare_sglang.bench", description=__doc__
+    )
+    parser.add_argument("checkout", type=Path, help="an SGLang checkout (only read)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per figure (best kept)")
+    parser.add_argument("--runner", type=Path, default=DEFAULT_RUNNER, help="our run_suite.py")
+    parser.add_argument("--json", metavar="OUT", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    try:
+        root = stage(args.checkout)
+    except StagingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        figures = measure(root, args.runner, args.repeat)
+    except UpstreamError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("\n".join(report_lines(figures)))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    ratios = figures["ratio to upstream collect_tests"]
+    return 0 if all(ratios[name] <= limit for name, limit in TARGETS.items()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
