@@ -46,10 +46,13 @@ def resolve_include(
 
 
 def include_closure(
-    sources: Sequence[Path], include_dirs: Sequence[Path]
+    sources: Sequence[Path],
+    include_dirs: Sequence[Path],
+    resolved: dict[tuple[bytes, str, Path], Path | None] | None = None,
 ) -> dict[Path, Path | None]:
     """Every file ``sources`` include, transitively, with ``sources`` themselves: each real path
-    mapped to the file that first included it (``None`` for a source)."""
+    mapped to the file that first included it (``None`` for a source). ``resolved`` lets a caller
+    computing many closures over one unchanging tree share where each include resolved."""
     seen: dict[Path, Path | None] = {}
     pending: list[tuple[Path, Path | None]] = [(path.resolve(), None) for path in sources]
     while pending:
@@ -58,9 +61,15 @@ def include_closure(
             continue
         seen[path] = parent
         for quote, target in scan_file(path)[1]:
-            resolved = resolve_include(quote, target, path.parent, include_dirs)
-            if resolved is not None and resolved not in seen:
-                pending.append((resolved, path))
+            where = (quote, target, path.parent)
+            if resolved is not None and where in resolved:
+                found = resolved[where]
+            else:
+                found = resolve_include(quote, target, path.parent, include_dirs)
+                if resolved is not None:
+                    resolved[where] = found
+            if found is not None and found not in seen:
+                pending.append((found, path))
     return seen
 
 

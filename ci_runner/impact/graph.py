@@ -85,6 +85,8 @@ class DependencyGraph:
         self.sites: list[Site] = []
         self.kernel_closures: dict[str, dict[Path, Path | None]] = {}
         self._include_dirs = [config.root / d for d in config.kernel_include_dirs]
+        self._includes: dict[tuple[bytes, str, Path], Path | None] = {}  # one tree, one lookup
+        self._registered_memo: dict[str, list[str]] = {}
         self._enumerators: set[str] = set()  # functions that list a package's modules
         self._calls: list[tuple[str, str, str]] = []  # (file, callee, dotted literal argument)
         self._build()
@@ -131,6 +133,8 @@ class DependencyGraph:
     def _registered_bases(self, top: str) -> list[str]:
         """Directories under the registered directory holding module ``top`` (a test that puts
         its own parent directories on ``sys.path``)."""
+        if top in self._registered_memo:
+            return self._registered_memo[top]
         candidates = [
             path[: -len(f"{top}.py")]
             for path in self.index.by_name.get(f"{top}.py", ())
@@ -141,7 +145,8 @@ class DependencyGraph:
             for path in self.index.by_name.get("__init__.py", ())
             if path.startswith(self._registered) and path.endswith(f"/{top}/__init__.py")
         ]
-        return sorted(set(candidates))
+        self._registered_memo[top] = found = sorted(set(candidates))
+        return found
 
     def _named(self, name: str) -> list[str]:
         """The module a dotted string names (its longest prefix that is a module), if any."""
@@ -268,7 +273,7 @@ class DependencyGraph:
 
     def _kernel_edges(self, path: str) -> list[tuple[str, str]]:
         """A kernel source's ``#include`` closure (the JIT cache key's own computation)."""
-        closure = include_closure([self.config.root / path], self._include_dirs)
+        closure = include_closure([self.config.root / path], self._include_dirs, self._includes)
         self.kernel_closures[path] = closure
         root = os.path.realpath(self.config.root)
         edges = []

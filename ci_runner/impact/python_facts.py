@@ -36,7 +36,7 @@ from collections.abc import Iterator
 
 from ci_runner.impact.config import KernelLoader
 
-FACTS_FORMAT = 5  # bump when the facts change shape or meaning: the cache is keyed by it
+FACTS_FORMAT = 6  # bump when the facts change shape or meaning: the cache is keyed by it
 SOURCE_SUFFIXES = (".py", ".cuh", ".cu", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".c", ".inl")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 _PATH = re.compile(r"[\w.+-]+(?:/[\w.+-]+)*\Z")
@@ -138,14 +138,12 @@ def _dynamic(node: ast.Call, name: str) -> list[object] | None:
     return ["module", text] if complete else ["prefix", text]
 
 
-def _is_ast_walk(func: ast.expr) -> bool:
-    """``ast.walk(...)`` walks a syntax tree, not a directory."""
-    return (
-        isinstance(func, ast.Attribute)
-        and func.attr == "walk"
-        and isinstance(func.value, ast.Name)
-        and func.value.id == "ast"
-    )
+def _is_other_walk(func: ast.expr, os_walks: set[str]) -> bool:
+    """A ``walk`` that lists no directory: ``ast.walk(tree)`` (``_ast`` too), or a bare
+    ``walk(...)`` that is not ``from os import walk`` (a function of the file's own)."""
+    if isinstance(func, ast.Attribute) and func.attr == "walk":
+        return isinstance(func.value, ast.Name) and func.value.id in ("ast", "_ast")
+    return isinstance(func, ast.Name) and func.id == "walk" and "walk" not in os_walks
 
 
 def _is_literal_path(node: ast.expr) -> bool:
@@ -186,6 +184,7 @@ class _Reader(ast.NodeVisitor):
         self.calls: list[list[str]] = []  # [callee, dotted literal argument]
         self.in_function: list[list[str]] = []  # dotted literals of each open function
         self.functions: list[str] = []
+        self.os_walks: set[str] = set()  # names bound by ``from os import walk [as ...]``
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -193,6 +192,8 @@ class _Reader(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         names = [alias.name for alias in node.names if alias.name != "*"]
+        if node.module == "os":
+            self.os_walks.update(a.asname or a.name for a in node.names if a.name == "walk")
         self.facts["imports"].append([node.level, node.module or "", names])
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -234,7 +235,8 @@ class _Reader(ast.NodeVisitor):
                     and _DOTTED.match(argument.value)
                 ):
                     self.calls.append([name, argument.value])
-            if name in _LISTINGS and not _is_ast_walk(node.func):
+            os_walk = isinstance(node.func, ast.Name) and node.func.id in self.os_walks
+            if os_walk or (name in _LISTINGS and not _is_other_walk(node.func, self.os_walks)):
                 self.facts["listings"].append([_text(node), node.lineno])
             entry = _dynamic(node, name)
             if entry is not None:

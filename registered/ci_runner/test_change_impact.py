@@ -273,6 +273,25 @@ def test_test_code_that_lists_a_directory_is_kept_for_every_change(tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    ("code", "listed"),
+    [
+        ("import os\nos.walk('d')", ["os.walk('d')"]),
+        ("from os import walk\nwalk('d')", ["walk('d')"]),
+        ("from os import walk as w\nw('d')", ["w('d')"]),
+        ("from glob import glob\nglob('*.py')", ["glob('*.py')"]),
+        ("import ast\nast.walk(tree)", []),  # a syntax tree, not a directory
+        ("import ast as _ast\n_ast.walk(tree)", []),
+        ("def walk(node, path): pass\nwalk(item, 'x')", []),  # the file's own function
+    ],
+)
+def test_which_calls_list_a_directory(code, listed):
+    from ci_runner.impact.python_facts import file_facts
+
+    facts = file_facts(code.encode(), (), is_package=False)
+    assert [text for text, _line in facts["listings"]] == listed
+
+
 # ---------------------------------------------------------------- package roots
 
 
