@@ -32,6 +32,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -143,8 +144,9 @@ def kernel_files() -> list[str]:
     return found
 
 
-def tree_files() -> list[str]:
-    """The files of the working tree (tracked, and untracked ones git does not ignore)."""
+def tree_files(skip: Path) -> list[str]:
+    """The files of the working tree: git's (tracked, and untracked ones it does not ignore), or
+    without git every file outside hidden directories, ``__pycache__`` and ``skip``."""
     listing = subprocess.run(
         [
             "git",
@@ -157,9 +159,20 @@ def tree_files() -> list[str]:
             "--exclude-standard",
         ],
         capture_output=True,
-        check=True,
-    ).stdout
-    return [name for name in listing.decode().split("\0") if name and (REPO_ROOT / name).is_file()]
+    )
+    if listing.returncode == 0 and listing.stdout:
+        names = listing.stdout.decode().split("\0")
+        return [name for name in names if name and (REPO_ROOT / name).is_file()]
+    found = []
+    for directory, subdirs, names in os.walk(REPO_ROOT):
+        here = Path(directory)
+        subdirs[:] = [
+            d
+            for d in subdirs
+            if not d.startswith(".") and d != "__pycache__" and (here / d).resolve() != skip
+        ]
+        found += [(here / n).relative_to(REPO_ROOT).as_posix() for n in names]
+    return found
 
 
 def copy_tree(files: list[str], destination: Path) -> None:
@@ -220,18 +233,21 @@ def run_mutant(mutant: Mutant, args: argparse.Namespace, files: list[str], log) 
         listing = Path(scratch) / "changed.txt"
         listing.write_text(mutant.file + "\n")
         env = {**os.environ, "PYTHONPATH": str(root), "CI_RUNNER_CACHE_DIR": scratch + "/rc"}
+        process = subprocess.Popen(
+            runner(root, args.suite, listing),
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # a timeout ends the runner and every test it started
+        )
         try:
-            done = subprocess.run(
-                runner(root, args.suite, listing),
-                cwd=root,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=args.mutant_timeout,
-            )
-            output, code = done.stdout + done.stderr, done.returncode
-        except subprocess.TimeoutExpired as expired:
-            output, code = str(expired.stdout or "") + "\ntimed out", -1
+            output, _ = process.communicate(timeout=args.mutant_timeout)
+            code = process.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, code = process.communicate()[0] + "\ntimed out", -1
     mutant.seconds = round(time.monotonic() - started, 1)
     counts = re.search(r"summary: (\d+) passed, (\d+) failed, (\d+) skipped", output)
     if code == 0 and counts is not None and int(counts.group(1)) == 0:
@@ -292,10 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--time-budget",
         type=float,
-        default=390.0,
-        help="start no mutant after this many seconds (default 390)",
+        default=270.0,
+        help="start no mutant after this many seconds (default 270)",
     )
-    parser.add_argument("--mutant-timeout", type=float, default=300.0)
+    parser.add_argument("--mutant-timeout", type=float, default=200.0)
     args = parser.parse_args(argv)
     if args.per_file < 1 or args.jobs < 1:
         parser.error("--per-file and --jobs must be at least 1")
@@ -329,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             env={**env, "JIT_KERNEL_CACHE_DIR": os.environ["JIT_KERNEL_CACHE_DIR"]},
         )
         print(f"precompile: exit {warm.returncode} in {time.monotonic() - started:.0f}s")
-    tree = tree_files()
+    tree = tree_files(out.resolve())
     pending = [m for m in mutants if m.outcome != "uncovered"]
     pending.sort(key=lambda m: len(m.selected))  # quick ones first: more fit in the budget
     with (out / "mutation_check.log").open("w") as handle:
