@@ -316,9 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.per_file < 1 or args.jobs < 1:
         parser.error("--per-file and --jobs must be at least 1")
     out = Path(os.environ.get("OUT") or "mutation-check")
-    out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    env.setdefault("CI_RUNNER_CACHE_DIR", str(out / "runner-cache"))
 
     HW[0] = args.hw
     files = [f for f in kernel_files() if args.only in f]
@@ -336,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(summary(mutants, len(files))))
         return 0
 
+    out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("JIT_KERNEL_CACHE_DIR", str(out / "jit-cache"))
     started = time.monotonic()
     if not args.no_warm:
