@@ -11,7 +11,7 @@ import pytest
 
 from ci_runner import register_cpu_ci
 
-register_cpu_ci(est_time=4, suite="base-a-test-cpu")
+register_cpu_ci(est_time=6, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
 
