@@ -1,9 +1,10 @@
 """``init``'s choice of ``[tool.ci-runner.policy]``: the policy that reproduces the tree's runner.
 
-A tree whose own runner selects registrations one by one (SGLang's ``test/run_suite.py``:
-``ci_register.collect_tests``, then ``t.backend == hw and t.effective_suite == suite and
-t.nightly == nightly``) gets the compatible policy, and so does a tree whose registrations only
-that model accepts (one suite with both cadences, one suite name on two backends). Then:
+A tree whose own runner reads the registrations (a ``run_suite.py`` beside the registered
+directory that uses ``ci_register`` / ``collect_tests``, as SGLang's ``test/run_suite.py`` does,
+selecting ``t.backend == hw and t.effective_suite == suite and t.nightly == nightly``) gets the
+compatible policy; init's report names the facts that need it (one suite with both cadences,
+one suite name on two backends). Then:
 
 * every suite is drafted per backend (``suite-names = "per-backend"``);
 * the suites the runner's own tables name (module-level dicts of backend -> suite names) join the
@@ -111,12 +112,14 @@ def _suite_table(value: ast.Dict) -> dict[str, list[str]]:
 def choose_policy(
     facts: RunnerFacts, registrations: list[Registration]
 ) -> tuple[Policy, list[str]]:
-    """The policy for the tree, and why (one reason per line)."""
-    reasons = []
-    if facts.registry_based and facts.filters_per_registration:
+    """The compatible policy for a tree whose own runner reads the registrations (with the
+    facts that show it), else :data:`STRICT`; and why, one reason per line."""
+    if not facts.registry_based:
+        return STRICT, []
+    reasons = [f"{facts.relative} collects registrations with ci_register / collect_tests"]
+    if facts.filters_per_registration:
         reasons.append(
-            f"{facts.relative} selects each registration by backend, suite and its own nightly "
-            "flag (t.nightly == nightly)"
+            "it selects each registration by its own nightly flag (t.nightly == nightly)"
         )
     cadences: dict[tuple[str, str], set[bool]] = defaultdict(set)
     backends: dict[str, set[str]] = defaultdict(set)
@@ -129,9 +132,10 @@ def choose_policy(
     if mixed:
         reasons.append(f"{len(mixed)} suite(s) hold both cadences (first: {mixed[0]})")
     if shared:
-        reasons.append(f"{len(shared)} suite name(s) are registered on several backends "
-                       f"(first: {shared[0]})")  # fmt: skip
-    return (COMPATIBLE, reasons) if reasons else (STRICT, [])
+        reasons.append(
+            f"{len(shared)} suite name(s) are registered on several backends (first: {shared[0]})"
+        )
+    return COMPATIBLE, reasons
 
 
 def adopt_policy(
