@@ -145,15 +145,16 @@ def _describe(stmt: ast.stmt) -> str:
 def _drop_duplicates(
     registrations: list[Registration],
 ) -> tuple[list[Registration], list[Problem]]:
-    """Keep the first registration per (backend, suite); report the others.
+    """Keep the first registration per (backend, suite, nightly); report the others (one suite
+    may hold both cadences under the catalog's policy; else the suite check reports the second).
 
     Disabled placeholders with ``suite=""`` belong to no suite, so they are never duplicates.
     """
-    first: dict[tuple[str, str], Registration] = {}
+    first: dict[tuple[str, str, bool], Registration] = {}
     problems: list[Problem] = []
     unique: list[Registration] = []
     for reg in registrations:
-        key = (reg.backend, reg.suite)
+        key = (reg.backend, reg.suite, reg.nightly)
         if not reg.suite:
             unique.append(reg)
         elif key in first:
