@@ -192,13 +192,13 @@ __global__ void act_and_mul_decode_kernel(const ActParams<T> p) {
   vec_t gate, up, o;
   gate.load(gate_row, i);
   up.load(gate_row + p.d, i);
+  device::PDLTriggerSecondary<kUsePDL>();  // the next kernel's wait still waits for the stores
 #pragma unroll
   for (int j = 0; j < static_cast<int>(vec_t::kSize); ++j) {
     const float a = Op::template apply<kFast>(device::cast<fp32_t>(gate[j]));
     o[j] = device::cast<T>(a * device::cast<fp32_t>(up[j]));
   }
   o.store(p.out + static_cast<std::int64_t>(row) * p.d, i);
-  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// Threads along a row for rows of `row_vecs` vectors, each doing about `per_thread` of them:

@@ -171,6 +171,7 @@ __global__ void store_cache_decode_kernel(const StoreCacheParams p) {
   const void* src = in_k ? p.k + row * p.k_stride : p.v + row * p.v_stride;
   vec_t data;
   data.load(src, index);
+  device::PDLTriggerSecondary<kUsePDL>();  // the next kernel's wait still waits for the stores
   if (slot < 0 || slot >= p.num_slots) {
     if (p.error != nullptr && i == 0) {
       atomicMin(&p.error[0], static_cast<unsigned long long>(row));
@@ -180,7 +181,6 @@ __global__ void store_cache_decode_kernel(const StoreCacheParams p) {
   }
   void* dst = in_k ? p.k_cache + slot * p.k_cache_stride : p.v_cache + slot * p.v_cache_stride;
   data.store(dst, index);
-  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 }  // namespace
