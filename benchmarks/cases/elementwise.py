@@ -92,7 +92,7 @@ def _add3_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
         a, b, c, out = inputs
         partial = a.float() + b.float()
         exact = partial + c.float()
-        ulp = 2.0 ** -(torch.finfo(dtype).nmant)  # one unit in the last place, relative
+        ulp = torch.finfo(dtype).eps  # one unit in the last place, relative to 1
         bound = ulp * (partial.abs() + exact.abs()) + torch.finfo(dtype).tiny
         error = (fn(a, b, c, out).float() - exact).abs()
         if not bool(torch.all(error <= bound)):
