@@ -17,8 +17,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ci_runner.adoption.policy_text import adopt_policy
 from ci_runner.adoption.survey import Survey, survey_tree
 from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
+from ci_runner.catalog.policy import STRICT, Policy
 from ci_runner.catalog.syntax import (
     BUILTIN_KEYWORDS,
     RegistrationSyntax,
@@ -61,6 +63,9 @@ class Draft:
     problems: list[Problem] = field(default_factory=list)  # no catalog fixes these
     files: int = 0
     registration_count: int = 0
+    policy: Policy = STRICT  # chosen by ci_runner.adoption.policy_text
+    policy_reasons: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)  # exclude-files, relative to the dir
 
 
 def draft_catalog(root: Path, registered_dir: str, template_text: str | None = None) -> Draft:
@@ -80,13 +85,14 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     draft.registration_count = len(registrations)
     draft.problems = [*survey.problems, *problems]
     draft.suites, draft.conflicts = _suites(registrations)
+    adopt_policy(root, draft, registrations, silent)
     if syntax.ignored_arguments:
         draft.conflicts.append(
             f"ignored-arguments = {list(syntax.ignored_arguments)}: registrations pass these "
             "keywords; the runner accepts them as literals and ignores them (it runs every file "
             "in its own process). Drop an entry to make that keyword an error instead"
         )
-    if silent:
+    if silent and not draft.excluded:
         draft.conflicts.append(
             f"{len(silent)} file(s) match the file patterns but register nothing; the runner "
             f"reports each until it registers or is renamed: {_shown(silent)}"

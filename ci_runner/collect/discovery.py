@@ -76,12 +76,22 @@ def walk_registered(catalog: Catalog) -> Walk:
             f"registered-dir {catalog.registered_dir!r} from [tool.ci-runner] leads to "
             f"{real_base}, outside the repository {real_root}; name a directory inside it"
         )
-    return walk_files(
+    walk = walk_files(
         catalog.root,
         base,
         lambda name: is_registered_file(name, catalog.file_patterns),
         "/".join(catalog.file_patterns),
     )
+    if catalog.exclude_files:  # the catalog's exclude-files, relative to registered-dir
+        prefix = f"{catalog.registered_dir}/" if catalog.registered_dir != "." else ""
+        walk.files = [
+            f
+            for f in walk.files
+            if not any(
+                fnmatch.fnmatchcase(f.removeprefix(prefix), g) for g in catalog.exclude_files
+            )
+        ]
+    return walk
 
 
 def discover_files(catalog: Catalog) -> list[str]:
@@ -147,7 +157,7 @@ def _collect_file(catalog: Catalog, rel_path: str) -> tuple[list[Registration], 
     if tree is None:
         return [], [problem] if problem else []
     registrations, problems = scan_tree(tree, rel_path, data, catalog.syntax)
-    if not registrations and not problems:
+    if not registrations and all(p.lint for p in problems):
         problems.append(_no_registration(rel_path, catalog))
     for reg in registrations:
         catalog_problem = check_registration(reg, catalog)
