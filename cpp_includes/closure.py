@@ -48,11 +48,11 @@ def resolve_include(
 def include_closure(
     sources: Sequence[Path],
     include_dirs: Sequence[Path],
-    resolved: dict[tuple[bytes, str, Path], Path | None] | None = None,
+    memo: dict[Path, tuple[Path, ...]] | None = None,
 ) -> dict[Path, Path | None]:
     """Every file ``sources`` include, transitively, with ``sources`` themselves: each real path
-    mapped to the file that first included it (``None`` for a source). ``resolved`` lets a caller
-    computing many closures over one unchanging tree share where each include resolved."""
+    mapped to the file that first included it (``None`` for a source). ``memo`` lets a caller
+    computing many closures over one unchanging tree keep each file's resolved includes."""
     seen: dict[Path, Path | None] = {}
     pending: list[tuple[Path, Path | None]] = [(path.resolve(), None) for path in sources]
     while pending:
@@ -60,16 +60,16 @@ def include_closure(
         if path in seen:
             continue
         seen[path] = parent
-        for quote, target in scan_file(path)[1]:
-            where = (quote, target, path.parent)
-            if resolved is not None and where in resolved:
-                found = resolved[where]
-            else:
-                found = resolve_include(quote, target, path.parent, include_dirs)
-                if resolved is not None:
-                    resolved[where] = found
-            if found is not None and found not in seen:
-                pending.append((found, path))
+        found = memo.get(path) if memo is not None else None
+        if found is None:
+            found = tuple(
+                resolved
+                for quote, target in scan_file(path)[1]
+                if (resolved := resolve_include(quote, target, path.parent, include_dirs))
+            )
+            if memo is not None:
+                memo[path] = found
+        pending += [(include, path) for include in found if include not in seen]
     return seen
 
 

@@ -85,7 +85,7 @@ class DependencyGraph:
         self.sites: list[Site] = []
         self.kernel_closures: dict[str, dict[Path, Path | None]] = {}
         self._include_dirs = [config.root / d for d in config.kernel_include_dirs]
-        self._includes: dict[tuple[bytes, str, Path], Path | None] = {}  # one tree, one lookup
+        self._includes: dict[Path, tuple[Path, ...]] = {}  # each file's includes, resolved once
         self._registered_memo: dict[str, list[str]] = {}
         self._enumerators: set[str] = set()  # functions that list a package's modules
         self._calls: list[tuple[str, str, str]] = []  # (file, callee, dotted literal argument)
