@@ -15,8 +15,8 @@ is counted apart), *survives* when every selected test passes, and is *uncovered
 suite holds no test that can reach the file (on one GPU: the multi-GPU all-reduce headers).
 Every survivor is a missed bug to look at: an equivalent mutant, or a test gap.
 
-The JIT cache is shared by all mutants (keys cover file contents, so a mutated header gets its
-own modules) and warmed first with ``python -m jit_kernel precompile``. ``--jobs`` mutants run at
+The JIT cache (``$JIT_KERNEL_CACHE_DIR``, else a new temporary directory) is shared by all
+mutants (keys cover file contents, so a mutated header gets its own modules) and warmed first with ``python -m jit_kernel precompile``. ``--jobs`` mutants run at
 once; mutants not started within ``--time-budget`` seconds (300, counted from the start) are
 reported as not run, and a mutant runs at most ``--mutant-timeout`` seconds (150), so a run
 ends within about 7.5 minutes. Writes
@@ -338,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("JIT_KERNEL_CACHE_DIR", str(out / "jit-cache"))
+    # the shared JIT cache lives outside $OUT: its libraries are not results
+    os.environ.setdefault("JIT_KERNEL_CACHE_DIR", tempfile.mkdtemp(prefix="mutation-jit-"))
     if not args.no_warm:
         warm = subprocess.run(
             [sys.executable, "-m", "jit_kernel", "precompile"],
