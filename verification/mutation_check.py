@@ -16,8 +16,8 @@ suite holds no test that can reach the file (on one GPU: the multi-GPU all-reduc
 Every survivor is a missed bug to look at: an equivalent mutant, or a test gap.
 
 The JIT cache (``$JIT_KERNEL_CACHE_DIR``, else a new temporary directory) is shared by all
-mutants (keys cover file contents, so a mutated header gets its own modules) and warmed first with ``python -m jit_kernel precompile``. ``--jobs`` mutants run at
-once; mutants not started within ``--time-budget`` seconds (300, counted from the start) are
+mutants (keys cover file contents, so a mutated header gets its own modules) and warmed first
+with ``python -m jit_kernel precompile``. ``--jobs`` mutants run at once; mutants not started within ``--time-budget`` seconds (300, counted from the start) are
 reported as not run, and a mutant runs at most ``--mutant-timeout`` seconds (150), so a run
 ends within about 7.5 minutes. Writes
 ``mutation_check.json`` (every mutant: file, line, before/after, selection, outcome, seconds)
