@@ -17,13 +17,13 @@ Every survivor is a missed bug to look at: an equivalent mutant, or a test gap.
 
 The JIT cache (``$JIT_KERNEL_CACHE_DIR``, else a new temporary directory) is shared by all
 mutants (keys cover file contents, so a mutated header gets its own modules) and warmed first
-with ``python -m jit_kernel precompile``. ``--jobs`` mutants run at once; mutants not started within ``--time-budget`` seconds (300, counted from the start) are
-reported as not run, and a mutant runs at most ``--mutant-timeout`` seconds (150), so a run
-ends within about 7.5 minutes. Writes
-``mutation_check.json`` (every mutant: file, line, before/after, selection, outcome, seconds)
-and ``mutation_check.log`` to ``$OUT`` (default ``./mutation-check``); prints the counts: files,
-mutants, killed (by a failing test / by a failed build), survived, uncovered, not run, and the
-selection sizes. Exit status 0 when no mutant survived, 1 otherwise, 2 on bad usage.
+with ``python -m jit_kernel precompile``. ``--jobs`` mutants run at once; mutants not started
+within ``--time-budget`` seconds (300, counted from the start) are reported as not run, and a
+mutant runs at most ``--mutant-timeout`` seconds (150), so a run ends within about 7.5 minutes.
+Writes ``mutation_check.json`` (every mutant: file, line, before/after, selection, outcome,
+seconds) and ``mutation_check.log`` to ``$OUT`` (default ``./mutation-check``); prints the
+counts: files, mutants, killed (by a failing test / by a failed build), survived, uncovered,
+not run, and the selection sizes. Exit status 0 when no mutant survived, 1 otherwise, 2 on bad usage.
 """
 
 from __future__ import annotations
