@@ -72,6 +72,11 @@ OPERATORS = (
 _STRING = re.compile(r'"(?:\\.|[^"\\])*"')
 
 
+def with_python_path(root: Path) -> str:
+    """PYTHONPATH with ``root`` first, the caller's entries (carried packages) after it."""
+    return os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
+
+
 def outside_strings(pattern: re.Pattern[str], code: str) -> re.Match[str] | None:
     """The first match of ``pattern`` in ``code`` that is not inside a string literal."""
     strings = [m.span() for m in _STRING.finditer(code)]
@@ -234,7 +239,11 @@ def run_mutant(mutant: Mutant, args: argparse.Namespace, files: list[str], log) 
         apply(mutant, root)
         listing = Path(scratch) / "changed.txt"
         listing.write_text(mutant.file + "\n")
-        env = {**os.environ, "PYTHONPATH": str(root), "CI_RUNNER_CACHE_DIR": scratch + "/rc"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": with_python_path(root),
+            "CI_RUNNER_CACHE_DIR": scratch + "/rc",
+        }
         process = subprocess.Popen(
             runner(root, args.suite, listing),
             cwd=root,
@@ -318,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.per_file < 1 or args.jobs < 1:
         parser.error("--per-file and --jobs must be at least 1")
     out = Path(os.environ.get("OUT") or "mutation-check")
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": with_python_path(REPO_ROOT)}
 
     started = time.monotonic()  # the budget counts the selections and the warm-up too
     HW[0] = args.hw
