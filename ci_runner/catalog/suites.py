@@ -12,6 +12,12 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ci_runner.catalog.execution_settings import (
+    DEFAULT_EXECUTION_SETTINGS,
+    ExecutionSettings,
+    ExecutionSettingsError,
+    parse_execution_settings,
+)
 from ci_runner.catalog.limits import (
     MAX_GPUS,
     MAX_MINUTES,
@@ -62,6 +68,7 @@ class Catalog:
     suites: tuple[Suite, ...] = field(default_factory=tuple)
     syntax: RegistrationSyntax = DEFAULT_SYNTAX
     file_patterns: tuple[str, ...] = DEFAULT_FILE_PATTERNS
+    execution: ExecutionSettings = DEFAULT_EXECUTION_SETTINGS  # [tool.ci-runner.execution]
 
     def get(self, name: str) -> Suite | None:
         """The suite called ``name``, or None."""
@@ -280,6 +287,7 @@ _TOP_KEYS = {
     "extra-markers",
     "ignored-arguments",
     "file-patterns",
+    "execution",
 }
 
 
@@ -343,4 +351,12 @@ def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
         suites=suites,
         syntax=syntax,
         file_patterns=_file_patterns(table, where),
+        execution=_execution(table, where),
     )
+
+
+def _execution(table: dict, where: str) -> ExecutionSettings:
+    try:
+        return parse_execution_settings(table.get("execution"), where)
+    except ExecutionSettingsError as exc:
+        raise CatalogError(str(exc)) from None
