@@ -3,6 +3,8 @@ behaviour it switches on, through the real CLI on generated trees."""
 
 import itertools
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,7 +24,7 @@ register_cpu_ci(est_time=25, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import run_suite, script_file  # noqa: E402
-from tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
+from tree_builder import REPO_ROOT, catalog_toml, suite_toml, write_tree  # noqa: E402
 
 SUITES = (
     suite_toml("cpu-suite", "cpu", gpus_per_file=0, timeout_per_file=60),
@@ -461,6 +463,56 @@ def test_partition_model_file_needs_the_partition_flags(tmp_path):
     result = run_suite(root, "--dry-run", "--partition-model-file", "m.json")
     assert result.returncode == 2
     assert "--partition-model-file needs --auto-partition-id" in result.stderr
+
+
+# --- init ----------------------------------------------------------------------------------------
+
+SGLANG_RUNNER = "from sglang.test.ci.ci_register import collect_tests\n\n\ndef main():\n    pass\n"
+REGISTERED = {
+    "test/registered/test_k.py": "from sglang.test.ci.ci_register import register_cuda_ci\n"
+    'register_cuda_ci(est_time=5, suite="kernel-1-gpu")\n',
+}
+
+
+def _init(root: Path) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-m", "ci_runner", "init", "--root", str(root)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_init_beside_sglangs_runner_writes_the_table_that_reproduces_it(tmp_path):
+    root = write_tree(tmp_path, "", {**REGISTERED, "test/run_suite.py": SGLANG_RUNNER})
+    (root / "pyproject.toml").unlink()
+    result = _init(root)
+    assert "[tool.ci-runner.execution]: reproduces the run_suite.py" in result.stdout
+    settings = load_catalog(root).execution
+    assert settings == ExecutionSettings(
+        est_timeout="sglang",
+        retry_timeout_increase=600.0,
+        retry_wait_seconds=60.0,
+        retry_on="output-patterns",
+        retry_timeouts=True,
+        working_directory="test",
+        file_arguments=("-f",),
+        timings_block=True,
+        one_file_at_a_time=True,
+        cuda_coredump=CudaCoredump(
+            "SGLANG_CUDA_COREDUMP", "SGLANG_CUDA_COREDUMP_DIR", "sglang_cuda_coredumps"
+        ),
+    )
+
+
+def test_init_without_sglangs_runner_keeps_this_runners_defaults(tmp_path):
+    other_runner = "from ci_runner.cli import main\n"
+    root = write_tree(tmp_path, "", {**REGISTERED, "test/run_suite.py": other_runner})
+    (root / "pyproject.toml").unlink()
+    _init(root)
+    assert load_catalog(root).execution == DEFAULT_EXECUTION_SETTINGS
+    assert "[tool.ci-runner.execution]" not in (root / "pyproject.toml").read_text()
 
 
 if __name__ == "__main__":
