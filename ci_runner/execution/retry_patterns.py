@@ -19,46 +19,41 @@ from __future__ import annotations
 
 import re
 
-_IGNORE_CASE = re.IGNORECASE
-DEVICE_FLAKES = tuple(
-    re.compile(text, _IGNORE_CASE)
-    for text in (
-        r"UR_RESULT_ERROR_OUT_OF_RESOURCES",
-        r"XPU out of memory",
-        r"Server failed to start within the timeout",
-    )
+
+def _any_case(*texts: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(text, re.IGNORECASE) for text in texts)
+
+
+DEVICE_FLAKES = _any_case(
+    r"UR_RESULT_ERROR_OUT_OF_RESOURCES",
+    r"XPU out of memory",
+    r"Server failed to start within the timeout",
 )
-CODE_ERRORS = tuple(
-    re.compile(text, _IGNORE_CASE)
-    for text in (
-        r"SyntaxError",
-        r"ImportError",
-        r"ModuleNotFoundError",
-        r"NameError",
-        r"TypeError",
-        r"AttributeError",
-        r"RuntimeError",
-        r"CUDA out of memory",
-        r"OOM",
-        r"Segmentation fault",
-        r"core dumped",
-        r"ConnectionRefusedError",
-        r"FileNotFoundError",
-    )
+CODE_ERRORS = _any_case(
+    r"SyntaxError",
+    r"ImportError",
+    r"ModuleNotFoundError",
+    r"NameError",
+    r"TypeError",
+    r"AttributeError",
+    r"RuntimeError",
+    r"CUDA out of memory",
+    r"OOM",
+    r"Segmentation fault",
+    r"core dumped",
+    r"ConnectionRefusedError",
+    r"FileNotFoundError",
 )
-MEASUREMENT_SYMPTOMS = tuple(
-    re.compile(text, _IGNORE_CASE)
-    for text in (
-        r"AssertionError:.*not greater than",
-        r"AssertionError:.*not less than",
-        r"AssertionError:.*not equal to",
-        r"AssertionError:.*!=.*expected",
-        r"accuracy",
-        r"score",
-        r"latency",
-        r"throughput",
-        r"timeout",
-    )
+MEASUREMENT_SYMPTOMS = _any_case(
+    r"AssertionError:.*not greater than",
+    r"AssertionError:.*not less than",
+    r"AssertionError:.*not equal to",
+    r"AssertionError:.*!=.*expected",
+    r"accuracy",
+    r"score",
+    r"latency",
+    r"throughput",
+    r"timeout",
 )
 _ANY_ASSERTION = re.compile(r"AssertionError")
 

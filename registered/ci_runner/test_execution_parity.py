@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,20 @@ timings-block = true
 one-file-at-a-time = true
 """
 W = "pyproject.toml [tool.ci-runner].execution"
+SGLANG_SETTINGS = ExecutionSettings(  # what init writes beside SGLang's run_suite.py
+    est_timeout="sglang",
+    retry_timeout_increase=600.0,
+    retry_wait_seconds=60.0,
+    retry_on="output-patterns",
+    retry_timeouts=True,
+    working_directory="test",
+    file_arguments=("-f",),
+    timings_block=True,
+    one_file_at_a_time=True,
+    cuda_coredump=CudaCoredump(
+        "SGLANG_CUDA_COREDUMP", "SGLANG_CUDA_COREDUMP_DIR", "sglang_cuda_coredumps"
+    ),
+)
 
 
 def tree(root: Path, files: dict[str, str], table: str = SGLANG_TABLE) -> Path:
@@ -88,17 +103,8 @@ def test_every_key_parses(tmp_path):
     table = SGLANG_TABLE + (
         'cuda-coredump = { switch-variable = "SW", dir-variable = "SW_DIR", dir-name = "dumps" }\n'
     )
-    assert load_catalog(tree(tmp_path, {}, table)).execution == ExecutionSettings(
-        est_timeout="sglang",
-        retry_timeout_increase=600.0,
-        retry_wait_seconds=0.0,
-        retry_on="output-patterns",
-        retry_timeouts=True,
-        working_directory="test",
-        file_arguments=("-f",),
-        timings_block=True,
-        one_file_at_a_time=True,
-        cuda_coredump=CudaCoredump("SW", "SW_DIR", "dumps"),
+    assert load_catalog(tree(tmp_path, {}, table)).execution == replace(
+        SGLANG_SETTINGS, retry_wait_seconds=0.0, cuda_coredump=CudaCoredump("SW", "SW_DIR", "dumps")
     )
 
 
@@ -490,20 +496,7 @@ def test_init_beside_sglangs_runner_writes_the_table_that_reproduces_it(tmp_path
     result = _init(root)
     assert "[tool.ci-runner.execution]: reproduces the run_suite.py" in result.stdout
     settings = load_catalog(root).execution
-    assert settings == ExecutionSettings(
-        est_timeout="sglang",
-        retry_timeout_increase=600.0,
-        retry_wait_seconds=60.0,
-        retry_on="output-patterns",
-        retry_timeouts=True,
-        working_directory="test",
-        file_arguments=("-f",),
-        timings_block=True,
-        one_file_at_a_time=True,
-        cuda_coredump=CudaCoredump(
-            "SGLANG_CUDA_COREDUMP", "SGLANG_CUDA_COREDUMP_DIR", "sglang_cuda_coredumps"
-        ),
-    )
+    assert settings == SGLANG_SETTINGS
 
 
 def test_init_without_sglangs_runner_keeps_this_runners_defaults(tmp_path):
