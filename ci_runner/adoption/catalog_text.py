@@ -56,4 +56,6 @@ def catalog_text(draft: Draft) -> str:
             f"nightly = {_toml(suite.nightly)}",
             f"gpus-per-file = {_toml(suite.gpus_per_file)}",
         ]
+    if draft.execution_text:
+        lines += ["", draft.execution_text.rstrip("\n")]
     return "\n".join(lines) + "\n"

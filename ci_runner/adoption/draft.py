@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ci_runner.adoption.execution_text import execution_text
 from ci_runner.adoption.policy_text import adopt_policy
 from ci_runner.adoption.survey import Survey, survey_tree
 from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
@@ -66,6 +67,7 @@ class Draft:
     policy: Policy = STRICT  # chosen by ci_runner.adoption.policy_text
     policy_reasons: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # exclude-files, relative to the dir
+    execution_text: str = ""  # [tool.ci-runner.execution], when the tree's runner is SGLang's
 
 
 def draft_catalog(root: Path, registered_dir: str, template_text: str | None = None) -> Draft:
@@ -86,6 +88,9 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     draft.problems = [*survey.problems, *problems]
     draft.suites, draft.conflicts = _suites(registrations)
     adopt_policy(root, draft, registrations, silent)
+    draft.execution_text = execution_text(root, registered_dir)
+    if draft.execution_text:
+        notes.append("[tool.ci-runner.execution]: reproduces the run_suite.py beside the tree")
     if syntax.ignored_arguments:
         draft.conflicts.append(
             f"ignored-arguments = {list(syntax.ignored_arguments)}: registrations pass these "

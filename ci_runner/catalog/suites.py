@@ -12,6 +12,12 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ci_runner.catalog.execution_settings import (
+    DEFAULT_EXECUTION_SETTINGS,
+    ExecutionSettings,
+    ExecutionSettingsError,
+    parse_execution_settings,
+)
 from ci_runner.catalog.limits import (
     MAX_GPUS,
     MAX_MINUTES,
@@ -65,6 +71,7 @@ class Catalog:
     file_patterns: tuple[str, ...] = DEFAULT_FILE_PATTERNS
     policy: Policy = STRICT
     exclude_files: tuple[str, ...] = ()  # globs over paths relative to registered-dir
+    execution: ExecutionSettings = DEFAULT_EXECUTION_SETTINGS  # [tool.ci-runner.execution]
 
     def get(self, name: str, hw: str | None = None) -> Suite | None:
         """The suite called ``name`` (that of ``hw`` first, when given), or None."""
@@ -282,6 +289,7 @@ _TOP_KEYS = {
     "exclude-files",
     "policy",
     "change-impact",  # read by ci_runner.impact.config (--changed-since, --changed-files)
+    "execution",
 }
 
 
@@ -374,4 +382,12 @@ def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
         file_patterns=_file_patterns(table, where),
         policy=policy,
         exclude_files=_exclude_files(table, where),
+        execution=_execution(table, where),
     )
+
+
+def _execution(table: dict, where: str) -> ExecutionSettings:
+    try:
+        return parse_execution_settings(table.get("execution"), where)
+    except ExecutionSettingsError as exc:
+        raise CatalogError(str(exc)) from None

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ci_runner.adoption.init_command import DESCRIPTION as INIT_DESCRIPTION
 from ci_runner.adoption.init_command import add_init_arguments
+from ci_runner.catalog.execution_settings import DEFAULT_EXECUTION_SETTINGS, ExecutionSettings
 from ci_runner.catalog.limits import (
     MAX_ATTEMPTS,
     MAX_GPUS,
@@ -108,6 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_change_arguments(parser)
     parser.add_argument(
+        "--partition-model-file",
+        action=StoreOnce,
+        type=Path,
+        metavar="PATH",
+        help="with --auto-partition-*: pack shards with the measured seconds of this JSON file "
+        '({"est": {suite: {path: seconds}}}, SGLang\'s model.json) instead of est_time; a '
+        "missing file falls back to est_time with a notice",
+    )
+    parser.add_argument(
         "--dry-run", action="store_true", help="print the selection and the whole plan; run nothing"
     )
     parser.add_argument(
@@ -166,6 +176,8 @@ def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
             )
         if not 0 <= shard_id < size:
             parser.error(f"--auto-partition-id must be in [0, {size}), got {number_text(shard_id)}")
+    if args.partition_model_file is not None and size is None:
+        parser.error("--partition-model-file needs --auto-partition-id and --auto-partition-size")
     if args.format == "json" and not args.dry_run:
         parser.error("--format json needs --dry-run")
     if args.print_matrix and (args.dry_run or size is not None):
@@ -205,7 +217,8 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout-from-est-time",
         action="store_true",
         help="derive each file's limit from est_time: min(max(3*est+60, 60), cap), cap = "
-        "--timeout-per-file or 3600",
+        '--timeout-per-file or 3600; with the catalog\'s est-timeout = "sglang": '
+        "max(1.5*est, est+1800), no cap",
     )
     run.add_argument(
         "--kill-grace-seconds",
@@ -233,12 +246,23 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         action=StoreOnce,
         type=_seconds(False),
         metavar="S",
-        help=f"pause before a retry (default {DEFAULT_RETRY_WAIT_SECONDS:g}; needs --enable-retry)",
+        help="pause before a retry (default: the catalog's retry-wait-seconds, else "
+        f"{DEFAULT_RETRY_WAIT_SECONDS:g}; needs --enable-retry)",
+    )
+    retry.add_argument(
+        "--retry-timeout-increase",
+        action=StoreOnce,
+        type=_seconds(False),
+        metavar="S",
+        help="seconds added to every attempt's flat time limit (not with "
+        "--timeout-from-est-time) (default: the catalog's retry-timeout-increase, else 0; "
+        "needs --enable-retry)",
     )
     retry.add_argument(
         "--retry-timeouts",
         action="store_true",
-        help="also retry files that timed out (needs --enable-retry)",
+        help="also retry files that timed out (default: the catalog's retry-timeouts; needs "
+        "--enable-retry)",
     )
     retry.add_argument(
         "--retry-budget-seconds",
@@ -292,10 +316,13 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def shard_options(
-    parser: argparse.ArgumentParser, args: argparse.Namespace
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    settings: ExecutionSettings = DEFAULT_EXECUTION_SETTINGS,
 ) -> tuple[ExecutionOptions, ReportOptions]:
     """Check the execution and report flags (and the boolean environment variables) and build
-    the options of the run from them; bad input exits 2 through ``parser.error``."""
+    the options of the run from them and the catalog's ``settings`` (a flag wins over the
+    table); bad input exits 2 through ``parser.error``."""
     if not args.enable_retry:
         given = [
             flag
@@ -303,6 +330,7 @@ def shard_options(
                 ("--max-attempts", args.max_attempts),
                 ("--retry-wait-seconds", args.retry_wait_seconds),
                 ("--retry-budget-seconds", args.retry_budget_seconds),
+                ("--retry-timeout-increase", args.retry_timeout_increase),
                 ("--retry-timeouts", args.retry_timeouts or None),
             )
             if value is not None
@@ -322,30 +350,39 @@ def shard_options(
         continue_on_error=args.continue_on_error,
         timeout_per_file=args.timeout_per_file,
         timeout_from_est_time=args.timeout_from_est_time,
+        est_timeout=settings.est_timeout,
+        retry_timeout_increase=_given(args.retry_timeout_increase, settings.retry_timeout_increase),
         kill_grace_seconds=args.kill_grace_seconds,
-        retry=_retry_policy(args),
+        retry=_retry_policy(args, settings),
         fail_on_flaky=args.fail_on_flaky,
         gpus=args.gpus,
         gpu_ids=gpu_ids,
+        one_file_at_a_time=settings.one_file_at_a_time,
+        working_directory=settings.working_directory,
+        file_arguments=settings.file_arguments,
+        cuda_coredump=settings.cuda_coredump,
     )
-    reports = ReportOptions.from_environment(args.junit_xml, args.timings_out, args.show_output)
+    reports = ReportOptions.from_environment(
+        args.junit_xml, args.timings_out, args.show_output, timings_block=settings.timings_block
+    )
     problems = reports.destination_problems()
     if problems:
         parser.error("; ".join(problems))
     return execution, reports
 
 
-def _retry_policy(args: argparse.Namespace) -> RetryPolicy:
+def _given(flag: float | None, table: float) -> float:
+    return table if flag is None else flag
+
+
+def _retry_policy(args: argparse.Namespace, settings: ExecutionSettings) -> RetryPolicy:
     if not args.enable_retry:
         return RetryPolicy()
     return RetryPolicy(
         enabled=True,
         max_attempts=args.max_attempts or DEFAULT_MAX_ATTEMPTS,
-        wait_seconds=(
-            DEFAULT_RETRY_WAIT_SECONDS
-            if args.retry_wait_seconds is None
-            else args.retry_wait_seconds
-        ),
-        retry_timeouts=args.retry_timeouts,
+        wait_seconds=_given(args.retry_wait_seconds, settings.retry_wait_seconds),
+        retry_timeouts=args.retry_timeouts or settings.retry_timeouts,
         budget_seconds=args.retry_budget_seconds,
+        retry_on=settings.retry_on,
     )

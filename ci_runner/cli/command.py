@@ -25,7 +25,7 @@ from ci_runner.cli_errors import robust_output, usage_error
 from ci_runner.collect import collect
 from ci_runner.collect.scope import split_by_scope
 from ci_runner.env import EnvVarError
-from ci_runner.execution import ExecutionOptions, execute_shard
+from ci_runner.execution import execute_shard
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
 from ci_runner.impact import (
     ChangeImpact,
@@ -38,10 +38,11 @@ from ci_runner.impact import (
 )
 from ci_runner.maintenance.registration_lints import discover_packages, package_offenders
 from ci_runner.model import FileToRun, Problem, ShardContext
+from ci_runner.plan.live_estimates import LiveEstimateError, load_live_estimates
 from ci_runner.plan.matrix import build_matrix
 from ci_runner.plan.packing import Plan, plan
 from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
-from ci_runner.reports import ReportOptions, ShardReports
+from ci_runner.reports import ShardReports
 from ci_runner.reports.step_summary import append_notice
 from ci_runner.safe_text import one_line
 from ci_runner.select import (
@@ -64,12 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(arguments)
         validate_arguments(parser, args)
-        execution, reports = shard_options(parser, args)
+        shard_options(parser, args)  # every flag checked before the catalog is read
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        return _run(args, execution, reports)
-    except (CatalogError, EnvVarError) as exc:
+        return _run(parser, args)
+    except (CatalogError, EnvVarError, LiveEstimateError) as exc:
         return usage_error(exc)
     except SelectionError as exc:
         return usage_error(*exc.messages)
@@ -126,8 +127,9 @@ def _report_problems(
     return bool(blocking)
 
 
-def _run(args: argparse.Namespace, execution: ExecutionOptions, reports: ReportOptions) -> int:
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     catalog = _load(args)
+    execution, reports = shard_options(parser, args, catalog.execution)
     if args.hw not in catalog.syntax.backends:
         return usage_error(
             f"--hw {args.hw!r}: not a backend of this catalog; use one of "
@@ -159,7 +161,7 @@ def _run(args: argparse.Namespace, execution: ExecutionOptions, reports: ReportO
         return EXIT_OK
     shard_count = args.auto_partition_size or 1
     shard_id = args.auto_partition_id or 0
-    the_plan = plan([(f.path, f.est_time) for f in selection.files], shard_count)
+    the_plan = plan(_packing_estimates(args, selection), shard_count)
     if args.dry_run:
         return _dry_run(args, catalog, selection, the_plan, impact)
     impact_text = impact_lines(impact) if impact is not None else []
@@ -179,6 +181,15 @@ def _run(args: argparse.Namespace, execution: ExecutionOptions, reports: ReportO
         execution,
         ShardReports(reports),
     )
+
+
+def _packing_estimates(args: argparse.Namespace, selection: Selection) -> list[tuple[str, float]]:
+    """``(path, seconds)`` to pack: est_time, or the ``--partition-model-file`` measurements."""
+    if args.partition_model_file is None:
+        return [(f.path, f.est_time) for f in selection.files]
+    live = load_live_estimates(args.partition_model_file, [s.name for s in selection.suites])
+    print(live.notice, file=sys.stderr, flush=True)
+    return [(f.path, live.seconds(f.suite, f.path, f.est_time)) for f in selection.files]
 
 
 def _package_warnings(catalog: Catalog) -> list[Problem]:

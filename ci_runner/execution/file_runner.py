@@ -1,6 +1,7 @@
 """Running one file: its attempts, each in its own session, judged by exit status and JUnit.
 
-``python <file>`` from the root, stdout+stderr to a file on disk, a timer that kills the whole
+``python <file> [file-arguments]`` from the working directory (the root unless the catalog names
+another; then the file's path is absolute), stdout+stderr to a file on disk, a timer that kills the whole
 process tree at the limit, and after every attempt a sweep that kills whatever the file left
 behind (see :mod:`ci_runner.execution.process_tree`).
 """
@@ -30,6 +31,7 @@ from ci_runner.execution.pytest_results import (
     child_addopts,
 )
 from ci_runner.execution.retry import RetryPolicy, broken_file_error, pytest_exit_blocks_retry
+from ci_runner.execution.retry_patterns import output_retry_verdict
 from ci_runner.execution.signals import signal_name
 from ci_runner.file_safety import append_regular
 from ci_runner.model import (
@@ -47,6 +49,8 @@ from ci_runner.model import (
 )
 
 ATTEMPT_VARIABLE = "CI_RUNNER_ATTEMPT"
+# retry-on = "output-patterns" reads this much of a failed attempt's output (the end of it).
+JUDGED_OUTPUT_BYTES = 32 * 1024 * 1024
 
 
 @dataclass
@@ -60,6 +64,14 @@ class RunSettings:
     kill_grace_seconds: float
     retry: RetryPolicy
     python: str = sys.executable
+    cwd: Path | None = None  # where files run; None = the root
+    file_arguments: tuple[str, ...] = ()  # after the file's path
+
+    def command(self, path: str) -> tuple[list[str], Path]:
+        """The argv and working directory of one attempt of ``path`` (relative to the root)."""
+        cwd = self.cwd or self.root
+        shown = path if cwd == self.root else str(self.root / path)
+        return [self.python, shown, *self.file_arguments], cwd
 
 
 class RetryBudget:
@@ -216,7 +228,7 @@ def run_attempt(
     timeout: float,
     cancel: CancelToken,
 ) -> AttemptResult:
-    """Run ``python <path>`` once from the root and judge it."""
+    """Run ``python <path>`` once (see :meth:`RunSettings.command`) and judge it."""
     stem = f"{uuid.uuid4().hex[:12]}-{number}"
     out_path = settings.workdir / f"{stem}.log"
     junit_path = settings.workdir / f"{stem}.xml"
@@ -224,11 +236,10 @@ def run_attempt(
     env = child_environment(settings, gpu_ids, pin_gpus, junit_path, number, token)
     start = time.monotonic()
     settings.workdir.mkdir(parents=True, exist_ok=True)  # a previous file may have removed it
+    argv, cwd = settings.command(path)
     with open(out_path, "wb") as output, process_tree.spawn_guard():
         try:
-            proc = process_tree.spawn_in_new_session(
-                [settings.python, path], settings.root, env, output
-            )
+            proc = process_tree.spawn_in_new_session(argv, cwd, env, output)
         except OSError as exc:
             reason = f"could not start {settings.python} {path}: {exc}"
             output.write(reason.encode())
@@ -286,6 +297,9 @@ def run_attempt(
         status, reason, retriable = FAILED, f"{report_error} (exit {exit_code})", False
     else:
         status, reason, retriable = judge_exit(exit_code, report, tail)
+    if settings.retry.judges_output and status in (FAILED, CRASHED):
+        retriable, verdict = output_retry_verdict(read_tail(out_path, JUDGED_OUTPUT_BYTES)[0])
+        reason = f"{reason}; {verdict}"
     if leftovers and status != NOT_RUN:
         note = f"[ci_runner] killed {leftovers} process(es) left behind by {path}\n"
         with contextlib.suppress(OSError):  # the file may have replaced its own log

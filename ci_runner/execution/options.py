@@ -1,38 +1,57 @@
-"""How the files of a shard run: :class:`ExecutionOptions`, built once by the CLI from its flags.
+"""How the files of a shard run: :class:`ExecutionOptions`, built once by the CLI from its flags
+and the catalog's ``[tool.ci-runner.execution]`` table.
 
-Every value arrives parsed and checked (the CLI rejects bad flags with exit 2), so the executor
-reads typed fields, never an ``argparse.Namespace``.
+Every value arrives parsed and checked (the CLI rejects bad flags with exit 2, the catalog bad
+keys), so the executor reads typed fields, never an ``argparse.Namespace``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ci_runner.catalog.execution_settings import (
+    DEFAULT_RETRY_WAIT_SECONDS,
+    EST_TIMEOUT_CI_RUNNER,
+    CudaCoredump,
+)
 from ci_runner.execution.retry import RetryPolicy
 
 DEFAULT_MAX_ATTEMPTS = 2
-DEFAULT_RETRY_WAIT_SECONDS = 30.0
 DEFAULT_KILL_GRACE_SECONDS = 5.0
+
+__all__ = [
+    "DEFAULT_KILL_GRACE_SECONDS",
+    "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_RETRY_WAIT_SECONDS",
+    "ExecutionOptions",
+]
 
 
 @dataclass(frozen=True)
 class ExecutionOptions:
-    """Fail-fast, time limits, retries and GPU slots of one shard run."""
+    """Fail-fast, time limits, retries, GPU slots and the child's command line of one shard."""
 
     continue_on_error: bool = False  # run every file even after a failure
     timeout_per_file: float | None = None  # flat limit, or the cap with timeout_from_est_time
-    timeout_from_est_time: bool = False  # limit = min(max(3*est+60, 60), cap)
+    timeout_from_est_time: bool = False  # limit from est_time by est_timeout's rule
+    est_timeout: str = EST_TIMEOUT_CI_RUNNER  # the catalog's est-timeout rule
+    retry_timeout_increase: float = 0.0  # added to a flat limit when retries are on
     kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS  # SIGTERM -> SIGKILL
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     fail_on_flaky: bool = False  # a file that passed only on a retry fails the run
     gpus: int | None = None  # --gpus N: run on N GPU slots
     gpu_ids: tuple[str, ...] | None = None  # --gpu-ids: these GPU ids (parsed, distinct)
+    one_file_at_a_time: bool = False  # cuda without --gpus/--gpu-ids: one unpinned slot
+    working_directory: str = "."  # where files run, relative to the root
+    file_arguments: tuple[str, ...] = ()  # python <file> <file_arguments...>
+    cuda_coredump: CudaCoredump | None = None  # collect CUDA coredumps when its switch is on
 
     def describe(self) -> str:
         """``fail-fast, timeout from the suite catalog, retry up to 2 attempts``."""
         parts = ["continue-on-error" if self.continue_on_error else "fail-fast"]
         if self.timeout_from_est_time:
-            parts.append("timeout from est_time")
+            rule = "" if self.est_timeout == EST_TIMEOUT_CI_RUNNER else f" ({self.est_timeout})"
+            parts.append(f"timeout from est_time{rule}")
         elif self.timeout_per_file is not None:
             parts.append(f"timeout {self.timeout_per_file:g}s per file")
         else:
@@ -41,5 +60,8 @@ class ExecutionOptions:
             parts.append(
                 f"retry up to {self.retry.max_attempts} attempts"
                 + (" (timeouts too)" if self.retry.retry_timeouts else "")
+                + (" on output patterns" if self.retry.judges_output else "")
             )
+            if self.retry_timeout_increase and not self.timeout_from_est_time:
+                parts.append(f"limit +{self.retry_timeout_increase:g}s")
         return ", ".join(parts)

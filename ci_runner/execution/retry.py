@@ -11,7 +11,9 @@ over the whole log:
   ``ImportError`` or ``ModuleNotFoundError``.
 
 Timeouts are retried only with ``--retry-timeouts``. Everything else (assertion failures,
-crashes such as SIGSEGV) is retriable when ``--enable-retry`` is on.
+crashes such as SIGSEGV) is retriable when ``--enable-retry`` is on. With the catalog's
+``retry-on = "output-patterns"`` the attempt's output decides instead
+(:mod:`ci_runner.execution.retry_patterns`, SGLang's rule).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ci_runner.catalog.execution_settings import RETRY_ANY_FAILURE, RETRY_OUTPUT_PATTERNS
 from ci_runner.model import TIMEOUT, AttemptResult
 
 # pytest's documented exit codes that mean "this file is broken, retrying cannot help".
@@ -55,13 +58,20 @@ def pytest_exit_blocks_retry(exit_code: int | None) -> str | None:
 @dataclass(frozen=True)
 class RetryPolicy:
     """``--enable-retry``, ``--max-attempts``, ``--retry-wait-seconds``, ``--retry-timeouts``,
-    ``--retry-budget-seconds`` (the shard's total seconds for retry attempts; None = no cap)."""
+    ``--retry-budget-seconds`` (the shard's total seconds for retry attempts; None = no cap);
+    ``retry_on``: the catalog's ``retry-on``, which failures count as possibly flaky."""
 
     enabled: bool = False
     max_attempts: int = 1
     wait_seconds: float = 0.0
     retry_timeouts: bool = False
     budget_seconds: float | None = None
+    retry_on: str = RETRY_ANY_FAILURE
+
+    @property
+    def judges_output(self) -> bool:
+        """Retries are decided by the failed attempt's output (``retry-on = "output-patterns"``)."""
+        return self.enabled and self.retry_on == RETRY_OUTPUT_PATTERNS
 
     def next_attempt(self, last: AttemptResult, budget_used: float) -> tuple[bool, str]:
         """Whether to run another attempt after ``last`` failed, and a one-line why (not)."""
@@ -72,6 +82,8 @@ class RetryPolicy:
         if last.status == TIMEOUT and not self.retry_timeouts:
             return False, "timeouts are retried only with --retry-timeouts"
         if not last.retriable:
+            if self.retry_on == RETRY_OUTPUT_PATTERNS and last.status != TIMEOUT:
+                return False, "its output shows no retriable symptom (retry-on = output-patterns)"
             return False, "it cannot be flaky (broken file)"
         if self.budget_seconds is not None and budget_used >= self.budget_seconds:
             return False, (

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ci_runner.cli_errors import usage_error
-from ci_runner.env import check_boolean_environment
+from ci_runner.env import EnvVarError, check_boolean_environment
+from ci_runner.execution import cuda_coredump
 from ci_runner.execution.file_runner import RunSettings
 from ci_runner.execution.gpu_slots import SlotError, SlotSet, resolve_slots, skip_reason
 from ci_runner.execution.listener import ShardListener
@@ -46,14 +47,35 @@ def execute_shard(
     message = check_boolean_environment()
     if message:
         return usage_error(message, prog="run_suite")
+    root = Path(ctx.root).resolve()
+    cwd = (root / options.working_directory).resolve()
+    if not cwd.is_dir():
+        return usage_error(
+            f"working-directory {options.working_directory!r} ([tool.ci-runner.execution]): "
+            f"{cwd} is not a directory",
+            prog="run_suite",
+        )
+    sequential = _one_file_at_a_time(ctx.hw, options)
     try:
-        slots: SlotSet = resolve_slots(ctx.hw, options.gpus, options.gpu_ids)
+        slots: SlotSet = sequential or resolve_slots(ctx.hw, options.gpus, options.gpu_ids)
     except SlotError as exc:
         return usage_error(exc, prog="run_suite")
+    try:
+        coredumps = cuda_coredump.prepare(options.cuda_coredump)
+    except EnvVarError as exc:
+        return usage_error(exc, prog="run_suite")
+    except OSError as exc:
+        return usage_error(f"cannot prepare the CUDA coredump directory: {exc}", prog="run_suite")
+    if coredumps is not None and coredumps.kept:
+        print(
+            f"CUDA coredumps go to {coredumps.directory}; kept the environment's "
+            f"{', '.join(coredumps.kept)}",
+            flush=True,
+        )
     skipped = [
         placeholder(f.path, f.suite, f.est_time, SKIPPED, reason)
         for f in files
-        if (reason := skip_reason(f.gpus, f.all_gpus, f.gpus_from, slots))
+        if not sequential and (reason := skip_reason(f.gpus, f.all_gpus, f.gpus_from, slots))
     ]
     skipped_paths = {r.path for r in skipped}
     files = [f for f in files if f.path not in skipped_paths]
@@ -63,12 +85,15 @@ def execute_shard(
         predicted_makespan=ctx.predicted_makespan, shard_est_total=ctx.shard_est_total,
         lower_bound=ctx.lower_bound, slots=slots.describe(), mode=options.describe(),
     )  # fmt: skip
+    increase = options.retry_timeout_increase if options.retry.enabled else 0.0
     jobs = [
         Job(
-            index=i, path=f.path, suite=f.suite, est_time=f.est_time, gpus=f.gpus,
-            all_gpus=f.all_gpus, timeout=timeout_for(
+            index=i, path=f.path, suite=f.suite, est_time=f.est_time,
+            gpus=0 if sequential else f.gpus, all_gpus=f.all_gpus and not sequential,
+            timeout=timeout_for(
                 f.suite, f.est_time, flag_timeout=options.timeout_per_file,
                 from_est=options.timeout_from_est_time, suite_timeouts=ctx.suite_timeouts,
+                est_rule=options.est_timeout, retry_increase=increase,
             ),
         )
         for i, f in enumerate(files)
@@ -86,9 +111,10 @@ def execute_shard(
             StopRequest() as stop,
         ):
             settings = RunSettings(
-                root=Path(ctx.root).resolve(), workdir=Path(workdir), base_env=dict(os.environ),
+                root=root, workdir=Path(workdir),
+                base_env={**os.environ, **(coredumps.variables if coredumps else {})},
                 nightly=ctx.nightly, kill_grace_seconds=options.kill_grace_seconds,
-                retry=options.retry,
+                retry=options.retry, cwd=cwd, file_arguments=options.file_arguments,
             )  # fmt: skip
             try:
                 listener.shard_started(info, start_results, len(jobs))
@@ -102,4 +128,18 @@ def execute_shard(
             listener.shard_finished(outcome)
     finally:
         set_child_subreaper(previous_subreaper)
+    if coredumps is not None and outcome.exit_code != 0:
+        lines = cuda_coredump.report_lines(coredumps)
+        if lines:
+            print("\n".join(lines), flush=True)
     return outcome.exit_code
+
+
+def _one_file_at_a_time(hw: str, options: ExecutionOptions) -> SlotSet | None:
+    """The single unpinned slot of ``one-file-at-a-time`` on cuda (every file sees every GPU,
+    as with SGLang's runner), unless ``--gpus``/``--gpu-ids`` opt in to parallel slots."""
+    if hw != "cuda" or not options.one_file_at_a_time:
+        return None
+    if options.gpus is not None or options.gpu_ids is not None:
+        return None
+    return SlotSet(("0",), False, "one file at a time: one-file-at-a-time = true")

@@ -128,6 +128,11 @@ class ConsoleReport:
         else:
             self._print("\n::endgroup::")
 
+    def block(self, text: str) -> None:
+        """Print a block of lines as they are (e.g. the TIMINGS block)."""
+        with self._lock:
+            self._print(text)
+
     def finish(self, outcome: ShardOutcome) -> None:
         with self._lock:
             self._table(outcome)

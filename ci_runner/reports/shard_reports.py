@@ -20,6 +20,7 @@ from ci_runner.reports.console import ConsoleReport
 from ci_runner.reports.junit import write_junit
 from ci_runner.reports.step_summary import STEP_SUMMARY_VARIABLE, append_step_summary
 from ci_runner.reports.timings import write_timings
+from ci_runner.reports.timings_block import timings_block
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class ReportOptions:
     show_output: bool = False  # --show-output: print the output of passing files too
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY
     github_actions: bool = False  # $GITHUB_ACTIONS: fold outputs into log groups
+    timings_block: bool = False  # catalog timings-block: print SGLang's TIMINGS block at the end
 
     @classmethod
     def from_environment(
@@ -39,6 +41,7 @@ class ReportOptions:
         timings_out: Path | None = None,
         show_output: bool = False,
         environ: Mapping[str, str] | None = None,
+        timings_block: bool = False,
     ) -> ReportOptions:
         """The given report flags plus what GitHub Actions sets in the environment."""
         env = os.environ if environ is None else environ
@@ -49,6 +52,7 @@ class ReportOptions:
             show_output=show_output,
             step_summary=Path(summary) if summary else None,
             github_actions=get_bool_env(GITHUB_ACTIONS, environ=env),
+            timings_block=timings_block,
         )
 
     def destination_problems(self) -> list[str]:
@@ -122,6 +126,8 @@ class ShardReports:
                 append_step_summary(path, outcome)
             except OSError as exc:
                 _warn(f"could not append to the step summary {path}: {exc}")
+        if self.options.timings_block:  # before the summary, which stays the last line
+            self.console.block(timings_block(outcome.results))
         self.console.finish(outcome)
 
     def _write_files_or_warn(self) -> None:
