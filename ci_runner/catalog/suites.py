@@ -12,6 +12,13 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ci_runner.catalog.extra_dirs import KEY as EXTRA_DIRS_KEY
+from ci_runner.catalog.extra_dirs import (
+    ExtraDir,
+    ExtraDirError,
+    parse_extra_dirs,
+    valid_name_globs,
+)
 from ci_runner.catalog.limits import (
     MAX_GPUS,
     MAX_MINUTES,
@@ -65,6 +72,7 @@ class Catalog:
     file_patterns: tuple[str, ...] = DEFAULT_FILE_PATTERNS
     policy: Policy = STRICT
     exclude_files: tuple[str, ...] = ()  # globs over paths relative to registered-dir
+    extra_dirs: tuple[ExtraDir, ...] = ()  # more collected directories (extra-dirs)
 
     def get(self, name: str, hw: str | None = None) -> Suite | None:
         """The suite called ``name`` (that of ``hw`` first, when given), or None."""
@@ -83,6 +91,10 @@ class Catalog:
     @property
     def registered_path(self) -> Path:
         return self.root / self.registered_dir
+
+    def extra_dir_of(self, rel_path: str) -> ExtraDir | None:
+        """The ``extra-dirs`` entry holding a root-relative path, or None."""
+        return next((d for d in self.extra_dirs if d.holds(rel_path)), None)
 
 
 def unknown_suite_message(name: str, backend: str, catalog: Catalog, origin: str = "") -> str:
@@ -280,6 +292,7 @@ _TOP_KEYS = {
     "ignored-arguments",
     "file-patterns",
     "exclude-files",
+    EXTRA_DIRS_KEY,
     "policy",
 }
 
@@ -300,11 +313,7 @@ def _exclude_files(table: dict, where: str) -> tuple[str, ...]:
 
 def _file_patterns(table: dict, where: str) -> tuple[str, ...]:
     patterns = table.get("file-patterns", list(DEFAULT_FILE_PATTERNS))
-    if (
-        not isinstance(patterns, list)
-        or not patterns
-        or not all(isinstance(p, str) and p.endswith(".py") and "/" not in p for p in patterns)
-    ):
+    if not valid_name_globs(patterns):
         raise CatalogError(
             f"{where}: file-patterns must be a non-empty list of file-name globs ending in .py "
             f'(e.g. ["test_*.py", "bench_*.py"] or ["*.py"]), got {patterns!r}'
@@ -365,6 +374,10 @@ def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
                     )
                 )
             seen[scope, name] = suite.name
+    try:
+        extra_dirs = parse_extra_dirs(table, where, registered_dir)
+    except ExtraDirError as exc:
+        raise CatalogError(str(exc)) from None
     return Catalog(
         root=root,
         registered_dir=registered_dir,
@@ -373,4 +386,5 @@ def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
         file_patterns=_file_patterns(table, where),
         policy=policy,
         exclude_files=_exclude_files(table, where),
+        extra_dirs=extra_dirs,
     )
