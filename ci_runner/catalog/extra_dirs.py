@@ -56,7 +56,7 @@ def parse_extra_dirs(table: dict, where: str, registered_dir: str) -> tuple[Extr
     raw = table.get(KEY, [])
     if not isinstance(raw, list):
         raise ExtraDirError(
-            f"{where}: {KEY} must be a list of tables, e.g. {_EXAMPLE}, got {raw!r}"
+            f"{where} {KEY}: must be a list of tables, e.g. {_EXAMPLE}, got {raw!r}"
         )
     dirs: list[ExtraDir] = []
     for i, entry in enumerate(raw):
