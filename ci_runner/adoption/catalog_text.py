@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from ci_runner.adoption.draft import Draft
-from ci_runner.adoption.policy_text import exclude_lines, policy_lines
+from ci_runner.adoption.policy_text import exclude_lines, extra_dirs_lines, policy_lines
 from ci_runner.catalog import DEFAULT_FILE_PATTERNS
 from ci_runner.markers import MARKER_BACKENDS
 
@@ -23,7 +23,7 @@ def catalog_text(draft: Draft) -> str:
     lines = [
         "# ---------------------------------------------------------------------------------------",
         f"# Suite catalog written by `run_suite.py init` from {draft.files} file(s) under "
-        f"{draft.registered_dir}/ ({draft.registration_count} registrations).",
+        f"{draft.scope} ({draft.registration_count} registrations).",
         '# Review it: add runner = "<label>" and job-timeout-minutes = N to each suite (for',
         "# --print-matrix), check gpus-per-file (guessed from the suite names), and decide:",
     ]
@@ -41,6 +41,7 @@ def catalog_text(draft: Draft) -> str:
     if syntax.ignored_arguments:
         lines.append(f"ignored-arguments = {_toml(list(syntax.ignored_arguments))}")
     lines += exclude_lines(draft)
+    lines += extra_dirs_lines(draft)
     extra = {name: hw for name, hw in syntax.markers.items() if name not in MARKER_BACKENDS}
     if extra:
         lines += ["", "[tool.ci-runner.extra-markers]"]

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_runner.adoption.execution_text import execution_text
-from ci_runner.adoption.policy_text import adopt_policy
+from ci_runner.adoption.policy_text import RunnerFacts, adopt_policy
 from ci_runner.adoption.survey import Survey, survey_tree
 from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
+from ci_runner.catalog.extra_dirs import ExtraDir
 from ci_runner.catalog.policy import STRICT, Policy
 from ci_runner.catalog.syntax import (
     BUILTIN_KEYWORDS,
@@ -68,12 +69,20 @@ class Draft:
     policy_reasons: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # exclude-files, relative to the dir
     execution_text: str = ""  # [tool.ci-runner.execution], when the tree's runner is SGLang's
+    extra_dirs: list[ExtraDir] = field(default_factory=list)  # extra-dirs the runner globs
+
+    @property
+    def scope(self) -> str:
+        """Where the files were read: ``test/registered/`` (and the extra-dirs)."""
+        extra = [f"{d.path}/" for d in self.extra_dirs]
+        return ", ".join([f"{self.registered_dir}/", *extra])
 
 
 def draft_catalog(root: Path, registered_dir: str, template_text: str | None = None) -> Draft:
     """Survey the tree under ``root/registered_dir`` and draft its catalog."""
-    survey = survey_tree(root, registered_dir)
-    notes: list[str] = []
+    facts = RunnerFacts(root, registered_dir)
+    extra_dirs, notes = facts.extra_dirs(root, registered_dir)
+    survey = survey_tree(root, registered_dir, extra_dirs)
     syntax = _syntax(survey, template_text, notes)
     patterns = ("*.py",) if survey.outside_default_patterns else DEFAULT_FILE_PATTERNS
     if survey.outside_default_patterns:
@@ -81,13 +90,26 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
             f'file-patterns = ["*.py"]: {len(survey.outside_default_patterns)} file(s) register '
             f"without a test_/bench_ name (first: {survey.outside_default_patterns[0]})"
         )
-    files = [f for f in survey.files if is_registered_file(f.rsplit("/", 1)[-1], patterns)]
+    files = [
+        f
+        for f in survey.files
+        if any(d.holds(f) for d in extra_dirs) or is_registered_file(f.rsplit("/", 1)[-1], patterns)
+    ]
     registrations, problems, silent = _scan(root, files, syntax)
     draft = Draft(registered_dir, syntax, patterns, files=len(files), notes=notes)
+    draft.extra_dirs = extra_dirs
+    for extra in extra_dirs:
+        count = sum(extra.holds(f) for f in files)
+        notes.append(
+            f"extra-dirs: {facts.relative} also collects {extra.path}/**/"
+            f"{'|'.join(extra.files)} ({count} file(s))"
+        )
+    silent_extra = [f for f in silent if any(d.holds(f) for d in extra_dirs)]
+    silent = [f for f in silent if f not in silent_extra]
     draft.registration_count = len(registrations)
     draft.problems = [*survey.problems, *problems]
     draft.suites, draft.conflicts = _suites(registrations)
-    adopt_policy(root, draft, registrations, silent)
+    adopt_policy(root, draft, registrations, silent, facts)
     draft.execution_text = execution_text(root, registered_dir)
     if draft.execution_text:
         notes.append("[tool.ci-runner.execution]: reproduces the run_suite.py beside the tree")
@@ -96,6 +118,11 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
             f"ignored-arguments = {list(syntax.ignored_arguments)}: registrations pass these "
             "keywords; the runner accepts them as literals and ignores them (it runs every file "
             "in its own process). Drop an entry to make that keyword an error instead"
+        )
+    if silent_extra:
+        draft.conflicts.append(
+            f"{len(silent_extra)} file(s) in extra-dirs register nothing; the runner reports "
+            f"each until it registers or is renamed: {_shown(silent_extra)}"
         )
     if silent and not draft.excluded:
         draft.conflicts.append(

@@ -206,7 +206,7 @@ def _report(draft: Draft, target: Path | None) -> None:
     print(
         f"wrote [tool.ci-runner] to {where}: {len(draft.suites)} suite(s) on "
         f"{', '.join(backends)}, from {draft.registration_count} registration(s) in "
-        f"{draft.files} file(s) under {draft.registered_dir}/",
+        f"{draft.files} file(s) under {draft.scope}",
         file=out,
     )
     for note in draft.notes:

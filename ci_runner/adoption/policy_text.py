@@ -25,6 +25,8 @@ from collections import Counter, defaultdict
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from ci_runner.adoption.runner_globs import collected_dirs
+from ci_runner.catalog.extra_dirs import ExtraDir
 from ci_runner.catalog.policy import COMPATIBLE, STRICT, Policy
 from ci_runner.file_safety import read_regular_text
 from ci_runner.model import Registration
@@ -53,6 +55,23 @@ class RunnerFacts:
     @property
     def registry_based(self) -> bool:
         return bool(self.text and _REGISTRY.search(self.text))
+
+    def extra_dirs(self, root: Path, registered_dir: str) -> tuple[list[ExtraDir], list[str]]:
+        """The directories besides ``registered_dir`` that a registry-based runner globs (for
+        ``extra-dirs``), and a note for each such glob whose directory is not in the tree."""
+        if not self.registry_based:
+            return [], []
+        by_dir: dict[str, list[str]] = {}
+        for directory, pattern in collected_dirs(self.text, self.relative):
+            if directory != registered_dir:
+                by_dir.setdefault(directory, []).append(pattern)
+        found = [ExtraDir(d, tuple(p)) for d, p in by_dir.items() if (root / d).is_dir()]
+        missing = [
+            f"{self.relative} globs {d}/**/{'|'.join(p)}, not a directory here: not collected"
+            for d, p in by_dir.items()
+            if not (root / d).is_dir()
+        ]
+        return found, missing
 
     @property
     def filters_per_registration(self) -> bool:
@@ -139,13 +158,17 @@ def choose_policy(
 
 
 def adopt_policy(
-    root: Path, draft: Draft, registrations: list[Registration], silent: list[str]
+    root: Path,
+    draft: Draft,
+    registrations: list[Registration],
+    silent: list[str],
+    facts: RunnerFacts | None = None,
 ) -> None:
     """Choose the draft's policy; under the compatible one, redraft its suites per backend, add
     the runner's table suites and backends, and exclude the files that register nothing."""
     from ci_runner.adoption.draft import DraftSuite, _guess_gpus
 
-    facts = RunnerFacts(root, draft.registered_dir)
+    facts = facts or RunnerFacts(root, draft.registered_dir)
     draft.policy, draft.policy_reasons = choose_policy(facts, registrations)
     if draft.policy == STRICT:
         return
@@ -201,6 +224,20 @@ def exclude_lines(draft: Draft) -> list[str]:
     return [
         "# exclude-files: they register nothing, so the tree's own runner does not collect them",
         f"exclude-files = {json.dumps(draft.excluded)}",
+    ]
+
+
+def extra_dirs_lines(draft: Draft) -> list[str]:
+    """The top-level ``extra-dirs`` key, when the tree's runner collects more directories."""
+    if not draft.extra_dirs:
+        return []
+    entries = ", ".join(
+        f"{{path = {json.dumps(d.path)}, files = {json.dumps(list(d.files))}}}"
+        for d in draft.extra_dirs
+    )
+    return [
+        "# extra-dirs: the tree's own runner also collects these directories",
+        f"extra-dirs = [{entries}]",
     ]
 
 

@@ -10,10 +10,12 @@ catalog must declare so that the strict collector accepts the tree.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_runner.catalog import DEFAULT_FILE_PATTERNS, NEVER_COLLECTED
+from ci_runner.catalog.extra_dirs import ExtraDir
 from ci_runner.catalog.syntax import BUILTIN_KEYWORDS
 from ci_runner.collect import Walk, is_registered_file, walk_files
 from ci_runner.collect.calls import read_marker_calls
@@ -47,10 +49,20 @@ def python_files(root: Path, registered_dir: str) -> Walk:
     )
 
 
-def survey_tree(root: Path, registered_dir: str) -> Survey:
-    """Parse every candidate file once and count markers and keywords."""
+def survey_tree(root: Path, registered_dir: str, extra_dirs: Sequence[ExtraDir] = ()) -> Survey:
+    """Parse every candidate file once and count markers and keywords (``extra_dirs``: more
+    directories, read with their own file-name globs)."""
     walk = python_files(root, registered_dir)
-    survey = Survey(files=walk.files, problems=list(walk.problems))
+    for extra in extra_dirs:
+        more = walk_files(
+            root,
+            root / extra.path,
+            lambda name, globs=extra.files: is_registered_file(name, globs),
+            "/".join(extra.files),
+        )
+        walk.files += more.files
+        walk.problems += more.problems
+    survey = Survey(files=sorted(walk.files), problems=list(walk.problems))
     core = {*MARKER_PARAMETERS, *BUILTIN_KEYWORDS}
     for rel_path in list(survey.files):
         try:
@@ -72,6 +84,7 @@ def survey_tree(root: Path, registered_dir: str) -> Survey:
                 kw.arg for kw in call.call.keywords if kw.arg and kw.arg not in core
             )
         name = rel_path.rsplit("/", 1)[-1]
-        if calls and not is_registered_file(name, DEFAULT_FILE_PATTERNS):
+        in_extra = any(extra.holds(rel_path) for extra in extra_dirs)
+        if calls and not in_extra and not is_registered_file(name, DEFAULT_FILE_PATTERNS):
             survey.outside_default_patterns.append(rel_path)
     return survey

@@ -18,6 +18,13 @@ from ci_runner.catalog.execution_settings import (
     ExecutionSettingsError,
     parse_execution_settings,
 )
+from ci_runner.catalog.extra_dirs import KEY as EXTRA_DIRS_KEY
+from ci_runner.catalog.extra_dirs import (
+    ExtraDir,
+    ExtraDirError,
+    parse_extra_dirs,
+    valid_name_globs,
+)
 from ci_runner.catalog.limits import (
     MAX_GPUS,
     MAX_MINUTES,
@@ -72,6 +79,7 @@ class Catalog:
     policy: Policy = STRICT
     exclude_files: tuple[str, ...] = ()  # globs over paths relative to registered-dir
     execution: ExecutionSettings = DEFAULT_EXECUTION_SETTINGS  # [tool.ci-runner.execution]
+    extra_dirs: tuple[ExtraDir, ...] = ()  # more collected directories (extra-dirs)
 
     def get(self, name: str, hw: str | None = None) -> Suite | None:
         """The suite called ``name`` (that of ``hw`` first, when given), or None."""
@@ -90,6 +98,10 @@ class Catalog:
     @property
     def registered_path(self) -> Path:
         return self.root / self.registered_dir
+
+    def extra_dir_of(self, rel_path: str) -> ExtraDir | None:
+        """The ``extra-dirs`` entry holding a root-relative path, or None."""
+        return next((d for d in self.extra_dirs if d.holds(rel_path)), None)
 
 
 def unknown_suite_message(name: str, backend: str, catalog: Catalog, origin: str = "") -> str:
@@ -287,6 +299,7 @@ _TOP_KEYS = {
     "ignored-arguments",
     "file-patterns",
     "exclude-files",
+    EXTRA_DIRS_KEY,
     "policy",
     "change-impact",  # read by ci_runner.impact.config (--changed-since, --changed-files)
     "execution",
@@ -309,11 +322,7 @@ def _exclude_files(table: dict, where: str) -> tuple[str, ...]:
 
 def _file_patterns(table: dict, where: str) -> tuple[str, ...]:
     patterns = table.get("file-patterns", list(DEFAULT_FILE_PATTERNS))
-    if (
-        not isinstance(patterns, list)
-        or not patterns
-        or not all(isinstance(p, str) and p.endswith(".py") and "/" not in p for p in patterns)
-    ):
+    if not valid_name_globs(patterns):
         raise CatalogError(
             f"{where}: file-patterns must be a non-empty list of file-name globs ending in .py "
             f'(e.g. ["test_*.py", "bench_*.py"] or ["*.py"]), got {patterns!r}'
@@ -374,6 +383,10 @@ def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
                     )
                 )
             seen[scope, name] = suite.name
+    try:
+        extra_dirs = parse_extra_dirs(table, where, registered_dir)
+    except ExtraDirError as exc:
+        raise CatalogError(str(exc)) from None
     return Catalog(
         root=root,
         registered_dir=registered_dir,
@@ -383,6 +396,7 @@ def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
         policy=policy,
         exclude_files=_exclude_files(table, where),
         execution=_execution(table, where),
+        extra_dirs=extra_dirs,
     )
 
 

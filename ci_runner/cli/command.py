@@ -205,6 +205,7 @@ def _package_warnings(catalog: Catalog) -> list[Problem]:
             f"collects it there; move the file under {catalog.registered_dir}/",
         )
         for p in offenders
+        if not catalog.extra_dir_of(p.path)  # collected there, through extra-dirs
     ]
 
 

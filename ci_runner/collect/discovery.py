@@ -17,6 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from ci_runner.catalog import (
+    CATALOG_FILE,
     DEFAULT_FILE_PATTERNS,
     NEVER_COLLECTED,
     Catalog,
@@ -62,26 +63,10 @@ def is_registered_file(name: str, patterns: tuple[str, ...] = DEFAULT_FILE_PATTE
 
 
 def walk_registered(catalog: Catalog) -> Walk:
-    """The registered files to read, and every path under the registered directory that is
-    not read but might hold one (see :mod:`ci_runner.collect.walk` for the rules)."""
-    base = catalog.registered_path
-    if not base.is_dir():
-        raise CatalogError(
-            f"registered-dir {catalog.registered_dir!r} from [tool.ci-runner] is not a directory "
-            f"under {catalog.root}"
-        )
-    real_root, real_base = os.path.realpath(catalog.root), os.path.realpath(base)
-    if real_base != real_root and not real_base.startswith(real_root + os.sep):
-        raise CatalogError(
-            f"registered-dir {catalog.registered_dir!r} from [tool.ci-runner] leads to "
-            f"{real_base}, outside the repository {real_root}; name a directory inside it"
-        )
-    walk = walk_files(
-        catalog.root,
-        base,
-        lambda name: is_registered_file(name, catalog.file_patterns),
-        "/".join(catalog.file_patterns),
-    )
+    """The registered files to read (under registered-dir and each ``extra-dirs`` entry), and
+    every path there that is not read but might hold one (rules: :mod:`ci_runner.collect.walk`)."""
+    _check_inside(catalog, catalog.registered_dir, f"registered-dir {catalog.registered_dir!r}")
+    walk = _walk(catalog, catalog.registered_dir, catalog.file_patterns)
     if catalog.exclude_files:  # the catalog's exclude-files, relative to registered-dir
         prefix = f"{catalog.registered_dir}/" if catalog.registered_dir != "." else ""
         walk.files = [
@@ -91,7 +76,36 @@ def walk_registered(catalog: Catalog) -> Walk:
                 fnmatch.fnmatchcase(f.removeprefix(prefix), g) for g in catalog.exclude_files
             )
         ]
+    for i, extra in enumerate(catalog.extra_dirs):
+        _check_inside(catalog, extra.path, f"{CATALOG_FILE} extra-dirs[{i}] path {extra.path!r}")
+        more = _walk(catalog, extra.path, extra.files)
+        walk.files += more.files
+        walk.problems += more.problems
+    walk.files.sort()
+    walk.problems.sort(key=lambda p: (p.path, p.message))
     return walk
+
+
+def _walk(catalog: Catalog, rel_dir: str, patterns: tuple[str, ...]) -> Walk:
+    return walk_files(
+        catalog.root,
+        catalog.root / rel_dir,
+        lambda name: is_registered_file(name, patterns),
+        "/".join(patterns),
+    )
+
+
+def _check_inside(catalog: Catalog, rel_dir: str, what: str) -> None:
+    """``rel_dir`` must be a directory that really lies inside the repository."""
+    base = catalog.root / rel_dir
+    if not base.is_dir():
+        raise CatalogError(f"{what} from [tool.ci-runner] is not a directory under {catalog.root}")
+    real_root, real_base = os.path.realpath(catalog.root), os.path.realpath(base)
+    if real_base != real_root and not real_base.startswith(real_root + os.sep):
+        raise CatalogError(
+            f"{what} from [tool.ci-runner] leads to {real_base}, outside the repository "
+            f"{real_root}; name a directory inside it"
+        )
 
 
 def discover_files(catalog: Catalog) -> list[str]:
@@ -177,15 +191,19 @@ def _mentions_a_marker(data: bytes, catalog: Catalog) -> bool:
 
 
 def _no_registration(rel_path: str, catalog: Catalog) -> Problem:
-    patterns = "/".join(catalog.file_patterns)
-    if catalog.file_patterns == DEFAULT_FILE_PATTERNS:
+    extra = catalog.extra_dir_of(rel_path)
+    own = extra.files if extra else catalog.file_patterns
+    patterns = "/".join(own)
+    if own == DEFAULT_FILE_PATTERNS:
         fix = "rename helper modules so they do not start with test_ or bench_"
     else:
-        fix = f"rename helper modules so they do not match the catalog's file-patterns {patterns}"
+        key = f"extra-dirs files of {extra.path}" if extra else "file-patterns"
+        fix = f"rename helper modules so they do not match the catalog's {key} {patterns}"
+    where = f"{extra.path}/ (extra-dirs)" if extra else "the registered directory"
     return Problem(
         rel_path,
         1,
         1,
-        f"no register_<backend>_ci(...) call: every {patterns} file under the registered "
-        f"directory must register ({fix})",
+        f"no register_<backend>_ci(...) call: every {patterns} file under {where} must "
+        f"register ({fix})",
     )
