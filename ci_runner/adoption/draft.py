@@ -27,7 +27,8 @@ from ci_runner.catalog.syntax import (
 )
 from ci_runner.collect import is_registered_file
 from ci_runner.collect.calls import backend_of_marker_name
-from ci_runner.collect.scan import parse_source, scan_tree
+from ci_runner.collect.file_scan import FileScan, scan_parsed
+from ci_runner.collect.parse_cache import ParseCache, cache_directory
 from ci_runner.markers import MARKER_BACKENDS
 from ci_runner.model import Problem, Registration
 
@@ -75,7 +76,7 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
             f"without a test_/bench_ name (first: {survey.outside_default_patterns[0]})"
         )
     files = [f for f in survey.files if is_registered_file(f.rsplit("/", 1)[-1], patterns)]
-    registrations, problems, silent = _scan(root, files, syntax)
+    registrations, problems, silent = _scan(root, survey, files, syntax)
     draft = Draft(registered_dir, syntax, patterns, files=len(files), notes=notes)
     draft.registration_count = len(registrations)
     draft.problems = [*survey.problems, *problems]
@@ -116,22 +117,30 @@ def _syntax(survey: Survey, template_text: str | None, notes: list[str]) -> Regi
 
 
 def _scan(
-    root: Path, files: list[str], syntax: RegistrationSyntax
+    root: Path, survey: Survey, files: list[str], syntax: RegistrationSyntax
 ) -> tuple[list[Registration], list[Problem], list[str]]:
+    """Each file's registrations under the drafted syntax, from the survey's parse (no second
+    parse); the scans go into the parse cache, so the first run after ``init`` is warm."""
+    cache = ParseCache(cache_directory(), root, syntax)
     registrations: list[Registration] = []
     problems: list[Problem] = []
     silent: list[str] = []
     for rel_path in files:
-        data = (root / rel_path).read_bytes()
-        tree, problem = parse_source(data, rel_path)
-        if tree is None:
-            problems.extend([problem] if problem else [])
+        read = survey.read[rel_path]
+        if read.problem is not None:
+            problems.append(read.problem)
             continue
-        found, file_problems = scan_tree(tree, rel_path, data, syntax)
-        registrations.extend(found)
-        problems.extend(file_problems)
-        if not found and not file_problems:
+        scan = cache.get(rel_path, read.content_digest)
+        if scan is None:
+            scan = FileScan((), ())
+            if read.module is not None:
+                scan = scan_parsed(read.module, rel_path, None, syntax)
+            cache.put(rel_path, read.content_digest, scan)
+        registrations.extend(scan.registrations)
+        problems.extend(scan.problems)
+        if not scan.registrations and not scan.problems:
             silent.append(rel_path)
+    cache.save()
     return registrations, problems, silent
 
 

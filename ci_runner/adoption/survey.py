@@ -9,14 +9,19 @@ catalog must declare so that the strict collector accepts the tree.
 
 from __future__ import annotations
 
+import ast
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_runner.catalog import DEFAULT_FILE_PATTERNS, NEVER_COLLECTED
-from ci_runner.catalog.syntax import BUILTIN_KEYWORDS
+from ci_runner.catalog.syntax import BUILTIN_KEYWORDS, DEFAULT_SYNTAX
 from ci_runner.collect import Walk, is_registered_file, walk_files
 from ci_runner.collect.calls import read_marker_calls
+from ci_runner.collect.discovery import map_files
+from ci_runner.collect.file_scan import reduced_module
+from ci_runner.collect.parse_cache import digest
 from ci_runner.collect.scan import parse_source
 from ci_runner.file_safety import read_regular, why
 from ci_runner.markers import MARKER_PARAMETERS
@@ -34,6 +39,7 @@ class Survey:
     problems: list[Problem] = field(default_factory=list)  # paths not read (FIFOs, links out)
     # files with a marker call whose names the default patterns (test_*.py, bench_*.py) miss
     outside_default_patterns: list[str] = field(default_factory=list)
+    read: dict[str, SurveyedFile] = field(default_factory=dict)  # rel_path -> what was read
 
 
 def python_files(root: Path, registered_dir: str) -> Walk:
@@ -47,31 +53,63 @@ def python_files(root: Path, registered_dir: str) -> Walk:
     )
 
 
-def survey_tree(root: Path, registered_dir: str) -> Survey:
-    """Parse every candidate file once and count markers and keywords."""
+@dataclass(frozen=True)
+class SurveyedFile:
+    """What the survey read in one file: its marker calls, and what the draft's scan needs."""
+
+    rel_path: str
+    content_digest: str
+    module: ast.Module | None  # the statements any scan reads (None: no marker text, or no parse)
+    problem: Problem | None  # why it does not parse, or cannot be read
+    markers: tuple[str, ...] = ()  # marker name of each registration call
+    keywords: tuple[str, ...] = ()  # non-core keywords of those calls
+
+
+def survey_tree(root: Path, registered_dir: str, workers: int | None = None) -> Survey:
+    """Parse every candidate file once and count markers and keywords.
+
+    Each file's reduced module (:func:`~ci_runner.collect.file_scan.reduced_module`) is kept in
+    ``survey.read`` so the draft scans it under the drafted syntax without parsing it again.
+    """
     walk = python_files(root, registered_dir)
-    survey = Survey(files=walk.files, problems=list(walk.problems))
-    core = {*MARKER_PARAMETERS, *BUILTIN_KEYWORDS}
-    for rel_path in list(survey.files):
-        try:
-            data = read_regular(root / rel_path, follow_links=False)
-        except OSError as exc:
-            survey.problems.append(Problem(rel_path, 1, 1, f"cannot read: {why(exc)}"))
-            survey.files.remove(rel_path)
+    survey = Survey(files=list(walk.files), problems=list(walk.problems))
+    for found in map_files(functools.partial(survey_file, root), walk.files, workers or 1):
+        if found.problem is not None and found.module is None and not found.content_digest:
+            survey.problems.append(found.problem)
+            survey.files.remove(found.rel_path)
             continue
-        if b"register_" not in data:
-            continue
-        tree, _ = parse_source(data, rel_path)
-        if tree is None:
-            survey.unparsable.append(rel_path)
-            continue
-        calls = [call for call in read_marker_calls(tree).calls if call.is_registration]
-        for call in calls:
-            survey.markers[call.marker] += 1
-            survey.keywords.update(
-                kw.arg for kw in call.call.keywords if kw.arg and kw.arg not in core
-            )
-        name = rel_path.rsplit("/", 1)[-1]
-        if calls and not is_registered_file(name, DEFAULT_FILE_PATTERNS):
-            survey.outside_default_patterns.append(rel_path)
+        survey.read[found.rel_path] = found
+        if found.problem is not None:
+            survey.unparsable.append(found.rel_path)
+        survey.markers.update(found.markers)
+        survey.keywords.update(found.keywords)
+        name = found.rel_path.rsplit("/", 1)[-1]
+        if found.markers and not is_registered_file(name, DEFAULT_FILE_PATTERNS):
+            survey.outside_default_patterns.append(found.rel_path)
     return survey
+
+
+def survey_file(root: Path, rel_path: str) -> SurveyedFile:
+    """One file: read, parsed once (when it mentions a marker), its registration calls counted."""
+    try:
+        data = read_regular(root / rel_path, follow_links=False)
+    except OSError as exc:
+        return SurveyedFile(rel_path, "", None, Problem(rel_path, 1, 1, f"cannot read: {why(exc)}"))
+    content_digest = digest(data)
+    if b"register_" not in data:
+        return SurveyedFile(rel_path, content_digest, None, None)
+    tree, problem = parse_source(data, rel_path)
+    if tree is None:
+        return SurveyedFile(rel_path, content_digest, None, problem)
+    core = {*MARKER_PARAMETERS, *BUILTIN_KEYWORDS}
+    calls = [c for c in read_marker_calls(tree, DEFAULT_SYNTAX, data).calls if c.is_registration]
+    return SurveyedFile(
+        rel_path,
+        content_digest,
+        reduced_module(tree, data, DEFAULT_SYNTAX),
+        None,
+        markers=tuple(call.marker for call in calls),
+        keywords=tuple(
+            kw.arg for call in calls for kw in call.call.keywords if kw.arg and kw.arg not in core
+        ),
+    )
