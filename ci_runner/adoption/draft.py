@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_runner.adoption.survey import Survey, survey_tree
+from ci_runner.adoption.workflow_suites import WorkflowFacts, read_workflows, suite_values
 from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
 from ci_runner.catalog.syntax import (
     BUILTIN_KEYWORDS,
@@ -47,6 +48,11 @@ class DraftSuite:
     gpus_per_file: int | str
     registrations: int
     files: int
+    runner: str | None = None  # from the workflows that run the suite
+    job_timeout_minutes: float | None = None
+    timeout_is_default: bool = False  # job-timeout-minutes is GitHub's default (none set)
+    partition_sizes: tuple[int, ...] = ()  # the workflows' --auto-partition-size values
+    run_by: tuple[str, ...] = ()  # "<workflow>:<line> job '<id>'" of each call
 
 
 @dataclass
@@ -81,6 +87,7 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     draft.registration_count = len(registrations)
     draft.problems = [*survey.problems, *problems]
     draft.suites, draft.conflicts = _suites(registrations)
+    _add_workflow_values(draft, read_workflows(root))
     if syntax.ignored_arguments:
         draft.conflicts.append(
             f"ignored-arguments = {list(syntax.ignored_arguments)}: registrations pass these "
@@ -93,6 +100,40 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
             f"reports each until it registers or is renamed: {_shown(silent)}"
         )
     return draft
+
+
+def _add_workflow_values(draft: Draft, facts: WorkflowFacts) -> None:
+    """Runner, job budget and partition sizes from the workflows; suites only they run."""
+    by_name = {suite.name: index for index, suite in enumerate(draft.suites)}
+    for (hw, name), calls in sorted(facts.runs.items()):
+        values = suite_values(hw, name, calls)
+        draft.conflicts.extend(values.conflicts)
+        index = by_name.get(name)
+        if index is not None and draft.suites[index].hw != hw:
+            draft.conflicts.append(
+                f"suite {name!r} is registered for {draft.suites[index].hw} but "
+                f"{_shown(list(values.where))} run it with --hw {hw}; no workflow values written"
+            )
+            continue
+        if index is None:
+            suite = DraftSuite(name, hw, values.nightly, _guess_gpus(name, hw), 0, 0)
+            draft.notes.append(
+                f"suite {name!r} ({hw}) is run by {_shown(list(values.where))} but no file "
+                "registers it yet: added with no files"
+            )
+            by_name[name] = len(draft.suites)
+            draft.suites.append(suite)
+            index = by_name[name]
+        draft.suites[index] = replace(
+            draft.suites[index],
+            runner=values.runner,
+            job_timeout_minutes=values.job_timeout_minutes,
+            timeout_is_default=values.timeout_is_default,
+            partition_sizes=values.partition_sizes,
+            run_by=values.where,
+        )
+    draft.suites.sort(key=lambda s: (s.hw, s.name))
+    draft.notes.extend(facts.notes)
 
 
 def _syntax(survey: Survey, template_text: str | None, notes: list[str]) -> RegistrationSyntax:

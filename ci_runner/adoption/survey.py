@@ -73,7 +73,7 @@ def survey_tree(root: Path, registered_dir: str, workers: int | None = None) -> 
     """
     walk = python_files(root, registered_dir)
     survey = Survey(files=list(walk.files), problems=list(walk.problems))
-    for found in map_files(functools.partial(survey_file, root), walk.files, workers or 1):
+    for found in map_files(functools.partial(survey_file, root), walk.files, workers):
         if found.problem is not None and found.module is None and not found.content_digest:
             survey.problems.append(found.problem)
             survey.files.remove(found.rel_path)
@@ -102,11 +102,12 @@ def survey_file(root: Path, rel_path: str) -> SurveyedFile:
     if tree is None:
         return SurveyedFile(rel_path, content_digest, None, problem)
     core = {*MARKER_PARAMETERS, *BUILTIN_KEYWORDS}
-    calls = [c for c in read_marker_calls(tree, DEFAULT_SYNTAX, data).calls if c.is_registration]
+    module = reduced_module(tree, data, DEFAULT_SYNTAX)
+    calls = [c for c in read_marker_calls(module, DEFAULT_SYNTAX).calls if c.is_registration]
     return SurveyedFile(
         rel_path,
         content_digest,
-        reduced_module(tree, data, DEFAULT_SYNTAX),
+        module,
         None,
         markers=tuple(call.marker for call in calls),
         keywords=tuple(

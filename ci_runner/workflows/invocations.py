@@ -131,7 +131,7 @@ def load_workflows(root: Path) -> tuple[dict[str, _Workflow], list[str]]:
     for path in paths:
         text = path.read_text(encoding="utf-8", errors="replace")
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as exc:
             errors.append(f"{WORKFLOW_DIR}/{path.name}: not valid YAML ({exc})")
             continue
@@ -141,7 +141,10 @@ def load_workflows(root: Path) -> tuple[dict[str, _Workflow], list[str]]:
 
 
 class _Resolver:
-    def __init__(self, workflows: dict[str, _Workflow], partitions_for: PartitionsFor):
+    def __init__(
+        self, workflows: dict[str, _Workflow], partitions_for: PartitionsFor, size_optional: bool
+    ):
+        self.size_optional = size_optional
         self.workflows = workflows
         self.partitions_for = partitions_for
         self.callers: dict[str, list[tuple[_Workflow, str, dict]]] = {}
@@ -298,9 +301,9 @@ class _Resolver:
             if flags.hw is None:  # upstream's test/run_suite.py requires --hw (test/srt's has none)
                 scan.other_scripts.append(f"{workflow.rel}:{number}: {call.script} without --hw")
                 continue
-            found = _invocation(workflow.rel, number, flags, sources, via)
+            found = _invocation(workflow.rel, number, flags, sources, via, self.size_optional)
             if isinstance(found, Invocation):
-                found = replace(found, **budget)
+                found = replace(found, **{**budget, "notes": found.notes + budget["notes"]})
             target = scan.invocations if isinstance(found, Invocation) else scan.unresolved
             target.append(found)
 
@@ -376,10 +379,17 @@ def _file_line(workflow: _Workflow, script: str, line: shell_line.LogicalLine) -
     return best
 
 
-def _invocation(rel, number, flags: shell_line.Flags, sources: list[str], via: str):
+def _invocation(
+    rel, number, flags: shell_line.Flags, sources: list[str], via: str, size_optional: bool
+):
     def unresolved_in(value: str | None) -> list[str]:
         return [sources[i] for i in shell_line.marker_indexes(value or "")]
 
+    notes: tuple[str, ...] = ()
+    hidden_size = unresolved_in(flags.size)
+    if hidden_size and size_optional:  # the suite is still known; only the size is not
+        notes = (f"--auto-partition-size depends on {', '.join(hidden_size)}",)
+        flags = replace(flags, size=None)
     for name, value in (
         ("--hw", flags.hw),
         ("--suite", flags.suite),
@@ -401,14 +411,18 @@ def _invocation(rel, number, flags: shell_line.Flags, sources: list[str], via: s
                 rel, number, f"--auto-partition-size resolved to {flags.size!r} ({via})"
             )
         size = int(flags.size)
-    return Invocation(rel, number, flags.hw, flags.suite, flags.nightly, size, via)
+    return Invocation(rel, number, flags.hw, flags.suite, flags.nightly, size, via, notes=notes)
 
 
-def scan_workflows(root: Path, partitions_for: PartitionsFor) -> WorkflowScan:
-    """Resolve every run_suite.py call of the workflows under ``root``."""
+def scan_workflows(
+    root: Path, partitions_for: PartitionsFor, size_optional: bool = False
+) -> WorkflowScan:
+    """Resolve every run_suite.py call of the workflows under ``root``. ``size_optional``: a call
+    whose hw and suite resolve but whose ``--auto-partition-size`` does not is an invocation with
+    ``size=None`` and a note (else it is unresolved)."""
     workflows, errors = load_workflows(root)
     scan = WorkflowScan(errors=errors)
-    _Resolver(workflows, partitions_for).scan(scan)
+    _Resolver(workflows, partitions_for, size_optional).scan(scan)
     scan.invocations = _unique(
         scan.invocations,
         lambda i: (i.where, i.hw, i.suite, i.nightly, i.size, i.runner, i.timeout_minutes),
