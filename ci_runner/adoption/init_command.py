@@ -20,6 +20,7 @@ from ci_runner.adoption.draft import Draft, draft_catalog
 from ci_runner.catalog import CATALOG_FILE, CatalogError, parse_catalog
 from ci_runner.catalog.syntax import SyntaxConfigError
 from ci_runner.cli_errors import StoreOnce, usage_error
+from ci_runner.env import EnvVarError
 from ci_runner.exit_codes import EXIT_OK
 from ci_runner.file_safety import destination_problem, read_regular_text, write_atomic
 from ci_runner.safe_text import one_line
@@ -92,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     try:
         return _init(args)
-    except (InitError, CatalogError, SyntaxConfigError) as exc:
+    except (InitError, CatalogError, SyntaxConfigError, EnvVarError) as exc:
         return usage_error(exc, prog=PROG)
 
 

@@ -66,7 +66,8 @@ def read_workflows(root: Path) -> WorkflowFacts:
 def _without_via(reason: str) -> str:
     """A reason without its "(<caller> job <id> <- ...)" tail: one note per workflow line."""
     head, _, tail = reason.rpartition(" (")
-    return head if head and tail.endswith(")") and " job " in tail else reason
+    is_via = tail == "direct)" or (tail.endswith(")") and " job " in tail)
+    return head if head and is_via else reason
 
 
 @dataclass(frozen=True)

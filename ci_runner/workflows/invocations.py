@@ -376,6 +376,16 @@ def _file_line(workflow: _Workflow, script: str, line: shell_line.LogicalLine) -
             score += 1
         if score > best_score:
             best, best_score = index + 1, score
+    if best == 0:  # a folded scalar (>-) joins the lines: the line that starts the command
+        target = physical[line.first]
+        best = next(
+            (
+                index + 1
+                for index, text in enumerate(workflow.lines)
+                if len(text.strip()) > 3 and target.startswith(text.strip())
+            ),
+            0,
+        )
     return best
 
 
