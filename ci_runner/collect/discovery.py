@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable
@@ -166,11 +167,20 @@ def map_files(
                 return [item for chunk_result in results for item in chunk_result]
         except (OSError, BrokenProcessPool):  # no processes here: fall back to one
             pass
-    return [function(path) for path in paths]
+    return _map_chunk(function, paths)
 
 
 def _map_chunk(function: Callable[[str], Result], paths: list[str]) -> list[Result]:
-    return [function(path) for path in paths]
+    """Each path in turn, with the cyclic garbage collector paused: a syntax tree holds no
+    cycles (reference counting frees it), and the collector, triggered by the millions of
+    nodes ``ast.parse`` allocates, would otherwise take about half of the parse time."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return [function(path) for path in paths]
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _scan_path(catalog: Catalog, rel_path: str, *, hashed: bool) -> ScanResult:

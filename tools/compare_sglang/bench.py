@@ -5,9 +5,10 @@ Times, on a staged copy of the checkout, best of ``--repeat`` runs each:
 * upstream's collection of all files: its ``collect_tests`` over the files its run_suite.py
   globs, in process (the reference), and its whole ``main()`` for the largest suite with the
   collection not memoized (glob, collect, validate, filter; nothing executed);
-* our ``run_suite.py --dry-run --format json`` of the largest suite, our ``init``, and a
-  repeat of the dry run right after one (a warm rerun: today there is no parse cache, so it only
-  benefits from the OS file cache);
+* our ``run_suite.py --dry-run --format json`` of the largest suite and our ``init``, both with
+  the parse cache off (``CI_RUNNER_PARSE_CACHE=0``: every file is parsed, as on a fresh CI
+  machine), and a warm rerun: the same dry run with the cache on, right after one that filled it
+  (in a scratch cache directory, removed afterwards);
 * ``python -c pass``, the interpreter start every subprocess of ours pays.
 
 It prints each time and our times as a fraction of upstream's collection, beside the targets
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -47,9 +50,11 @@ def best_of(
     return min(times), times
 
 
-def _subprocess(command: list[str]) -> Callable[[], int]:
+def _subprocess(command: list[str], env: dict[str, str] | None = None) -> Callable[[], int]:
+    environment = None if env is None else {**os.environ, **env}
+
     def run() -> int:
-        return subprocess.run(command, capture_output=True, check=False).returncode
+        return subprocess.run(command, capture_output=True, check=False, env=environment).returncode
 
     return run
 
@@ -65,7 +70,7 @@ def largest_suite(upstream: Upstream) -> tuple[str, str, int]:
     return hw, suite, files
 
 
-def measure(root: Path, runner: Path, repeat: int) -> dict[str, object]:
+def measure(root: Path, runner: Path, repeat: int, cache_dir: Path) -> dict[str, object]:
     upstream = Upstream(root)
     hw, suite, files = largest_suite(upstream)
     collected = upstream.collected_paths()
@@ -81,23 +86,24 @@ def measure(root: Path, runner: Path, repeat: int) -> dict[str, object]:
         upstream.run(hw, suite, False, None)
 
     python = sys.executable
+    cold = {"CI_RUNNER_PARSE_CACHE": "0"}
     init = [python, str(runner), "init", "--root", str(root)]
     subprocess.run(init, capture_output=True, check=False)  # the catalog the dry runs read
     scratch = root / "bench-catalog.toml"
     dry_run = [python, str(runner), "--root", str(root), "--hw", hw, "--suite", suite]
     dry_run += ["--dry-run", "--format", "json"]
-    figures["ours dry run exit status"] = _subprocess(dry_run)()
+    figures["ours dry run exit status"] = _subprocess(dry_run, cold)()
     seconds: dict[str, float] = {}
     all_times: dict[str, list[float]] = {}
     for name, action in (
         ("upstream collect_tests", upstream.collect_all),
         ("upstream main() of the largest suite", upstream_main),
-        ("ours dry run", _subprocess(dry_run)),
-        ("ours init", _subprocess([*init, "--output", str(scratch), "--force"])),
+        ("ours dry run", _subprocess(dry_run, cold)),
+        ("ours init", _subprocess([*init, "--output", str(scratch), "--force"], cold)),
         ("python -c pass", _subprocess([python, "-c", "pass"])),
     ):
         seconds[name], all_times[name] = best_of(repeat, action)
-    warm = _subprocess(dry_run)
+    warm = _subprocess(dry_run, {"CI_RUNNER_CACHE_DIR": str(cache_dir)})
     seconds["ours warm rerun"], all_times["ours warm rerun"] = best_of(
         repeat, warm, before_each=warm
     )
@@ -143,13 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StagingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    cache_dir = Path(tempfile.mkdtemp(prefix="bench-parse-cache-"))
     try:
-        figures = measure(root, args.runner, args.repeat)
+        figures = measure(root, args.runner, args.repeat, cache_dir)
     except UpstreamError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(cache_dir, ignore_errors=True)
     print("\n".join(report_lines(figures)))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
