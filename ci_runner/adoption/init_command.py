@@ -14,9 +14,8 @@ import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ci_runner.adoption.catalog_text import catalog_text
-from ci_runner.adoption.draft import Draft, draft_catalog
 from ci_runner.catalog import CATALOG_FILE, CatalogError, parse_catalog
 from ci_runner.catalog.syntax import SyntaxConfigError
 from ci_runner.cli_errors import StoreOnce, usage_error
@@ -24,6 +23,9 @@ from ci_runner.env import EnvVarError
 from ci_runner.exit_codes import EXIT_OK
 from ci_runner.file_safety import destination_problem, read_regular_text, write_atomic
 from ci_runner.safe_text import one_line
+
+if TYPE_CHECKING:
+    from ci_runner.adoption.draft import Draft
 
 REGISTERED_DIR_CANDIDATES = ("registered", "test/registered", "tests/registered")
 PROG = "run_suite.py init"
@@ -98,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
+    # Imported here: the main parser imports this module for init's flags on every run.
+    from ci_runner.adoption.catalog_text import catalog_text
+    from ci_runner.adoption.draft import draft_catalog
+
     root = Path(args.root).resolve()
     if not root.is_dir():
         raise InitError(f"--root {args.root}: not a directory")
