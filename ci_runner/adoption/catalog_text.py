@@ -71,13 +71,13 @@ def _suite_lines(suite: DraftSuite) -> list[str]:
         lines.append(f"runner = {_toml(suite.runner)}")
     minutes = suite.job_timeout_minutes
     if minutes is not None:
-        default = (
-            "  # the jobs set no timeout-minutes: GitHub's default"
-            if suite.timeout_is_default
-            else ""
-        )
+        why = ""
+        if suite.timeout_is_default:
+            why = "  # the jobs set no timeout-minutes: GitHub's default"
+        elif suite.timeout_from_step:
+            why = "  # the timeout-minutes of the step that runs the suite"
         lines.append(
             f"job-timeout-minutes = {_toml(int(minutes) if minutes.is_integer() else minutes)}"
-            + default
+            + why
         )
     return lines

@@ -51,6 +51,7 @@ class DraftSuite:
     runner: str | None = None  # from the workflows that run the suite
     job_timeout_minutes: float | None = None
     timeout_is_default: bool = False  # job-timeout-minutes is GitHub's default (none set)
+    timeout_from_step: bool = False  # job-timeout-minutes is the run step's timeout-minutes
     partition_sizes: tuple[int, ...] = ()  # the workflows' --auto-partition-size values
     run_by: tuple[str, ...] = ()  # "<workflow>:<line> job '<id>'" of each call
 
@@ -129,6 +130,7 @@ def _add_workflow_values(draft: Draft, facts: WorkflowFacts) -> None:
             runner=values.runner,
             job_timeout_minutes=values.job_timeout_minutes,
             timeout_is_default=values.timeout_is_default,
+            timeout_from_step=values.timeout_from_step,
             partition_sizes=values.partition_sizes,
             run_by=values.where,
         )

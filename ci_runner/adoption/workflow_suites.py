@@ -76,7 +76,8 @@ class SuiteValues:
 
     runner: str | None
     job_timeout_minutes: float | None
-    timeout_is_default: bool  # no job sets timeout-minutes: GitHub's default applies
+    timeout_is_default: bool  # no job or step sets timeout-minutes: GitHub's default applies
+    timeout_from_step: bool  # the run step's own timeout-minutes (below the job's)
     partition_sizes: tuple[int, ...]
     nightly: bool
     where: tuple[str, ...]
@@ -90,7 +91,7 @@ def suite_values(hw: str, suite: str, calls: list[Invocation]) -> SuiteValues:
     runner = _agreed(f"{hw} suite {suite!r}: runs-on", [(c.runner, c) for c in calls], conflicts)
     timeouts = [(c.timeout_minutes, c) for c in calls if c.timeout_minutes is not None]
     timeout = _agreed(f"{hw} suite {suite!r}: timeout-minutes", timeouts, conflicts)
-    unknown = any(note.startswith("timeout-minutes") for c in calls for note in c.notes)
+    unknown = any("timeout-minutes" in note for c in calls for note in c.notes)
     is_default = timeout is None and not unknown
     if is_default:
         timeout = GITHUB_DEFAULT_JOB_MINUTES
@@ -105,6 +106,7 @@ def suite_values(hw: str, suite: str, calls: list[Invocation]) -> SuiteValues:
         runner=runner,
         job_timeout_minutes=timeout,
         timeout_is_default=is_default,
+        timeout_from_step=any(c.step_timeout and c.timeout_minutes == timeout for c in calls),
         partition_sizes=sizes,
         nightly=any(c.nightly for c in calls),
         where=tuple(dict.fromkeys(f"{c.where} job {c.job!r}" for c in calls)),

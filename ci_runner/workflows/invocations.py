@@ -55,7 +55,9 @@ class Invocation:
     via: str
     job: str = ""
     runner: str | None = None  # the job's runs-on label; None: not a literal single label
-    timeout_minutes: float | None = None  # the job's timeout-minutes; None: not set or unknown
+    # minutes the run step has: its timeout-minutes capped by the job's; None: neither is set
+    timeout_minutes: float | None = None
+    step_timeout: bool = False  # timeout_minutes is the step's own
     notes: tuple[str, ...] = ()  # why runner / timeout_minutes could not be read
 
     @property
@@ -273,7 +275,7 @@ class _Resolver:
                     for key, value in (source.get("env") or {}).items():
                         env[key] = to_text(_value(value, {**scope, "env": env}))
                 scope["env"] = env
-                budget = _job_budget(job_id, job, scope)
+                budget = _job_budget(job_id, job, step, scope)
                 for i, _ in targets:
                     self._scan_line(
                         scan, workflow, numbers[i], lines, i, scope, context.via, budget
@@ -308,8 +310,9 @@ class _Resolver:
             target.append(found)
 
 
-def _job_budget(job_id: str, job: dict, scope: dict) -> dict[str, Any]:
-    """The job's runner label and timeout-minutes in this scope, and why either is unknown."""
+def _job_budget(job_id: str, job: dict, step: dict, scope: dict) -> dict[str, Any]:
+    """The job's runner label, and the minutes the step that runs the suite has: its own
+    timeout-minutes, capped by the job's; with why any of them is unknown."""
     notes: list[str] = []
     runner = _value(job.get("runs-on"), scope)
     if runner is UNKNOWN:
@@ -320,17 +323,31 @@ def _job_budget(job_id: str, job: dict, scope: dict) -> dict[str, Any]:
         runner = None
     elif runner is not None:
         runner = to_text(runner)
-    timeout = _value(job.get("timeout-minutes"), scope)
-    if timeout is UNKNOWN or isinstance(timeout, bool):
-        notes.append(f"timeout-minutes {job.get('timeout-minutes')!r} depends on the run")
-        timeout = None
-    elif timeout is not None:
-        try:
-            timeout = float(timeout)
-        except (TypeError, ValueError):
-            notes.append(f"timeout-minutes {timeout!r} is not a number")
-            timeout = None
-    return {"job": job_id, "runner": runner, "timeout_minutes": timeout, "notes": tuple(notes)}
+    job_minutes = _minutes(job, scope, "the job's", notes)
+    step_minutes = _minutes(step, scope, "the step's", notes)
+    known = [m for m in (job_minutes, step_minutes) if m is not None]
+    return {
+        "job": job_id,
+        "runner": runner,
+        "timeout_minutes": min(known) if known else None,
+        "step_timeout": step_minutes is not None and step_minutes == min(known),
+        "notes": tuple(notes),
+    }
+
+
+def _minutes(block: dict, scope: dict, whose: str, notes: list[str]) -> float | None:
+    raw = block.get("timeout-minutes")
+    value = _value(raw, scope)
+    if value is UNKNOWN or isinstance(value, bool):
+        notes.append(f"{whose} timeout-minutes {raw!r} depends on the run")
+        return None
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        notes.append(f"{whose} timeout-minutes {value!r} is not a number")
+        return None
 
 
 def _entries(value: Any, scope: dict) -> list[dict]:

@@ -32,7 +32,8 @@ WORKFLOWS = {
             runs-on: ubuntu-22.04
             timeout-minutes: 30
             steps:
-              - run: |
+              - timeout-minutes: 20
+                run: |
                   cd test
                   python3 run_suite.py --hw cpu --suite unit-cpu --auto-partition-size 2
           late:
@@ -122,7 +123,9 @@ def test_runner_and_budget_come_from_the_job(adopted):
     root, _ = adopted
     suites = suites_of(root)
     assert suites["unit-cpu"]["runner"] == "ubuntu-22.04"
-    assert suites["unit-cpu"]["job-timeout-minutes"] == 30
+    # the step that runs the suite has 20 of the job's 30 minutes: shards are sized for 20
+    assert suites["unit-cpu"]["job-timeout-minutes"] == 20
+    assert "= 20  # the timeout-minutes of the step" in (root / "pyproject.toml").read_text()
 
 
 def test_reusable_workflow_inputs_and_matrix_rows_resolve(adopted):
