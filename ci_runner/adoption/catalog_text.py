@@ -56,25 +56,26 @@ def _suite_lines(suite: DraftSuite) -> list[str]:
         f"name = {_toml(suite.name)}  # {suite.registrations} registration(s) in "
         f"{suite.files} file(s)"
     ]
-    if suite.run_by:
-        more = f" and {len(suite.run_by) - 3} more" if len(suite.run_by) > 3 else ""
-        sizes = ", ".join(map(str, suite.partition_sizes)) or "none"
+    values = suite.workflow
+    if values is not None:
+        more = f" and {len(values.where) - 3} more" if len(values.where) > 3 else ""
+        sizes = ", ".join(map(str, values.partition_sizes)) or "none"
         lines.append(
-            f"# run by {', '.join(suite.run_by[:3])}{more}; --auto-partition-size there: {sizes}"
+            f"# run by {', '.join(values.where[:3])}{more}; --auto-partition-size there: {sizes}"
         )
     lines += [
         f"hw = {_toml(suite.hw)}",
         f"nightly = {_toml(suite.nightly)}",
         f"gpus-per-file = {_toml(suite.gpus_per_file)}",
     ]
-    if suite.runner is not None:
-        lines.append(f"runner = {_toml(suite.runner)}")
-    minutes = suite.job_timeout_minutes
-    if minutes is not None:
+    if values is not None and values.runner is not None:
+        lines.append(f"runner = {_toml(values.runner)}")
+    if values is not None and values.job_timeout_minutes is not None:
+        minutes = values.job_timeout_minutes
         why = ""
-        if suite.timeout_is_default:
+        if values.timeout_is_default:
             why = "  # the jobs set no timeout-minutes: GitHub's default"
-        elif suite.timeout_from_step:
+        elif values.timeout_from_step:
             why = "  # the timeout-minutes of the step that runs the suite"
         lines.append(
             f"job-timeout-minutes = {_toml(int(minutes) if minutes.is_integer() else minutes)}"

@@ -18,7 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_runner.adoption.survey import Survey, survey_tree
-from ci_runner.adoption.workflow_suites import WorkflowFacts, read_workflows, suite_values
+from ci_runner.adoption.workflow_suites import (
+    SuiteValues,
+    WorkflowFacts,
+    read_workflows,
+    suite_values,
+)
 from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
 from ci_runner.catalog.syntax import (
     BUILTIN_KEYWORDS,
@@ -48,12 +53,7 @@ class DraftSuite:
     gpus_per_file: int | str
     registrations: int
     files: int
-    runner: str | None = None  # from the workflows that run the suite
-    job_timeout_minutes: float | None = None
-    timeout_is_default: bool = False  # job-timeout-minutes is GitHub's default (none set)
-    timeout_from_step: bool = False  # job-timeout-minutes is the run step's timeout-minutes
-    partition_sizes: tuple[int, ...] = ()  # the workflows' --auto-partition-size values
-    run_by: tuple[str, ...] = ()  # "<workflow>:<line> job '<id>'" of each call
+    workflow: SuiteValues | None = None  # runner, budget, ... from the workflows that run it
 
 
 @dataclass
@@ -125,15 +125,7 @@ def _add_workflow_values(draft: Draft, facts: WorkflowFacts) -> None:
             by_name[name] = len(draft.suites)
             draft.suites.append(suite)
             index = by_name[name]
-        draft.suites[index] = replace(
-            draft.suites[index],
-            runner=values.runner,
-            job_timeout_minutes=values.job_timeout_minutes,
-            timeout_is_default=values.timeout_is_default,
-            timeout_from_step=values.timeout_from_step,
-            partition_sizes=values.partition_sizes,
-            run_by=values.where,
-        )
+        draft.suites[index] = replace(draft.suites[index], workflow=values)
     draft.suites.sort(key=lambda s: (s.hw, s.name))
     draft.notes.extend(facts.notes)
 

@@ -5,10 +5,10 @@ Times, on a staged copy of the checkout, best of ``--repeat`` runs each:
 * upstream's collection of all files: its ``collect_tests`` over the files its run_suite.py
   globs, in process (the reference), and its whole ``main()`` for the largest suite with the
   collection not memoized (glob, collect, validate, filter; nothing executed);
-* our ``run_suite.py --dry-run --format json`` of the largest suite and our ``init``, both with
-  the parse cache off (``CI_RUNNER_PARSE_CACHE=0``: every file is parsed, as on a fresh CI
-  machine), and a warm rerun: the same dry run with the cache on, right after one that filled it
-  (in a scratch cache directory, removed afterwards);
+* our ``run_suite.py --dry-run --format json`` of the largest suite and our ``init``, each with
+  an empty parse cache (every file is parsed, and the cache written, as on a fresh CI machine),
+  and a warm rerun: the same dry run right after one that filled the cache (the cache
+  directories are scratch, removed afterwards);
 * ``python -c pass``, the interpreter start every subprocess of ours pays.
 
 It prints each time and our times as a fraction of upstream's collection, beside the targets
@@ -97,7 +97,12 @@ def measure(root: Path, runner: Path, repeat: int, cache_dir: Path) -> dict[str,
         upstream.run(hw, suite, False, None)
 
     python = sys.executable
-    cold = {"CI_RUNNER_PARSE_CACHE": "0"}
+    cold_dir = cache_dir / "cold"  # emptied before each cold run: a fresh CI machine
+    cold = {"CI_RUNNER_CACHE_DIR": str(cold_dir)}
+
+    def empty_cache() -> None:
+        shutil.rmtree(cold_dir, ignore_errors=True)
+
     init = [python, str(runner), "init", "--root", str(root)]
     subprocess.run(init, capture_output=True, check=False)  # the catalog the dry runs read
     scratch = root / "bench-catalog.toml"
@@ -107,15 +112,15 @@ def measure(root: Path, runner: Path, repeat: int, cache_dir: Path) -> dict[str,
     seconds: dict[str, float] = {}
     cpu: dict[str, float] = {}
     all_times: dict[str, list[float]] = {}
-    for name, action in (
-        ("upstream collect_tests", upstream.collect_all),
-        ("upstream main() of the largest suite", upstream_main),
-        ("ours dry run", _subprocess(dry_run, cold)),
-        ("ours init", _subprocess([*init, "--output", str(scratch), "--force"], cold)),
-        ("python -c pass", _subprocess([python, "-c", "pass"])),
+    for name, action, before_each in (
+        ("upstream collect_tests", upstream.collect_all, None),
+        ("upstream main() of the largest suite", upstream_main, None),
+        ("ours dry run", _subprocess(dry_run, cold), empty_cache),
+        ("ours init", _subprocess([*init, "--output", str(scratch), "--force"], cold), empty_cache),
+        ("python -c pass", _subprocess([python, "-c", "pass"]), None),
     ):
-        seconds[name], all_times[name], cpu[name] = best_of(repeat, action)
-    warm = _subprocess(dry_run, {"CI_RUNNER_CACHE_DIR": str(cache_dir)})
+        seconds[name], all_times[name], cpu[name] = best_of(repeat, action, before_each)
+    warm = _subprocess(dry_run, {"CI_RUNNER_CACHE_DIR": str(cache_dir / "warm")})
     seconds["ours warm rerun"], all_times["ours warm rerun"], cpu["ours warm rerun"] = best_of(
         repeat, warm, before_each=warm
     )
