@@ -17,6 +17,7 @@ depends on such a value is listed as unresolved, with the expression.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -91,6 +92,14 @@ class _Workflow:
     rel: str
     data: dict
     lines: list[str]
+
+    @functools.cached_property
+    def stripped(self) -> list[str]:
+        return [text.strip() for text in self.lines]
+
+    @functools.cached_property
+    def computes_partitions(self) -> bool:
+        return any("compute_partitions.py" in line for line in self.lines)
 
     @property
     def triggers(self) -> dict:
@@ -170,7 +179,7 @@ class _Resolver:
                 if isinstance(uses, str) and uses.startswith(_LOCAL_USES)
                 else None
             )
-            if called is None or not any("compute_partitions.py" in line for line in called.lines):
+            if called is None or not called.computes_partitions:
                 continue
             yml = (
                 (job.get("with") or {}).get("pr_test_yml")
@@ -379,27 +388,27 @@ def _file_line(workflow: _Workflow, script: str, line: shell_line.LogicalLine) -
     command repeated in several steps gets each step's own line.
     """
     physical = [text.strip() for text in script.splitlines()]
+    lines = workflow.stripped
+    target = physical[line.first]
     best, best_score = 0, -1
-    for index, text in enumerate(workflow.lines):
-        stripped, target = text.strip(), physical[line.first]
+    for index, stripped in enumerate(lines):
         if stripped != target and not stripped.endswith(f"run: {target}"):
             continue
         score = 0
         while (
             score < line.first
             and index - score - 1 >= 0
-            and workflow.lines[index - score - 1].strip() == physical[line.first - score - 1]
+            and lines[index - score - 1] == physical[line.first - score - 1]
         ):
             score += 1
         if score > best_score:
             best, best_score = index + 1, score
     if best == 0:  # a folded scalar (>-) joins the lines: the line that starts the command
-        target = physical[line.first]
         best = next(
             (
                 index + 1
-                for index, text in enumerate(workflow.lines)
-                if len(text.strip()) > 3 and target.startswith(text.strip())
+                for index, stripped in enumerate(lines)
+                if len(stripped) > 3 and target.startswith(stripped)
             ),
             0,
         )

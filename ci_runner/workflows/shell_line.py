@@ -7,6 +7,7 @@ reported as unresolved instead of guessed.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping
@@ -96,14 +97,16 @@ class Call:
     args: tuple[str, ...]
 
 
-def _words(text: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
+    """Shell words of a line (cached: a reusable workflow's lines recur once per caller)."""
     lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
-        return list(lexer)
+        return tuple(lexer)
     except ValueError:  # unbalanced quotes: fall back to whitespace
-        return text.split()
+        return tuple(text.split())
 
 
 def _is_operator(word: str) -> bool:
