@@ -47,6 +47,8 @@ class Problem:
     line: int
     col: int
     message: str
+    # a check beyond selection (policy strict-checks): a warning under strict-checks = "warning"
+    lint: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}:{self.col}: {self.message}"

@@ -1,7 +1,8 @@
 """``add_constant(src, constant, out=None)``: ``src + constant`` for int32 as a JIT CUDA kernel.
 
 The constant is a C++ template argument (one compiled module per constant); the sum wraps
-around on overflow like torch's int32 addition. 128-bit vector loads/stores when aligned.
+around on overflow like torch's int32 addition. 128-bit vector loads/stores when aligned,
+Programmatic Dependent Launch on SM90+.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from jit_kernel.compiler import load_jit, make_cpp_args
+from jit_kernel.compiler import is_arch_support_pdl, load_jit, make_cpp_args
 from jit_kernel.wrapper import KernelTable, cache_once, raise_argument_error, register_precompile
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def _jit_add_constant_module(constant: int) -> Module:
             f"add_constant: constant {constant} is outside the int32 range "
             f"[{INT32_MIN}, {INT32_MAX}]"
         )
-    args = make_cpp_args(constant)
+    args = make_cpp_args(constant, is_arch_support_pdl())
     return load_jit(
         "add_constant",
         *args,

@@ -33,8 +33,8 @@ else
   exit 2
 fi
 # Each tree imports its own packages and builds into its own JIT cache.
-old() { (cd "$OLD" && PYTHONPATH="$OLD" JIT_KERNEL_CACHE_DIR="$OUT/jit-old" "$@"); }
-new() { PYTHONPATH="$NEW" JIT_KERNEL_CACHE_DIR="$OUT/jit-new" "$@"; }
+old() { (cd "$OLD" && PYTHONPATH="$OLD${PYTHONPATH:+:$PYTHONPATH}" JIT_KERNEL_CACHE_DIR="$OUT/jit-old" "$@"); }
+new() { PYTHONPATH="$NEW${PYTHONPATH:+:$PYTHONPATH}" JIT_KERNEL_CACHE_DIR="$OUT/jit-new" "$@"; }
 
 KERNEL_TESTS=$(ls registered/jit/test_{add_constant,scale,rmsnorm,fused_add_rmsnorm,qknorm,store_cache,rope,activation}.py)
 run_step() {

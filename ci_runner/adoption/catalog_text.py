@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from ci_runner.adoption.draft import Draft, DraftSuite
+from ci_runner.adoption.policy_text import exclude_lines, policy_lines
 from ci_runner.catalog import DEFAULT_FILE_PATTERNS
 from ci_runner.markers import MARKER_BACKENDS
 
@@ -40,10 +41,12 @@ def catalog_text(draft: Draft) -> str:
         lines.append(f"file-patterns = {_toml(list(draft.file_patterns))}")
     if syntax.ignored_arguments:
         lines.append(f"ignored-arguments = {_toml(list(syntax.ignored_arguments))}")
+    lines += exclude_lines(draft)
     extra = {name: hw for name, hw in syntax.markers.items() if name not in MARKER_BACKENDS}
     if extra:
         lines += ["", "[tool.ci-runner.extra-markers]"]
         lines += [f"{name} = {_toml(hw)}" for name, hw in sorted(extra.items())]
+    lines += policy_lines(draft)
     for suite in draft.suites:
         lines += ["", "[[tool.ci-runner.suites]]", *_suite_lines(suite)]
     return "\n".join(lines) + "\n"

@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ci_runner.adoption.policy_text import adopt_policy
 from ci_runner.adoption.survey import Survey, survey_tree
 from ci_runner.adoption.workflow_suites import (
     SuiteValues,
@@ -25,6 +26,7 @@ from ci_runner.adoption.workflow_suites import (
     suite_values,
 )
 from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
+from ci_runner.catalog.policy import STRICT, Policy
 from ci_runner.catalog.syntax import (
     BUILTIN_KEYWORDS,
     RegistrationSyntax,
@@ -69,6 +71,9 @@ class Draft:
     problems: list[Problem] = field(default_factory=list)  # no catalog fixes these
     files: int = 0
     registration_count: int = 0
+    policy: Policy = STRICT  # chosen by ci_runner.adoption.policy_text
+    policy_reasons: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)  # exclude-files, relative to the dir
 
 
 def draft_catalog(root: Path, registered_dir: str, template_text: str | None = None) -> Draft:
@@ -83,19 +88,24 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
             f"without a test_/bench_ name (first: {survey.outside_default_patterns[0]})"
         )
     files = [f for f in survey.files if is_registered_file(f.rsplit("/", 1)[-1], patterns)]
-    registrations, problems, silent = _scan(root, survey, files, syntax)
+    scans, problems, silent = _scan(survey, files, syntax)
+    registrations = [reg for scan in scans.values() for reg in scan.registrations]
+    problems += [problem for scan in scans.values() for problem in scan.problems]
+    problems.sort(key=lambda p: (p.path, p.line, p.col))
     draft = Draft(registered_dir, syntax, patterns, files=len(files), notes=notes)
     draft.registration_count = len(registrations)
     draft.problems = [*survey.problems, *problems]
     draft.suites, draft.conflicts = _suites(registrations)
+    adopt_policy(root, draft, registrations, silent)
     _add_workflow_values(draft, read_workflows(root))
+    _fill_cache(root, survey, draft.syntax, scans)
     if syntax.ignored_arguments:
         draft.conflicts.append(
             f"ignored-arguments = {list(syntax.ignored_arguments)}: registrations pass these "
             "keywords; the runner accepts them as literals and ignores them (it runs every file "
             "in its own process). Drop an entry to make that keyword an error instead"
         )
-    if silent:
+    if silent and not draft.excluded:
         draft.conflicts.append(
             f"{len(silent)} file(s) match the file patterns but register nothing; the runner "
             f"reports each until it registers or is renamed: {_shown(silent)}"
@@ -105,26 +115,25 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
 
 def _add_workflow_values(draft: Draft, facts: WorkflowFacts) -> None:
     """Runner, job budget and partition sizes from the workflows; suites only they run."""
-    by_name = {suite.name: index for index, suite in enumerate(draft.suites)}
+    index_of = {(suite.hw, suite.name): i for i, suite in enumerate(draft.suites)}
+    hw_of = {suite.name: suite.hw for suite in draft.suites}
     for (hw, name), calls in sorted(facts.runs.items()):
         values = suite_values(hw, name, calls)
         draft.conflicts.extend(values.conflicts)
-        index = by_name.get(name)
-        if index is not None and draft.suites[index].hw != hw:
+        index = index_of.get((hw, name))
+        if index is None and name in hw_of and not draft.policy.names_per_backend:
             draft.conflicts.append(
-                f"suite {name!r} is registered for {draft.suites[index].hw} but "
+                f"suite {name!r} is registered for {hw_of[name]} but "
                 f"{_shown(list(values.where))} run it with --hw {hw}; no workflow values written"
             )
             continue
         if index is None:
-            suite = DraftSuite(name, hw, values.nightly, _guess_gpus(name, hw), 0, 0)
             draft.notes.append(
                 f"suite {name!r} ({hw}) is run by {_shown(list(values.where))} but no file "
                 "registers it yet: added with no files"
             )
-            by_name[name] = len(draft.suites)
-            draft.suites.append(suite)
-            index = by_name[name]
+            index = index_of[hw, name] = len(draft.suites)
+            draft.suites.append(DraftSuite(name, hw, values.nightly, _guess_gpus(name, hw), 0, 0))
         draft.suites[index] = replace(draft.suites[index], workflow=values)
     draft.suites.sort(key=lambda s: (s.hw, s.name))
     draft.notes.extend(facts.notes)
@@ -152,12 +161,11 @@ def _syntax(survey: Survey, template_text: str | None, notes: list[str]) -> Regi
 
 
 def _scan(
-    root: Path, survey: Survey, files: list[str], syntax: RegistrationSyntax
-) -> tuple[list[Registration], list[Problem], list[str]]:
-    """Each file's registrations under the drafted syntax, from the survey's parse (no second
-    parse); the scans go into the parse cache, so the first run after ``init`` is warm."""
-    cache = ParseCache(cache_directory(), root, syntax)
-    registrations: list[Registration] = []
+    survey: Survey, files: list[str], syntax: RegistrationSyntax
+) -> tuple[dict[str, FileScan], list[Problem], list[str]]:
+    """Each file's scan under the drafted syntax, from the survey's parse (no second parse);
+    the problems of files that do not parse; the files that register nothing."""
+    scans: dict[str, FileScan] = {}
     problems: list[Problem] = []
     silent: list[str] = []
     for rel_path in files:
@@ -165,18 +173,22 @@ def _scan(
         if read.problem is not None:
             problems.append(read.problem)
             continue
-        scan = cache.get(rel_path, read.content_digest)
-        if scan is None:
-            scan = FileScan((), ())
-            if read.module is not None:
-                scan = scan_parsed(read.module, rel_path, None, syntax)
-            cache.put(rel_path, read.content_digest, scan)
-        registrations.extend(scan.registrations)
-        problems.extend(scan.problems)
+        scan = FileScan((), ())
+        if read.module is not None:
+            scan = scan_parsed(read.module, rel_path, None, syntax)
+        scans[rel_path] = scan
         if not scan.registrations and not scan.problems:
             silent.append(rel_path)
+    return scans, problems, silent
+
+
+def _fill_cache(root: Path, survey: Survey, syntax: RegistrationSyntax, scans) -> None:
+    """Store the scans under the catalog's final syntax, so the first run after ``init`` is
+    warm. The policy may add markers for backends the tree never calls: the scans stay valid."""
+    cache = ParseCache(cache_directory(), root, syntax)
+    for rel_path, scan in scans.items():
+        cache.put(rel_path, survey.read[rel_path].content_digest, scan)
     cache.save()
-    return registrations, problems, silent
 
 
 def _suites(registrations: list[Registration]) -> tuple[list[DraftSuite], list[str]]:

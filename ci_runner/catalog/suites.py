@@ -19,6 +19,7 @@ from ci_runner.catalog.limits import (
     is_finite_number,
     number_text,
 )
+from ci_runner.catalog.policy import STRICT, Policy, PolicyError, parse_policy
 from ci_runner.catalog.syntax import (
     DEFAULT_SYNTAX,
     RegistrationSyntax,
@@ -62,24 +63,22 @@ class Catalog:
     suites: tuple[Suite, ...] = field(default_factory=tuple)
     syntax: RegistrationSyntax = DEFAULT_SYNTAX
     file_patterns: tuple[str, ...] = DEFAULT_FILE_PATTERNS
+    policy: Policy = STRICT
+    exclude_files: tuple[str, ...] = ()  # globs over paths relative to registered-dir
 
-    def get(self, name: str) -> Suite | None:
-        """The suite called ``name``, or None."""
-        for suite in self.suites:
-            if suite.name == name:
-                return suite
-        return None
+    def get(self, name: str, hw: str | None = None) -> Suite | None:
+        """The suite called ``name`` (that of ``hw`` first, when given), or None."""
+        named = [suite for suite in self.suites if suite.name == name]
+        return next((s for s in named if s.hw == hw), named[0] if named else None)
 
     def for_hw(self, hw: str) -> list[Suite]:
         """Suites of one backend, in catalog order."""
         return [s for s in self.suites if s.hw == hw]
 
-    def renamed(self, old_name: str) -> Suite | None:
-        """The suite that ``old_name`` was renamed to, or None."""
-        for suite in self.suites:
-            if old_name in suite.renamed_from:
-                return suite
-        return None
+    def renamed(self, old_name: str, hw: str | None = None) -> Suite | None:
+        """The suite that ``old_name`` was renamed to (that of ``hw`` first), or None."""
+        named = [suite for suite in self.suites if old_name in suite.renamed_from]
+        return next((s for s in named if s.hw == hw), named[0] if named else None)
 
     @property
     def registered_path(self) -> Path:
@@ -280,7 +279,23 @@ _TOP_KEYS = {
     "extra-markers",
     "ignored-arguments",
     "file-patterns",
+    "exclude-files",
+    "policy",
 }
+
+
+def _exclude_files(table: dict, where: str) -> tuple[str, ...]:
+    """``exclude-files``: paths (globs) under registered-dir that are never collected."""
+    globs = table.get("exclude-files", [])
+    if not isinstance(globs, list) or not all(
+        isinstance(g, str) and g.strip() and not g.startswith("/") and ".." not in g.split("/")
+        for g in globs
+    ):
+        raise CatalogError(
+            f"{where}: exclude-files must be a list of paths relative to registered-dir (globs "
+            f'allowed, no leading / or ..), e.g. ["cpu/utils.py"], got {globs!r}'
+        )
+    return tuple(globs)
 
 
 def _file_patterns(table: dict, where: str) -> tuple[str, ...]:
@@ -329,18 +344,33 @@ def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
         _parse_suite(raw, f"{where} suites[{i}]", syntax.backends)
         for i, raw in enumerate(raw_suites)
     )
-    seen: dict[str, str] = {}
+    try:
+        policy = parse_policy(table, where)
+    except PolicyError as exc:
+        raise CatalogError(str(exc)) from None
+    seen: dict[tuple[str, str], str] = {}
     for suite in suites:
+        scope = suite.hw if policy.names_per_backend else ""
         for name in (suite.name, *suite.renamed_from):
-            if name in seen:
+            if (scope, name) in seen:
+                also = f" of hw {scope!r}" if scope else ""
                 raise CatalogError(
-                    f"{where}: suite name {name!r} is used twice ({seen[name]} and {suite.name})"
+                    f"{where}: suite name {name!r} is used twice{also} ({seen[scope, name]} "
+                    f"and {suite.name})"
+                    + (
+                        ""
+                        if scope
+                        else "; with [tool.ci-runner.policy] suite-names = "
+                        '"per-backend" each backend may have a suite of that name'
+                    )
                 )
-            seen[name] = suite.name
+            seen[scope, name] = suite.name
     return Catalog(
         root=root,
         registered_dir=registered_dir,
         suites=suites,
         syntax=syntax,
         file_patterns=_file_patterns(table, where),
+        policy=policy,
+        exclude_files=_exclude_files(table, where),
     )

@@ -32,13 +32,14 @@ from ci_runner.plan.matrix import build_matrix
 from ci_runner.plan.packing import Plan, plan
 from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
 from ci_runner.reports import ReportOptions, ShardReports
+from ci_runner.reports.step_summary import append_notice
 from ci_runner.safe_text import one_line
 from ci_runner.select import (
     Selection,
     SelectionError,
     SuiteRequest,
-    parse_suite_list,
-    request_suites,
+    empty_notice,
+    request_from_text,
     select_files,
 )
 
@@ -75,7 +76,7 @@ def _load(args: argparse.Namespace) -> Catalog:
 
 def _request(args: argparse.Namespace, catalog: Catalog) -> SuiteRequest:
     """``--hw``, ``--suite`` and ``--nightly``, parsed and resolved against the catalog."""
-    return request_suites(catalog, args.hw, parse_suite_list(args.suite), args.nightly)
+    return request_from_text(catalog, args.hw, args.suite, args.nightly)
 
 
 def _report_problems(
@@ -86,8 +87,12 @@ def _report_problems(
     ``scoped``: with --scoped-validation, the request whose suites decide what blocks.
     """
     blocking, warnings = problems, []
+    if catalog.policy.strict_checks_warn:  # checks beyond selection only warn (the policy)
+        blocking, lints = [p for p in problems if not p.lint], [p for p in problems if p.lint]
+        for problem in lints:
+            print(f"warning: {one_line(str(problem))}", file=sys.stderr)
     if scoped is not None:
-        split = split_by_scope(problems, catalog, scoped.suites)
+        split = split_by_scope(blocking, catalog, scoped.suites)
         blocking, warnings = split.blocking, split.warnings
     for problem in warnings:
         print(f"warning: {one_line(str(problem))}", file=sys.stderr)
@@ -126,6 +131,10 @@ def _run(args: argparse.Namespace, execution: ExecutionOptions, reports: ReportO
         return EXIT_USAGE
     request = request or _request(args, catalog)
     selection = select_files(collection.registrations, catalog, request, args.allow_empty)
+    notice = empty_notice(selection) if catalog.policy.empty_is_notice else None
+    if notice:
+        print(notice, file=sys.stderr)
+        append_notice(reports.step_summary, notice)
     if args.print_matrix:
         try:
             matrix = build_matrix(

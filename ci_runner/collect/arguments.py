@@ -3,8 +3,9 @@ problem (the binding itself is :func:`ci_runner.collect.calls.bind_arguments`).
 
 Every argument must be a literal. The suite is named either by ``suite=`` or, when the catalog
 declares a ``suite-template``, by all of the template's fields (``stage=`` + ``runner_config=``),
-never both. ``est_time=0`` and ``suite=""`` are accepted only in a disabled registration: such a
-placeholder marks a helper file as registered without putting it in a suite.
+never both. ``est_time=0`` is valid (an estimate bot may write it; the planner handles it);
+``suite=""`` is accepted only in a disabled registration: such a placeholder marks a helper file
+as registered without putting it in a suite.
 """
 
 from __future__ import annotations
@@ -98,15 +99,9 @@ def _check_suite_form(
 def _check_placeholders(
     values: Mapping[str, ast.expr], checked: dict[str, object], report: Report
 ) -> None:
-    """``est_time=0`` and ``suite=""`` only in a disabled registration."""
+    """``suite=""`` only in a disabled registration."""
     if checked.get("disabled") is not None:
         return
-    if checked.get("est_time") == 0:
-        report(
-            values["est_time"],
-            "est_time must be a positive finite number of seconds, got 0 (0 is accepted only "
-            'in a disabled registration: disabled="reason")',
-        )
     if checked.get("suite") == "":
         report(
             values["suite"],
@@ -164,7 +159,7 @@ def _check_est_time(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"must be a number of seconds, got {number_text(value)} ({_type_name(value)})"
     if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
-        return f"must be a positive finite number of seconds, got {number_text(value)}"
+        return f"must be a finite number of seconds, 0 or more, got {number_text(value)}"
     if value > MAX_SECONDS:
         return f"must be at most {MAX_SECONDS} seconds (a week), got {number_text(value)}"
     return None

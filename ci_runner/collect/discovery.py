@@ -81,12 +81,22 @@ def walk_registered(catalog: Catalog) -> Walk:
             f"registered-dir {catalog.registered_dir!r} from [tool.ci-runner] leads to "
             f"{real_base}, outside the repository {real_root}; name a directory inside it"
         )
-    return walk_files(
+    walk = walk_files(
         catalog.root,
         base,
         lambda name: is_registered_file(name, catalog.file_patterns),
         "/".join(catalog.file_patterns),
     )
+    if catalog.exclude_files:  # the catalog's exclude-files, relative to registered-dir
+        prefix = f"{catalog.registered_dir}/" if catalog.registered_dir != "." else ""
+        walk.files = [
+            f
+            for f in walk.files
+            if not any(
+                fnmatch.fnmatchcase(f.removeprefix(prefix), g) for g in catalog.exclude_files
+            )
+        ]
+    return walk
 
 
 def discover_files(catalog: Catalog) -> list[str]:
@@ -199,8 +209,8 @@ def _with_catalog_checks(
     catalog: Catalog, rel_path: str, scan: FileScan
 ) -> tuple[list[Registration], list[Problem]]:
     """The scan plus what depends on the catalog: suite checks, and a file registering nothing."""
-    problems = list(scan.problems)
-    if not scan.registrations and not problems:
+    problems = [*scan.problems, *scan.entry_problems]
+    if not scan.registrations and all(p.lint for p in problems):
         problems.append(_no_registration(rel_path, catalog))
     for reg in scan.registrations:
         catalog_problem = check_registration(reg, catalog)

@@ -80,6 +80,7 @@ def check_entry_point(tree: ast.Module, rel_path: str, anchor: tuple[int, int]) 
                 anchor[1],
                 'enabled registration but no `if __name__ == "__main__":` block, so '
                 f"`python {rel_path}` would run no test; {FIX_HINT}",
+                lint=True,
             )
         ]
     problems: list[Problem] = []
@@ -109,6 +110,7 @@ def _check_block(block: ast.If, rel_path: str) -> list[Problem]:
                 block.lineno,
                 block.col_offset + 1,
                 f"the __main__ block calls nothing, so no test runs; {FIX_HINT}",
+                lint=True,
             )
         ]
     runner_calls = [
@@ -137,6 +139,7 @@ def _check_block(block: ast.If, rel_path: str) -> list[Problem]:
             node.col_offset + 1,
             f"the exit code of {runner} is dropped, so the file exits 0 even when tests "
             f"fail; wrap it: sys.exit({runner.split('(')[0]}(...))",
+            lint=True,
         )
         for node, runner in runner_calls
         if not _reaches_exit(node, parents, exit_names)

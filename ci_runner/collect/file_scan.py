@@ -20,10 +20,12 @@ from ci_runner.model import Problem, Registration
 
 @dataclass(frozen=True)
 class FileScan:
-    """Registrations and problems of one file (problems in scan order: line, column)."""
+    """Registrations and problems of one file (problems in scan order: line, column); the
+    ``__main__`` block's problems apart (``init`` reports registration problems only)."""
 
     registrations: tuple[Registration, ...]
     problems: tuple[Problem, ...]
+    entry_problems: tuple[Problem, ...] = ()
 
 
 def scan_parsed(
@@ -32,9 +34,8 @@ def scan_parsed(
     """:class:`FileScan` of an already parsed module (``source``: None walks every statement)."""
     registrations, problems = scan_tree(tree, rel_path, source, syntax)
     enabled = [r for r in registrations if r.disabled is None]
-    if enabled:
-        problems.extend(check_entry_point(tree, rel_path, (enabled[0].line, enabled[0].col)))
-    return FileScan(tuple(registrations), tuple(problems))
+    entry = check_entry_point(tree, rel_path, (enabled[0].line, enabled[0].col)) if enabled else []
+    return FileScan(tuple(registrations), tuple(problems), tuple(entry))
 
 
 def scan_file(data: bytes, rel_path: str, syntax: RegistrationSyntax) -> FileScan:

@@ -31,7 +31,7 @@ from ci_runner.model import Problem, Registration
 
 CACHE_DIR_VARIABLE = "CI_RUNNER_CACHE_DIR"
 ENABLED_VARIABLE = "CI_RUNNER_PARSE_CACHE"
-FORMAT = 1  # bump when the JSON layout changes
+FORMAT = 2  # bump when the JSON layout changes
 
 
 def digest(data: bytes) -> str:
@@ -106,6 +106,7 @@ class ParseCache:
             scan = FileScan(
                 tuple(_registration(item) for item in entry["registrations"]),
                 tuple(_problem(item) for item in entry["problems"]),
+                tuple(_problem(item) for item in entry["entry_problems"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # a damaged entry: parse again, and the entry is rewritten
@@ -120,6 +121,7 @@ class ParseCache:
             "digest": content_digest,
             "registrations": [_registration_data(r) for r in scan.registrations],
             "problems": [vars(p) for p in scan.problems],
+            "entry_problems": [vars(p) for p in scan.entry_problems],
         }
 
     def save(self) -> None:
@@ -162,6 +164,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "col": (int,),
     "min_gpus": (int, type(None)),
     "message": (str,),
+    "lint": (bool,),
 }
 
 

@@ -82,6 +82,7 @@ def scan_tree(
                     call.call,
                     f"{call.marker}() inside {_describe(call.statement)} is not collected: a "
                     "registration must be a module-level statement of its own",
+                    lint=True,
                 )
             )
     problems.extend(
@@ -90,6 +91,7 @@ def scan_tree(
             reference.node,
             f"{reference.marker} is used inside {_describe(reference.statement)} without being "
             "called at module level: wrappers and indirect calls are not collected",
+            lint=True,
         )
         for reference in uses.references
         if reference.known
@@ -100,8 +102,8 @@ def scan_tree(
     return unique, problems
 
 
-def _problem(rel_path: str, node: ast.AST, message: str) -> Problem:
-    return Problem(rel_path, node.lineno, node.col_offset + 1, message)  # type: ignore[attr-defined]
+def _problem(rel_path: str, node: ast.AST, message: str, lint: bool = False) -> Problem:
+    return Problem(rel_path, node.lineno, node.col_offset + 1, message, lint)  # type: ignore[attr-defined]
 
 
 def _unknown_marker(call: MarkerCall, syntax: RegistrationSyntax, rel_path: str) -> Problem:
@@ -113,6 +115,7 @@ def _unknown_marker(call: MarkerCall, syntax: RegistrationSyntax, rel_path: str)
         f"{', '.join(sorted(syntax.markers))}); if it registers for a backend of this "
         f"repository, declare it: [tool.ci-runner.extra-markers] {name} = "
         f'"{backend_of_marker_name(name)}"',
+        lint=True,
     )
 
 
@@ -142,15 +145,16 @@ def _describe(stmt: ast.stmt) -> str:
 def _drop_duplicates(
     registrations: list[Registration],
 ) -> tuple[list[Registration], list[Problem]]:
-    """Keep the first registration per (backend, suite); report the others.
+    """Keep the first registration per (backend, suite, nightly); report the others (one suite
+    may hold both cadences under the catalog's policy; else the suite check reports the second).
 
     Disabled placeholders with ``suite=""`` belong to no suite, so they are never duplicates.
     """
-    first: dict[tuple[str, str], Registration] = {}
+    first: dict[tuple[str, str, bool], Registration] = {}
     problems: list[Problem] = []
     unique: list[Registration] = []
     for reg in registrations:
-        key = (reg.backend, reg.suite)
+        key = (reg.backend, reg.suite, reg.nightly)
         if not reg.suite:
             unique.append(reg)
         elif key in first:
@@ -161,6 +165,7 @@ def _drop_duplicates(
                     reg.col,
                     f"duplicate registration: suite {reg.suite!r} ({reg.backend}) is already "
                     f"registered at line {first[key].line}",
+                    lint=True,
                 )
             )
         else:

@@ -18,10 +18,16 @@ def _message(reg: Registration, catalog: Catalog) -> str | None:
     marker_for = catalog.syntax.marker_for
     marker = marker_for(reg.backend)
     name = f"{reg.suite!r}{reg.suite_origin}"
-    suite = catalog.get(reg.suite)
+    policy = catalog.policy
+    suite = catalog.get(reg.suite, reg.backend)
+    if suite is not None and suite.hw != reg.backend and policy.names_per_backend:
+        return (
+            f"{unknown_suite_message(reg.suite, reg.backend, catalog, reg.suite_origin)} "
+            f"({reg.suite!r} is a {suite.hw} suite; suite names are per backend)"
+        )
     if suite is None:
-        renamed = catalog.renamed(reg.suite)
-        if renamed is not None:
+        renamed = catalog.renamed(reg.suite, reg.backend)
+        if renamed is not None and (renamed.hw == reg.backend or not policy.names_per_backend):
             return f"suite {name} was renamed to {renamed.name!r}; update the registration"
         return unknown_suite_message(reg.suite, reg.backend, catalog, reg.suite_origin)
     if suite.hw != reg.backend:
@@ -29,9 +35,11 @@ def _message(reg: Registration, catalog: Catalog) -> str | None:
             f"suite {name} is a {suite.hw} suite, but {marker}() registers for "
             f"{reg.backend}; use {marker_for(suite.hw)}()"
         )
-    if suite.nightly and not reg.nightly:
+    # nightly = "registration": the registration's own flag decides whether --nightly selects it
+    cadence_checked = not policy.nightly_per_registration
+    if cadence_checked and suite.nightly and not reg.nightly:
         return f"suite {name} is a nightly suite: add nightly=True to {marker}()"
-    if reg.nightly and not suite.nightly:
+    if cadence_checked and reg.nightly and not suite.nightly:
         return (
             f"suite {name} is a per-commit suite: remove nightly=True "
             "(or register for a nightly suite)"

@@ -62,9 +62,9 @@ class Plan:
 def _to_ticks(path: str, est: float) -> int:
     if isinstance(est, bool) or not isinstance(est, int | float) or not math.isfinite(est):
         raise ValueError(f"est_time of {path!r} must be a finite number, got {est!r}")
-    if est <= 0:
-        raise ValueError(f"est_time of {path!r} must be positive, got {est!r}")
-    return max(1, round(est * TICKS_PER_SECOND))
+    if est < 0:
+        raise ValueError(f"est_time of {path!r} must be 0 or more, got {est!r}")
+    return max(1, round(est * TICKS_PER_SECOND))  # est_time=0 packs as one tick
 
 
 def plan(items: Sequence[tuple[str, float]], shard_count: int) -> Plan:

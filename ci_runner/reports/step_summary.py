@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 from pathlib import Path
 
 from ci_runner.file_safety import append_regular
@@ -112,3 +113,16 @@ def render_step_summary(outcome: ShardOutcome) -> str:
 def append_step_summary(path: Path, outcome: ShardOutcome) -> None:
     """Append the shard's Markdown to the step summary file (a regular file, or created)."""
     append_regular(path, render_step_summary(outcome))
+
+
+def append_notice(path: Path | None, notice: str) -> None:
+    """Append one notice line (e.g. an empty selection) to the step summary, when there is one."""
+    if path is None:
+        return
+    try:
+        append_regular(path, f"> {_cell(notice)}\n\n")
+    except OSError as exc:
+        print(
+            f"run_suite: warning: could not append to the step summary {path}: {exc}",
+            file=sys.stderr,
+        )

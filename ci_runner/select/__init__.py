@@ -5,11 +5,12 @@
 * :mod:`.files`: the registrations of those suites merged to one entry per file.
 """
 
-from ci_runner.select.files import Selection, gpu_need, select, select_files
+from ci_runner.select.files import Selection, empty_notice, gpu_need, select, select_files
 from ci_runner.select.suites import (
     SelectionError,
     SuiteRequest,
     parse_suite_list,
+    request_from_text,
     request_suites,
     resolve_suites,
 )
@@ -18,8 +19,10 @@ __all__ = [
     "Selection",
     "SelectionError",
     "SuiteRequest",
+    "empty_notice",
     "gpu_need",
     "parse_suite_list",
+    "request_from_text",
     "request_suites",
     "resolve_suites",
     "select",

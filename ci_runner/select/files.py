@@ -9,7 +9,12 @@ from dataclasses import dataclass
 
 from ci_runner.catalog import ALL_GPUS, Catalog, Suite
 from ci_runner.model import DisabledFile, FileToRun, Registration
-from ci_runner.select.suites import SelectionError, SuiteRequest, request_suites
+from ci_runner.select.suites import (
+    PLACEHOLDER_SUITE,
+    SelectionError,
+    SuiteRequest,
+    request_suites,
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ def select_files(
     """
     hw, nightly, suites = request.hw, request.nightly, list(request.suites)
     rank = {suite.name: index for index, suite in enumerate(suites)}
+    if request.placeholders:
+        rank[PLACEHOLDER_SUITE] = len(rank)
     chosen = [
         r for r in registrations if r.backend == hw and r.suite in rank and r.nightly == nightly
     ]
@@ -61,7 +68,7 @@ def select_files(
     disabled: dict[str, list[Registration]] = {}
     for reg in chosen:
         (enabled if reg.disabled is None else disabled).setdefault(reg.path, []).append(reg)
-    if not allow_empty:
+    if not (allow_empty or catalog.policy.empty_is_notice):
         _check_not_empty(suites, chosen)
     files = tuple(_merge(path, regs, catalog, rank) for path, regs in sorted(enabled.items()))
     skipped = tuple(
@@ -96,7 +103,7 @@ def gpu_need(regs: list[Registration], catalog: Catalog) -> tuple[int, bool, str
     """
     need, all_gpus, why = 0, False, ""
     for reg in regs:
-        suite = _suite(catalog, reg.suite)
+        suite = _suite(catalog, reg.suite, reg.backend)
         if suite.gpus_per_file == ALL_GPUS:
             all_gpus = True
             needs = [(1, f'gpus-per-file = "all" of suite {suite.name}')]
@@ -113,10 +120,25 @@ def gpu_need(regs: list[Registration], catalog: Catalog) -> tuple[int, bool, str
     return need, all_gpus, why
 
 
-def _suite(catalog: Catalog, name: str) -> Suite:
-    suite = catalog.get(name)
+def _suite(catalog: Catalog, name: str, hw: str) -> Suite:
+    suite = catalog.get(name, hw)
     assert suite is not None  # request_suites checked every selected name
     return suite
+
+
+def empty_notice(selection: Selection) -> str | None:
+    """The notice for a selection without an enabled file (``empty-selection = "notice"``)."""
+    if selection.files:
+        return None
+    nightly = " --nightly" if selection.nightly else ""
+    suites = ",".join(s.name for s in selection.suites) or "''"
+    disabled = (
+        f" ({len(selection.disabled)} disabled, listed as skipped)" if selection.disabled else ""
+    )
+    return (
+        f"notice: no enabled file registered for --hw {selection.hw} --suite {suites}{nightly}"
+        f'{disabled}; nothing to run, exit 0 (the catalog\'s policy: empty-selection = "notice")'
+    )
 
 
 def _check_not_empty(suites: list[Suite], chosen: list[Registration]) -> None:

@@ -24,6 +24,18 @@ class SuiteRequest:
     hw: str
     suites: tuple[Suite, ...]  # in the order asked for
     nightly: bool
+    placeholders: bool = False  # --suite '': the disabled suite="" placeholders, listed skipped
+
+
+PLACEHOLDER_SUITE = ""  # what ``suite=""`` placeholders register for
+
+
+def request_from_text(catalog: Catalog, hw: str, text: str, nightly: bool) -> SuiteRequest:
+    """The request for ``--suite TEXT``; with ``empty-selection = "notice"``, ``--suite ''``
+    asks for the ``suite=""`` placeholders (as SGLang's runner lists them: skipped, exit 0)."""
+    if text == PLACEHOLDER_SUITE and catalog.policy.empty_is_notice:
+        return SuiteRequest(hw, (), nightly, placeholders=True)
+    return request_suites(catalog, hw, parse_suite_list(text), nightly)
 
 
 def request_suites(catalog: Catalog, hw: str, names: list[str], nightly: bool) -> SuiteRequest:
@@ -44,14 +56,25 @@ def parse_suite_list(text: str) -> list[str]:
 
 
 def resolve_suites(catalog: Catalog, names: list[str], hw: str, nightly: bool) -> list[Suite]:
-    """The catalog suites for ``names``; every unknown, renamed or mismatched one is an error."""
+    """The catalog suites for ``names``; every unknown, renamed or mismatched one is an error.
+
+    Under the catalog's policy, ``suite-names = "per-backend"`` looks a name up among ``hw``'s
+    suites only, and ``nightly = "registration"`` accepts any suite with or without ``--nightly``
+    (the flag then selects registrations, not suites).
+    """
+    policy = catalog.policy
     errors: list[str] = []
     suites: list[Suite] = []
     for name in names:
-        suite = catalog.get(name)
-        if suite is None:
-            renamed = catalog.renamed(name)
-            if renamed is not None:
+        suite = catalog.get(name, hw)
+        if suite is not None and suite.hw != hw and policy.names_per_backend:
+            errors.append(
+                f"--suite: {unknown_suite_message(name, hw, catalog)} ({name!r} is a "
+                f"{suite.hw} suite; suite names are per backend)"
+            )
+        elif suite is None:
+            renamed = catalog.renamed(name, hw)
+            if renamed is not None and (renamed.hw == hw or not policy.names_per_backend):
                 errors.append(f"--suite: suite {name!r} was renamed to {renamed.name!r}")
             else:
                 errors.append(f"--suite: {unknown_suite_message(name, hw, catalog)}")
@@ -59,6 +82,8 @@ def resolve_suites(catalog: Catalog, names: list[str], hw: str, nightly: bool) -
             errors.append(
                 f"--suite: suite {name!r} is a {suite.hw} suite; run it with --hw {suite.hw}"
             )
+        elif policy.nightly_per_registration:
+            suites.append(suite)
         elif suite.nightly and not nightly:
             errors.append(f"--suite: suite {name!r} is a nightly suite; add --nightly")
         elif nightly and not suite.nightly:

@@ -18,10 +18,10 @@ struct AddConstantOp {
 
 /// dst = src + kConstant. dst and src: same shape (any rank), int32, same CUDA device; dst
 /// contiguous. Returns false (and does nothing) when src is not contiguous: the wrapper retries
-/// with a contiguous copy. Empty tensors launch nothing.
-template <int32_t kConstant>
+/// with a contiguous copy. Empty tensors launch nothing. kUsePDL: Programmatic Dependent Launch.
+template <int32_t kConstant, bool kUsePDL>
 bool add_constant(tvm::ffi::TensorView dst, tvm::ffi::TensorView src) {
-  return host::elementwise::map</*kUsePDL=*/false, int32_t>(
+  return host::elementwise::map<kUsePDL, int32_t>(
       AddConstantOp<kConstant>{}, {dst, "out"}, {{src, "src"}});
 }
 

@@ -118,6 +118,10 @@ def test_no_table(tmp_path):
 
 
 W = "pyproject.toml [tool.ci-runner]"
+PER_BACKEND_HINT = (
+    '; with [tool.ci-runner.policy] suite-names = "per-backend" each backend may have a suite '
+    "of that name"
+)
 
 
 @pytest.mark.parametrize(
@@ -199,10 +203,13 @@ W = "pyproject.toml [tool.ci-runner]"
             HEAD + suite_toml(name='"a"', hw='"cpu"', runner="3"),
             f"{W} suites[0] (suite 'a'): runner must be a string, got 3",
         ),
-        (HEAD + GOOD + GOOD, f"{W}: suite name 'unit-cpu' is used twice (unit-cpu and unit-cpu)"),
+        (
+            HEAD + GOOD + GOOD,
+            f"{W}: suite name 'unit-cpu' is used twice (unit-cpu and unit-cpu){PER_BACKEND_HINT}",
+        ),
         (
             HEAD + GOOD + suite_toml(name='"b"', hw='"cpu"', renamed_from='["unit-cpu"]'),
-            f"{W}: suite name 'unit-cpu' is used twice (unit-cpu and b)",
+            f"{W}: suite name 'unit-cpu' is used twice (unit-cpu and b){PER_BACKEND_HINT}",
         ),
     ],
 )
@@ -252,7 +259,7 @@ def test_the_projects_own_catalog_declares_sglangs_template():
     [
         (
             'suite-templat = "{stage}"\n',
-            "unknown key(s) suite-templat; known keys: extra-markers, ",
+            "unknown key(s) suite-templat; known keys: exclude-files, extra-markers, ",
         ),
         ("suite-template = 3\n", "suite-template must be a string, got 3"),
         (

@@ -118,12 +118,12 @@ def test_help_exits_0(capsys):
 
 def test_registration_problems_exit_2_listing_each_and_a_count(repo, capsys):
     (repo / "registered/test_bad.py").write_text(
-        registered_source('register_cpu_ci(est_time=0, suite="unit-cpu")')
+        registered_source('register_cpu_ci(est_time=-1, suite="unit-cpu")')
     )
     (repo / "registered/test_none.py").write_text("x = 1\n")
     assert run(repo, "--suite", "unit-cpu") == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("registered/test_bad.py:7:26: est_time must be a positive finite")
+    assert err[0].startswith("registered/test_bad.py:7:26: est_time must be a finite number")
     assert err[1].startswith("registered/test_none.py:1:1: no register_<backend>_ci(...) call")
     assert err[2] == "2 registration problem(s) in 2 file(s); nothing was run"
 

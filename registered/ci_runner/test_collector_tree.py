@@ -218,7 +218,7 @@ def test_every_problem_in_the_tree_is_reported_in_one_run_sorted(tmp_path):
     problems = problems_of(
         tmp_path,
         {
-            "registered/test_b.py": registered_source('register_cpu_ci(est_time=0, suite="x")'),
+            "registered/test_b.py": registered_source('register_cpu_ci(est_time=-1, suite="x")'),
             "registered/test_a.py": "x = 1\n",
             "registered/sub/test_c.py": registered_source(
                 'register_cpu_ci(est_time=1, suite="nope")',
@@ -236,7 +236,7 @@ def test_every_problem_in_the_tree_is_reported_in_one_run_sorted(tmp_path):
     ]
     assert "unknown cpu suite 'nope'" in problems[0]
     assert "inside an if block" in problems[1]
-    assert "est_time must be a positive finite number" in problems[3]
+    assert "est_time must be a finite number of seconds, 0 or more" in problems[3]
 
 
 def test_valid_registrations_survive_next_to_invalid_ones(tmp_path):
@@ -259,7 +259,9 @@ def test_parallel_and_serial_collection_agree(tmp_path):
         )
         for i in range(600)
     }
-    files["registered/d1/test_bad.py"] = registered_source('register_cpu_ci(est_time=0, suite="x")')
+    files["registered/d1/test_bad.py"] = registered_source(
+        'register_cpu_ci(est_time=-1, suite="x")'
+    )
     files["registered/d2/test_none.py"] = "x = 1\n"
     catalog = load_catalog(make_repo(tmp_path, files))
     serial = collect(catalog, workers=1)

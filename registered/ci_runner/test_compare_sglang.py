@@ -440,26 +440,20 @@ def test_whole_comparison_on_a_tiny_tree(tmp_path):
     report = run_comparison(checkout, DEFAULT_RUNNER, jobs=2)
     assert sorted(p.relative_to(checkout) for p in checkout.rglob("*")) == before
     outcomes = {o.case.label: o for o in report.outcomes}
-    assert sorted(label for label, o in outcomes.items() if o.identical) == [
+    # init on the unchanged tree writes the compatible policy: every case is identical
+    assert sorted(outcomes) == [
         "cpu:'base-a-test-cpu'",
+        "cpu:'base-a-test-cpu' --nightly",
+        "cuda:'base-b-empty'",
+        "cuda:'base-b-empty' --nightly",
         "cuda:'base-b-test-1-gpu'",
+        "cuda:'base-b-test-1-gpu' --nightly",
         "cuda:'base-b-test-1-gpu' [2 shard(s)]",
+        "cuda:'nightly-1-gpu'",
         "cuda:'nightly-1-gpu' --nightly",
     ]
-    groups = {o.case.label: o.groups for o in report.outcomes if not o.identical}
-    assert groups == {
-        "cpu:'base-a-test-cpu' --nightly": [
-            "ours exit 2: error: --suite: suite '…' is a per-commit suite; drop --nightly"
-        ],
-        "cuda:'base-b-empty'": ["ours exit 2: error: --suite: unknown cuda suite '…'"],
-        "cuda:'base-b-empty' --nightly": ["ours exit 2: error: --suite: unknown cuda suite '…'"],
-        "cuda:'base-b-test-1-gpu' --nightly": [
-            "ours exit 2: error: --suite: suite '…' is a per-commit suite; drop --nightly"
-        ],
-        "cuda:'nightly-1-gpu'": [
-            "ours exit 2: error: --suite: suite '…' is a nightly suite; add --nightly"
-        ],
-    }
+    assert [label for label, o in outcomes.items() if not o.identical] == []
+    assert report.mode == "in-process"
     sharded = outcomes["cuda:'base-b-test-1-gpu' [2 shard(s)]"]
     assert (
         sharded.upstream_files
@@ -474,7 +468,7 @@ def test_whole_comparison_on_a_tiny_tree(tmp_path):
     assert report.init_rc == 0 and report.workflows.unresolved == []
 
 
-def test_a_nightly_registration_in_a_per_commit_suite_blocks_every_case_of_ours(tmp_path, capsys):
+def test_a_suite_holding_both_cadences_is_identical_after_init(tmp_path, capsys):
     tree = dict(TINY_TREE)
     tree["test/registered/a/test_cpu_nightly.py"] = source_with(
         'register_cpu_ci(est_time=5, suite="base-a-test-cpu", nightly=True)'
@@ -482,11 +476,12 @@ def test_a_nightly_registration_in_a_per_commit_suite_blocks_every_case_of_ours(
     tree["test/registered/a/__init__.py"] = ""
     checkout = write(tmp_path / "checkout", tree)
     out = tmp_path / "result.json"
-    assert compare_main([str(checkout), "--only", "cpu:*", "--jobs", "2", "--json", str(out)]) == 1
+    argv = [str(checkout), "--only", "cpu:*", "--json", str(out), "--cli-sample", "2"]
+    assert compare_main(argv) == 0
     printed = capsys.readouterr().out
     assert "cases: 2 (2 whole-suite, 0 sharded" in printed
-    assert "identical: 0" in printed and "differing: 2" in printed
-    assert "2  ours exit 2: N registration problem(s) in N file(s); nothing was run" in printed
+    assert "identical: 2" in printed and "differing: 0" in printed
+    assert "cli sample: 2 case(s) also run through the real CLI, 0 differ" in printed
     assert (
         "1  suites holding nightly=True and nightly=False registrations: cpu:'base-a-test-cpu'"
         in printed
@@ -497,8 +492,20 @@ def test_a_nightly_registration_in_a_per_commit_suite_blocks_every_case_of_ours(
     )
     document = json.loads(out.read_text())
     nightly = next(o for o in document["outcomes"] if o["case"]["nightly"])
-    assert nightly["upstream_files"] == ["test/registered/a/test_cpu_nightly.py"]
-    assert document["our_problems"][0]["count"] == 1
+    assert nightly["upstream_files"] == nightly["ours_files"]
+    assert nightly["ours_files"] == ["test/registered/a/test_cpu_nightly.py"]
+    assert document["our_problems"] == []
+
+
+def test_subprocess_mode_runs_the_real_cli_per_case_with_the_same_result(tmp_path):
+    checkout = write(tmp_path / "checkout", TINY_TREE)
+    only = lambda case: case.hw == "cuda"  # noqa: E731
+    fast = run_comparison(checkout, DEFAULT_RUNNER, jobs=2, only=only)
+    slow = run_comparison(checkout, DEFAULT_RUNNER, jobs=2, only=only, subprocesses=True)
+    assert slow.mode == "subprocess"
+    assert [(o.case, o.ours_rc, o.ours_files, o.ours_shards) for o in fast.outcomes] == [
+        (o.case, o.ours_rc, o.ours_files, o.ours_shards) for o in slow.outcomes
+    ]
 
 
 def test_not_an_sglang_tree_is_refused_with_what_is_missing(tmp_path, capsys):

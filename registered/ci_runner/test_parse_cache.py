@@ -12,7 +12,7 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
 from ci_runner.collect import collect, discovery
-from ci_runner.collect.parse_cache import ENABLED_VARIABLE, cache_directory
+from ci_runner.collect.parse_cache import ENABLED_VARIABLE, FORMAT, cache_directory
 
 register_cpu_ci(est_time=6, suite="base-a-test-cpu")
 
@@ -98,7 +98,7 @@ def test_a_corrupt_cache_file_is_ignored_and_rewritten(repo, scans, tmp_path):
     scans.clear()
     assert run(repo) == cold
     assert len(scans) == 4
-    assert json.loads(path.read_text())["format"] == 1  # rewritten whole
+    assert json.loads(path.read_text())["format"] == FORMAT  # rewritten whole
 
 
 def test_a_damaged_entry_is_a_miss_for_that_file_only(repo, scans, tmp_path):

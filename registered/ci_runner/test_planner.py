@@ -169,7 +169,7 @@ def test_ten_thousand_files_plan_in_under_a_second():
         ([("a", 1)], 0, "shard_count must be a positive integer, got 0"),
         ([("a", 1)], True, "shard_count must be a positive integer, got True"),
         ([("a", 1), ("a", 2)], 2, "path 'a' appears twice in the plan input"),
-        ([("a", 0)], 2, "est_time of 'a' must be positive, got 0"),
+        ([("a", -1)], 2, "est_time of 'a' must be 0 or more, got -1"),
         ([("a", float("nan"))], 2, "est_time of 'a' must be a finite number, got nan"),
         ([("a", "3")], 2, "est_time of 'a' must be a finite number, got '3'"),
     ],

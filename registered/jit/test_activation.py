@@ -85,6 +85,15 @@ def test_activation_matches_reference(op: str, dtype: torch.dtype, shape) -> Non
     assert_close(out, reference(op, x), f"{op} {dtype} {shape}")
 
 
+# At most 2^15 output vectors take the decode plan (ActConfig): 64 rows of d = 4096 bf16 (512
+# vectors a row) is the last such batch, 65 rows the first not.
+@pytest.mark.parametrize("rows", [63, 64, 65])
+@pytest.mark.parametrize("op", list(OPS))
+def test_activation_on_both_sides_of_the_decode_plan(op: str, rows: int) -> None:
+    x = torch.randn(rows, 2 * 4096, dtype=torch.bfloat16, device="cuda") * 3
+    assert_close(OPS[op](x), reference(op, x), f"{op} {rows} x 4096")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", list(OPS))
 def test_activation_out_param_writes_every_element(op: str, dtype: torch.dtype) -> None:

@@ -48,6 +48,14 @@ def test_add3_matches_torch(dtype: torch.dtype, size: int, offsets: tuple[int, .
     torch.testing.assert_close(add3(a, b, c), expected(a, b, c), rtol=0, atol=0)
 
 
+# Maps of at most 2^15 vectors take the decode plan (host::elementwise): 2^18 bf16 elements is
+# the last aligned such map, 2^18 + 8 the first not; + 7 adds a tail to the last one.
+@pytest.mark.parametrize("size", [2**18 - 8, 2**18, 2**18 + 7, 2**18 + 8, 2**18 + 9])
+def test_add3_on_both_sides_of_the_decode_plan(size: int) -> None:
+    a, b, c = (view(size, torch.bfloat16, 0) for _ in range(3))
+    torch.testing.assert_close(add3(a, b, c), expected(a, b, c), rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_add3_shapes_layouts_and_in_place(dtype: torch.dtype) -> None:
     a, b, c = (torch.randn(6, 35, device="cuda").to(dtype) for _ in range(3))

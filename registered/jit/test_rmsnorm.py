@@ -51,6 +51,16 @@ def assert_matches(actual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
 # ---------------------------------------------------------------- correctness
 
 
+# Batches of at most 64 rows of 33..512 packs take the decode plan (RowConfig): one CTA per row,
+# one pack per thread. Rows 64 and 65 sit on both sides; dims 264 and 4096 at its ends.
+@pytest.mark.parametrize("dim", [256, 264, 1024, 4096, 4104])
+@pytest.mark.parametrize("num_rows", [64, 65])
+def test_rmsnorm_on_both_sides_of_the_decode_plan(num_rows: int, dim: int) -> None:
+    x = randn(num_rows, dim, dtype=torch.bfloat16)
+    weight = weight_for(dim, torch.bfloat16)
+    assert_matches(rmsnorm(x, weight), x, weight, "decode plan boundary")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("dim", DIMS)
 @pytest.mark.parametrize("num_rows", NUM_ROWS)

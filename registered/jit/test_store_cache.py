@@ -106,6 +106,15 @@ def test_store_cache_matches_reference(dtype, num_rows, row_elems, index_dtype) 
     run_and_check(*case)
 
 
+# 16-byte copies of at most 2^15 vectors take the decode plan (StoreCacheConfig): 128 rows of
+# 1024 fp16 elements (k + v: 256 vectors a row) is the last such batch, 129 rows the first not.
+@pytest.mark.parametrize("num_rows", [127, 128, 129])
+@pytest.mark.parametrize("checked", [False, True])
+def test_store_cache_on_both_sides_of_the_decode_plan(num_rows, checked) -> None:
+    case = make_case(num_rows, 1024, 1024, torch.float16, 2 * num_rows + 5, torch.int64)
+    run_and_check(*case, checked=checked)
+
+
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_store_cache_strided_rows_keep_the_padding(index_dtype) -> None:
     """k/v rows of a wider buffer; caches whose row stride leaves a padded gap between rows."""

@@ -59,6 +59,20 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"our run_suite.py (default: {DEFAULT_RUNNER})",
     )
     parser.add_argument("--keep", action="store_true", help="keep the staged copy (path printed)")
+    parser.add_argument(
+        "--subprocess",
+        action="store_true",
+        help="run every dry run of ours as its own run_suite.py process (slow; default: in this "
+        "process, the tree collected once)",
+    )
+    parser.add_argument(
+        "--cli-sample",
+        type=int,
+        default=10,
+        metavar="N",
+        help="also run N evenly spread cases through the real CLI and check they equal the "
+        "in-process runs (default: 10; 0 = none)",
+    )
     return parser
 
 
@@ -86,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             only=only,
             progress=progress,
             keep=args.keep,
+            subprocesses=args.subprocess,
+            cli_sample=args.cli_sample,
         )
     except (StagingError, UpstreamError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -94,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(to_json(report), indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
+    if report.cli_mismatches:
+        print(f"in-process runs differ from the CLI in: {', '.join(report.cli_mismatches)}")
+        return 1
     return 0 if all(o.identical for o in report.outcomes) else 1
 
 

@@ -42,6 +42,9 @@ class Report:
     our_problems: list[dict] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     runs_of_ours: int = 0
+    mode: str = "in-process"  # or "subprocess": how our dry runs ran
+    cli_checked: int = 0  # cases also run through the real CLI (--cli-sample)
+    cli_mismatches: list[str] = field(default_factory=list)  # cases where the two disagree
 
 
 def checkout_commit(checkout: Path) -> str:
@@ -78,14 +81,23 @@ def run_comparison(
     only: Callable[[Case], bool] | None = None,
     progress: Callable[[str], None] = lambda _: None,
     keep: bool = False,
+    subprocesses: bool = False,
+    cli_sample: int = 0,
 ) -> Report:
+    """``subprocesses``: every dry run of ours as its own ``run_suite.py`` process (slow);
+    else in this process, with ``cli_sample`` evenly spread cases run both ways and compared."""
     report = Report(str(checkout), checkout_commit(checkout))
+    report.mode = "subprocess" if subprocesses else "in-process"
     started = time.perf_counter()
     root = stage(checkout)
     try:
         report.seconds["stage"] = time.perf_counter() - started
         cases, selections = _upstream_side(report, root, only, progress)
-        _ours_side(report, root, runner, cases, selections, jobs, every_shard, extra, progress)
+        results = _ours_side(
+            report, root, runner, cases, selections, jobs, every_shard, extra, progress
+        )
+        if cli_sample and not subprocesses:
+            _check_cli_sample(report, root, runner, results, cli_sample, extra, progress)
     finally:
         if keep:
             progress(f"staged copy kept: {root}")
@@ -149,7 +161,7 @@ def _ours_side(
     every_shard: bool,
     extra: tuple[str, ...],
     progress: Callable[[str], None],
-) -> None:
+) -> dict[Case, list[ours.OursResult]]:
     """init, then one dry run per case (per shard with ``every_shard``), then the comparison."""
     clock = time.perf_counter()
     report.init_rc, report.init_output = ours.run_init(runner, root)
@@ -162,15 +174,17 @@ def _ours_side(
     clock = time.perf_counter()
     results: dict[Case, list[ours.OursResult]] = {case: [] for case in cases}
     done = Counter()
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    in_process = ours.InProcess() if report.mode == "in-process" else None
+    run_case = in_process.run_case if in_process else ours.run_case
+    with ThreadPoolExecutor(max_workers=1 if in_process else max(1, jobs)) as pool:
         futures = [
-            (case, pool.submit(ours.run_case, runner, root, case, shard_id, extra))
+            (case, pool.submit(run_case, runner, root, case, shard_id, extra))
             for case, shard_id in runs
         ]
         for case, future in futures:
             results[case].append(future.result())
             done["runs"] += 1
-            if done["runs"] % 25 == 0 or done["runs"] == len(runs):
+            if done["runs"] % 100 == 0 or done["runs"] == len(runs):
                 elapsed = time.perf_counter() - clock
                 progress(f"ours: {done['runs']}/{len(runs)} run(s), {elapsed:.0f} s")
     report.seconds["ours cases"] = time.perf_counter() - clock
@@ -182,3 +196,34 @@ def _ours_side(
         line for rs in results.values() for r in rs for line in r.stderr.splitlines()
     )
     report.our_problems = our_problem_lines("\n".join(distinct))
+    return results
+
+
+def _check_cli_sample(
+    report: Report,
+    root: Path,
+    runner: Path,
+    results: dict[Case, list[ours.OursResult]],
+    count: int,
+    extra: tuple[str, ...],
+    progress: Callable[[str], None],
+) -> None:
+    """Run ``count`` evenly spread cases through the real CLI too: same rc, files and plan."""
+    clock = time.perf_counter()
+    cases = list(results)
+    step = max(1, len(cases) // count)
+    for case in cases[::step][:count]:
+        shard_id = case.shard_ids[0]
+        cli = ours.run_case(runner, root, case, shard_id, extra)
+        mine = results[case][0]
+        same = (cli.rc, cli.files, cli.disabled, cli.shards, cli.plan_hash) == (
+            mine.rc, mine.files, mine.disabled, mine.shards, mine.plan_hash,
+        )  # fmt: skip
+        report.cli_checked += 1
+        if not same:
+            report.cli_mismatches.append(case.label)
+    report.seconds["cli sample"] = time.perf_counter() - clock
+    progress(
+        f"cli sample: {report.cli_checked} case(s) through the real CLI, "
+        f"{len(report.cli_mismatches)} differ from the in-process run"
+    )

@@ -77,7 +77,13 @@ def _side_lines(report: Report) -> list[str]:
         f"  shard counts from compute_partitions.py --pr-test-yml {yml}"
         for yml in report.partition_sizes
     ]
-    lines.append(f"ours init: exit {report.init_rc}")
+    lines.append(f"ours init: exit {report.init_rc}; our dry runs: {report.mode}")
+    if report.cli_checked:
+        lines.append(
+            f"cli sample: {report.cli_checked} case(s) also run through the real CLI, "
+            f"{len(report.cli_mismatches)} differ from the in-process run"
+            + (f": {', '.join(report.cli_mismatches)}" if report.cli_mismatches else "")
+        )
     if report.our_problems:
         total = sum(p["count"] for p in report.our_problems)
         lines.append(f"our registration problems on this tree: {total}")

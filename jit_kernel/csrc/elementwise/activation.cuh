@@ -19,11 +19,14 @@ namespace {
 
 /// The launch shape of the gated activations; the defaults ship. A block of kBlock threads
 /// (block.x * block.y) strides over tiles (row group x chunk of a row); each thread loads
-/// kUnroll (gate, up) vector pairs before it computes any.
-template <int kBlock_ = 128, int kUnroll_ = 4>
+/// kUnroll (gate, up) vector pairs before it computes any. Calls of at most kDecodeMaxVectors
+/// output vectors (decode batches: 16 x 11008, 64 x 4096 bf16) take the decode plan instead:
+/// one vector per thread and no loop, the fewest instructions before the first load.
+template <int kBlock_ = 128, int kUnroll_ = 4, int kDecodeMaxVectors_ = 1 << 15>
 struct ActConfig {
   static constexpr int kBlock = kBlock_;
   static constexpr int kUnroll = kUnroll_;
+  static constexpr std::int64_t kDecodeMaxVectors = kDecodeMaxVectors_;
   static_assert(kBlock >= 32 && kBlock <= 1024 && (kBlock & (kBlock - 1)) == 0,
                 "ActConfig: kBlock must be a power of two in [32, 1024]");
   static_assert(kUnroll >= 1 && kUnroll <= 16, "ActConfig: kUnroll: 1..16");
@@ -174,15 +177,55 @@ __global__ void __launch_bounds__(kBlock) act_and_mul_kernel(const ActParams<T> 
   device::PDLTriggerSecondary<kUsePDL>();
 }
 
+/// The decode plan: thread (x, y) of block (bx, by) computes output vector bx * blockDim.x + x
+/// of row by * blockDim.y + y, and nothing else (the grid covers every vector once).
+template <typename T, typename Op, int kVecBytes, bool kUsePDL>
+__global__ void act_and_mul_decode_kernel(const ActParams<T> p) {
+  using vec_t = typename ActChunk<T, kVecBytes, 1>::vec_t;
+  constexpr bool kFast = sizeof(T) == 2;
+  const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::uint32_t row = blockIdx.y * blockDim.y + threadIdx.y;  // rows < 2^31 (the caller)
+  if (i >= p.row_vecs || row >= p.rows) return;
+
+  device::PDLWaitPrimary<kUsePDL>();  // the input may come from the previous kernel
+  const T* gate_row = p.in + static_cast<std::int64_t>(row) * 2 * p.d;
+  vec_t gate, up, o;
+  gate.load(gate_row, i);
+  up.load(gate_row + p.d, i);
+  device::PDLTriggerSecondary<kUsePDL>();  // the next kernel's wait still waits for the stores
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(vec_t::kSize); ++j) {
+    const float a = Op::template apply<kFast>(device::cast<fp32_t>(gate[j]));
+    o[j] = device::cast<T>(a * device::cast<fp32_t>(up[j]));
+  }
+  o.store(p.out + static_cast<std::int64_t>(row) * p.d, i);
+}
+
+/// Threads along a row for rows of `row_vecs` vectors, each doing about `per_thread` of them:
+/// a power of two, at most a whole block of kBlock.
+template <int kBlock>
+std::uint32_t threads_along(std::uint32_t row_vecs, std::uint32_t per_thread) {
+  return static_cast<std::uint32_t>(
+      std::min<std::int64_t>(kBlock, host::next_pow2(host::div_ceil(row_vecs, per_thread))));
+}
+
 template <typename T, typename Op, int kVecBytes, typename Config, bool kUsePDL>
 void launch_act_and_mul(ActParams<T> params, DLDevice device) {
   using namespace host;
   constexpr int kBlock = Config::kBlock;
   constexpr int kUnroll = Config::kUnroll;
+  if (params.rows * params.row_vecs <= Config::kDecodeMaxVectors) {
+    const std::uint32_t along = threads_along<kBlock>(params.row_vecs, 1);
+    const std::uint32_t across = kBlock / along;
+    const dim3 grid(div_ceil(params.row_vecs, along),
+                    static_cast<std::uint32_t>(div_ceil(params.rows, std::int64_t{across})));
+    LaunchKernel(grid, dim3(along, across), device)
+        .enable_pdl(kUsePDL)(act_and_mul_decode_kernel<T, Op, kVecBytes, kUsePDL>, params);
+    return;
+  }
   constexpr auto kernel = act_and_mul_kernel<T, Op, kVecBytes, kBlock, kUnroll, kUsePDL>;
   // Enough threads along a row that each does about kUnroll vectors, at most a whole block.
-  const auto along = static_cast<std::uint32_t>(
-      std::min<std::int64_t>(kBlock, next_pow2(div_ceil(params.row_vecs, kUnroll))));
+  const std::uint32_t along = threads_along<kBlock>(params.row_vecs, kUnroll);
   const std::uint32_t across = kBlock / along;
   params.row_groups = div_ceil(params.rows, static_cast<std::int64_t>(across));
   params.chunks = static_cast<std::uint32_t>(

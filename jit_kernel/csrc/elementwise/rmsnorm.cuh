@@ -144,6 +144,13 @@ void rmsnorm(tvm::ffi::TensorView out,
       .eps = eps,
   };
   const DLDevice dev = device.unwrap();
+  if (norm::use_decode_cta_plan<Config>(params.num_rows, params.num_packs)) {
+    const auto kernel_for = []<int kR>() {
+      return rmsnorm_kernel<0, 1, kR, Config::kWarpCtaThreads, kUsePDL, T>;
+    };
+    const std::uint32_t threads = (params.num_packs + 31u) / 32u * 32u;
+    return norm::launch_row_plan<0, 1, 1>(kernel_for, params, threads, 1u, dev, kUsePDL);
+  }
   norm::dispatch_rows<Config::kWarpCtaThreads>(
       params.num_packs,
       [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t threads, std::uint32_t rows_per_cta) {

@@ -32,13 +32,17 @@ namespace {
 ///                              bytes load evict-first (larger rows are faster without)
 ///   kSpreadBlocksPerSm         the row plan spreads each row over more lanes while its grid
 ///                              has fewer blocks than this per SM (decode batches)
+///   kDecodeMaxVectors          16-byte copies of at most this many vectors (decode batches: 64
+///                              rows of 2 KiB k + v) take the decode plan: one vector a thread
 template <int kBlock_ = 128,
           int kUnroll_ = 8,
           int kSmallBlock_ = 256,
           int kSmallUnroll_ = 4,
           int kHintMaxRowBytes_ = 2048,
-          int kSpreadBlocksPerSm_ = 1>
+          int kSpreadBlocksPerSm_ = 1,
+          int kDecodeMaxVectors_ = 1 << 15>
 struct StoreCacheConfig {
+  static constexpr std::int64_t kDecodeMaxVectors = kDecodeMaxVectors_;
   static constexpr int kBlock = kBlock_;
   static constexpr int kUnroll = kUnroll_;
   static constexpr int kSmallBlock = kSmallBlock_;
@@ -226,11 +230,31 @@ void launch_store_plan(const StoreCacheParams& params,
   launch(store_cache_kernel<kBlock, kUnroll, kVecBytes, Index, kUsePDL, false>);
 }
 
-/// The plan choice: rows of at most one vector per lane take the small-row plan (a persistent
+/// The decode plan: blocks of kBlock threads, (along a row) x (rows), one vector per thread.
+template <int kBlock, bool kUsePDL>
+void launch_decode_plan(const StoreCachePlan& plan, bool use_pdl) {
+  using namespace host;
+  const StoreCacheParams& params = plan.params;
+  if (params.num_rows == 0) return;
+  const auto along = static_cast<std::uint32_t>(
+      std::min<std::int64_t>(kBlock, next_pow2(params.row_vecs)));
+  const std::uint32_t across = kBlock / along;
+  const dim3 grid(div_ceil(params.row_vecs, along),
+                  static_cast<std::uint32_t>(div_ceil(params.num_rows, std::int64_t{across})));
+  const auto kernel = plan.int64_indices ? store_cache_decode_kernel<std::int64_t, kUsePDL>
+                                         : store_cache_decode_kernel<std::int32_t, kUsePDL>;
+  LaunchKernel(grid, dim3(along, across), plan.device).enable_pdl(use_pdl)(kernel, params);
+}
+
+/// The plan choice: 16-byte copies of decode batches take the decode plan; rows of at most one vector per lane take the small-row plan (a persistent
 /// grid, rows split over fewer lanes); the others the row plan, spread for few rows.
 template <typename Config, bool kUsePDL>
 void run_store_cache(StoreCachePlan plan, bool use_pdl) {
   StoreCacheParams& params = plan.params;
+  if (plan.vec_bytes == 16 && params.row_vecs > 0 &&
+      params.num_rows * params.row_vecs <= Config::kDecodeMaxVectors) {
+    return launch_decode_plan<Config::kBlock, kUsePDL>(plan, use_pdl);
+  }
   const bool small = params.row_vecs <= (1u << params.group_log2);
   params.group_log2 = small ? group_log2_for(params.row_vecs, Config::kSmallUnroll)
                             : spread_group_log2<Config>(params, plan.device);

@@ -153,4 +153,34 @@ __global__ void __launch_bounds__(kBlock) store_cache_kernel(const StoreCachePar
   device::PDLTriggerSecondary<kUsePDL>();
 }
 
+/// The decode plan (16-byte vectors): thread (x, y) of block (bx, by) copies vector
+/// bx * blockDim.x + x of the k row followed by the v row of row by * blockDim.y + y, and
+/// nothing else (the grid covers every vector once): one index load, one vector load, one store.
+template <typename Index, bool kUsePDL>
+__global__ void store_cache_decode_kernel(const StoreCacheParams p) {
+  using vec_t = typename ByteVector<16>::type;
+  const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::uint32_t row = blockIdx.y * blockDim.y + threadIdx.y;  // rows < 2^31 (the caller)
+  if (i >= p.row_vecs || row >= p.num_rows) return;
+
+  device::PDLWaitPrimary<kUsePDL>();  // indices, k and v may come from the previous kernel
+  const auto slot =
+      static_cast<std::int64_t>(static_cast<const Index*>(p.indices)[row * p.index_stride]);
+  const bool in_k = i < p.k_vecs;
+  const std::uint32_t index = in_k ? i : i - p.k_vecs;
+  const void* src = in_k ? p.k + row * p.k_stride : p.v + row * p.v_stride;
+  vec_t data;
+  data.load(src, index);
+  device::PDLTriggerSecondary<kUsePDL>();  // the next kernel's wait still waits for the stores
+  if (slot < 0 || slot >= p.num_slots) {
+    if (p.error != nullptr && i == 0) {
+      atomicMin(&p.error[0], static_cast<unsigned long long>(row));
+      atomicAdd(&p.error[1], 1ull);
+    }
+    return;
+  }
+  void* dst = in_k ? p.k_cache + slot * p.k_cache_stride : p.v_cache + slot * p.v_cache_stride;
+  data.store(dst, index);
+}
+
 }  // namespace

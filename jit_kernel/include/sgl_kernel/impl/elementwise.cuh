@@ -107,6 +107,34 @@ __global__ void map_kernel(T* __restrict__ dst, const In*... src, Index n, Op op
   }
 }
 
+/// The decode plan: thread t of the grid maps vector t and nothing else (no loop, the fewest
+/// instructions before the first load); block 0 also maps the < kVecN elements after the last
+/// whole vector.
+template <int kVecN, bool kUsePDL, typename T, typename Op, typename... In>
+__global__ void map_decode_kernel(T* __restrict__ dst, const In*... src, std::uint32_t n, Op op) {
+  using vec_t = AlignedVector<T, kVecN>;
+  const std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::uint32_t num_vecs = n / kVecN;
+
+  PDLWaitPrimaryTriggerSecondary<kUsePDL>();
+
+  if (idx < num_vecs) {
+    const vec_t v[] = {load_readonly(reinterpret_cast<const vec_t*>(src) + idx)...};
+    vec_t out;
+#pragma unroll
+    for (int i = 0; i < kVecN; ++i) {
+      out[i] = apply_at(op, v, i, std::index_sequence_for<In...>{});
+    }
+    reinterpret_cast<vec_t*>(dst)[idx] = out;
+  }
+  if constexpr (kVecN > 1) {
+    if (blockIdx.x == 0) {
+      const std::uint32_t i = num_vecs * kVecN + threadIdx.x;
+      if (i < n) dst[i] = op(load_readonly(src + i)...);
+    }
+  }
+}
+
 }  // namespace device::elementwise
 
 namespace host::elementwise {
@@ -114,6 +142,9 @@ namespace host::elementwise {
 /// Threads per block and vectors each thread loads (per input) before it stores any.
 inline constexpr int kBlockSize = 128;
 inline constexpr int kUnroll = 2;
+/// Maps of at most this many vectors (decode batches: 16 rows of 4096 bf16) take the decode
+/// plan, one vector per thread: at most 256 blocks, one wave on any current GPU.
+inline constexpr std::size_t kDecodeMaxVectors = std::size_t{1} << 15;
 inline constexpr std::size_t kVecBytes = 16;
 inline constexpr std::size_t kMaxGrid = 1u << 30;
 
@@ -135,6 +166,13 @@ void launch_map_impl(T* dst, std::size_t n, Op op, DLDevice device, const In*...
 
 template <int kVecN, bool kUsePDL, typename T, typename Op, typename... In>
 void launch_map_vec(T* dst, std::size_t n, Op op, DLDevice device, const In*... src) {
+  if (n / kVecN <= kDecodeMaxVectors) {
+    constexpr auto kernel = device::elementwise::map_decode_kernel<kVecN, kUsePDL, T, Op, In...>;
+    const std::size_t grid = std::max<std::size_t>(1, div_ceil(n / kVecN, kBlockSize));
+    LaunchKernel(static_cast<unsigned>(grid), kBlockSize, device)
+        .enable_pdl(kUsePDL)(kernel, dst, src..., static_cast<std::uint32_t>(n), op);
+    return;
+  }
   // uint32_t indexing while n plus one tile of slack fits (the tile loop may overshoot by one).
   constexpr std::size_t kSlack = static_cast<std::size_t>(kBlockSize) * kUnroll * kVecN;
   if (n + kSlack < (std::size_t{1} << 32)) {

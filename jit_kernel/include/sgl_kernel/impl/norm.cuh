@@ -269,10 +269,14 @@ namespace host::norm {
 ///   kWarpCtaThreads  CTA size of the warp-group plans (several rows per CTA)
 ///   kRowsPerGroup    rows each lane group takes per iteration, all loaded before the first
 ///                    reduction (capped by rows_per_group so a thread holds at most 8 packs)
-template <std::uint32_t kWarpCtaThreads_ = 128, int kRowsPerGroup_ = 4>
+///   kDecodeMaxRows   batches of at most this many rows with 33..512 packs a row take one
+///                    CTA per row and one pack per thread (decode: more threads in flight per
+///                    row than a warp holding 2-4 packs each)
+template <std::uint32_t kWarpCtaThreads_ = 128, int kRowsPerGroup_ = 4, int kDecodeMaxRows_ = 64>
 struct RowConfig {
   static constexpr std::uint32_t kWarpCtaThreads = kWarpCtaThreads_;
   static constexpr int kRowsPerGroup = kRowsPerGroup_;
+  static constexpr std::int64_t kDecodeMaxRows = kDecodeMaxRows_;
   static_assert(kWarpCtaThreads >= 32 && kWarpCtaThreads <= 1024 && kWarpCtaThreads % 32 == 0,
                 "RowConfig: kWarpCtaThreads must be a multiple of 32 in [32, 1024]");
   static_assert(kRowsPerGroup >= 1 && kRowsPerGroup <= 4, "RowConfig: kRowsPerGroup: 1..4");
@@ -361,6 +365,13 @@ void launch_row_plan(KernelFor kernel_for,
     }
   }
   launch.template operator()<kRows>(threads, rows_per_cta);
+}
+
+/// Whether `num_rows` rows of `num_packs` packs take the decode plan (RowConfig::kDecodeMaxRows):
+/// the CTA plan with one pack per thread, a CTA of num_packs threads (rounded up to a warp).
+template <typename Config>
+inline bool use_decode_cta_plan(std::int64_t num_rows, std::uint32_t num_packs) {
+  return num_rows <= Config::kDecodeMaxRows && num_packs > 32 && num_packs <= kCtaMaxThreads;
 }
 
 /// Largest row (fp16/bf16 elements) the launch plan supports.
