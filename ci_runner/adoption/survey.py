@@ -1,10 +1,11 @@
 """First pass of ``init``: which marker names and keyword arguments an existing tree uses.
 
 Nothing here knows a catalog yet. Every ``*.py`` under the registered directory (but
-``__init__.py`` and ``conftest.py``; regular files only, by discovery's rules) is parsed; each module-level call of a ``register_<x>_ci``
-marker counts, however it is bound (read by :mod:`ci_runner.collect.calls`, as the collector
-reads it). The result says which syntax the
-catalog must declare so that the strict collector accepts the tree.
+``__init__.py`` and ``conftest.py``; regular files only, by discovery's rules) that mentions
+``register_`` is parsed, once: each module-level call of a ``register_<x>_ci`` marker counts,
+however it is bound (read by :mod:`ci_runner.collect.calls`, as the collector reads it), and the
+file's reduced module is kept for the draft, which scans it instead of parsing again. The result
+says which syntax the catalog must declare so that the strict collector accepts the tree.
 """
 
 from __future__ import annotations

@@ -10,11 +10,13 @@ a changed catalog syntax or an upgraded runner never reads an old result.
 Safe by construction: a file that does not load, or an entry that does not decode, is a miss
 (rewritten at the end of the run), never an error; the file is replaced atomically (write to a
 temporary file, then rename), so concurrent runs each leave a whole file and the last one wins.
-Only the entries of the files this run saw are written, so the file does not grow.
+Only the entries of the files this run saw are written, so a file does not grow, and only the
+``KEPT_FILES`` most recently written files are kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -32,6 +34,7 @@ from ci_runner.model import Problem, Registration
 CACHE_DIR_VARIABLE = "CI_RUNNER_CACHE_DIR"
 ENABLED_VARIABLE = "CI_RUNNER_PARSE_CACHE"
 FORMAT = 2  # bump when the JSON layout changes
+KEPT_FILES = 32  # cache files kept in the directory, the most recently written
 
 
 def digest(data: bytes) -> str:
@@ -73,10 +76,17 @@ class ParseCache:
     """The cached scans of one repository under one registration syntax."""
 
     def __init__(self, directory: Path | None, root: Path, syntax: RegistrationSyntax) -> None:
-        key = hashlib.blake2b(digest_size=16)
-        for part in (str(FORMAT), runner_code_digest(), str(root.resolve()), _syntax_key(syntax)):
-            key.update(part.encode("utf-8", "surrogateescape") + b"\0")
-        self.path = None if directory is None else directory / f"scans-{key.hexdigest()}.json"
+        self.path: Path | None = None
+        if directory is not None:
+            try:
+                code = runner_code_digest()
+            except OSError:  # the runner's own sources cannot be read: no safe key, no cache
+                code = None
+            if code is not None:
+                key = hashlib.blake2b(digest_size=16)
+                for part in (str(FORMAT), code, str(root.resolve()), _syntax_key(syntax)):
+                    key.update(part.encode("utf-8", "surrogateescape") + b"\0")
+                self.path = directory / f"scans-{key.hexdigest()}.json"
         self._old: dict[str, object] = self._load()
         self._new: dict[str, object] = {}
         self.hits = 0
@@ -139,12 +149,27 @@ class ParseCache:
             except BaseException:
                 os.unlink(temporary)
                 raise
+            _drop_oldest(self.path.parent)
         except OSError as exc:
             print(
                 f"warning: parse cache not written to {self.path.parent} ({exc.strerror or exc}); "
                 f"set {CACHE_DIR_VARIABLE}=DIR, or {ENABLED_VARIABLE}=0 to turn it off",
                 file=sys.stderr,
             )
+
+
+def _drop_oldest(directory: Path) -> None:
+    """Keep the ``KEPT_FILES`` most recently written cache files (each runner version and
+    catalog syntax has its own); a file another run removes first is no error."""
+    files = []
+    for path in directory.glob("scans-*.json"):
+        try:
+            files.append((path.stat().st_mtime, path))
+        except OSError:
+            continue
+    for _, path in sorted(files, reverse=True)[KEPT_FILES:]:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def _registration_data(reg: Registration) -> dict[str, object]:

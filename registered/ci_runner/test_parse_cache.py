@@ -3,6 +3,7 @@ registrations and problems; a changed file, a damaged cache file or entry, anoth
 disabled cache all fall back to parsing, never to a traceback or a stale result."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
-from ci_runner.collect import collect, discovery
+from ci_runner.collect import collect, discovery, parse_cache
 from ci_runner.collect.parse_cache import ENABLED_VARIABLE, FORMAT, cache_directory
 
 register_cpu_ci(est_time=6, suite="base-a-test-cpu")
@@ -131,6 +132,18 @@ def test_another_syntax_uses_another_cache_file(repo, scans, tmp_path):
     scans.clear()
     run(repo)
     assert len(scans) == 4 and len(cache_files(tmp_path)) == 2
+
+
+def test_only_the_most_recent_cache_files_are_kept(repo, tmp_path, monkeypatch):
+    monkeypatch.setattr(parse_cache, "KEPT_FILES", 2)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for age, name in enumerate(["scans-old1.json", "scans-old2.json", "scans-new.json"]):
+        (cache / name).write_text("{}")
+        os.utime(cache / name, (1000 + age, 1000 + age))
+    run(repo)  # writes this syntax's file, the newest
+    kept = sorted(path.name for path in cache.glob("scans-*.json"))
+    assert len(kept) == 2 and "scans-new.json" in kept and "scans-old1.json" not in kept
 
 
 def test_disabled_cache_parses_every_time_and_writes_nothing(repo, scans, tmp_path, monkeypatch):
