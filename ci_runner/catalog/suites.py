@@ -281,6 +281,7 @@ _TOP_KEYS = {
     "file-patterns",
     "exclude-files",
     "policy",
+    "change-impact",  # read by ci_runner.impact.config (--changed-since, --changed-files)
 }
 
 

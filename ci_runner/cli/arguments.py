@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="number of shards (needs the id)",
     )
+    add_change_arguments(parser)
     parser.add_argument(
         "--dry-run", action="store_true", help="print the selection and the whole plan; run nothing"
     )
@@ -130,6 +131,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_execution_arguments(parser)
     return parser
+
+
+def add_change_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--changed-since`` / ``--changed-files``: keep only the files a change can affect."""
+    changed = parser.add_mutually_exclusive_group()
+    changed.add_argument(
+        "--changed-since",
+        action=StoreOnce,
+        metavar="REF",
+        help="keep only the selected files that the changes of REF...HEAD (git diff) can "
+        "affect; what cannot be attributed runs the whole suite",
+    )
+    changed.add_argument(
+        "--changed-files",
+        action=StoreOnce,
+        metavar="PATH",
+        help="like --changed-since, with the changed paths listed one a line in PATH "
+        "(- for stdin), relative to the root",
+    )
 
 
 def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

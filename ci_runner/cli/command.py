@@ -26,6 +26,15 @@ from ci_runner.collect.scope import split_by_scope
 from ci_runner.env import EnvVarError
 from ci_runner.execution import ExecutionOptions, execute_shard
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
+from ci_runner.impact import (
+    ChangeImpact,
+    ChangeInputError,
+    changes_from_list,
+    changes_since,
+    impact_document,
+    impact_lines,
+    select_changed,
+)
 from ci_runner.maintenance.registration_lints import discover_packages, package_offenders
 from ci_runner.model import FileToRun, Problem, ShardContext
 from ci_runner.plan.matrix import build_matrix
@@ -65,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return usage_error(exc)
     except SelectionError as exc:
         return usage_error(*exc.messages)
+    except ChangeInputError as exc:
+        return usage_error(exc)
 
 
 def _load(args: argparse.Namespace) -> Catalog:
@@ -135,6 +146,9 @@ def _run(args: argparse.Namespace, execution: ExecutionOptions, reports: ReportO
     if notice:
         print(notice, file=sys.stderr)
         append_notice(reports.step_summary, notice)
+    impact = _change_impact(args, catalog, selection)
+    if impact is not None:
+        selection = impact.selection
     if args.print_matrix:
         try:
             matrix = build_matrix(
@@ -148,8 +162,17 @@ def _run(args: argparse.Namespace, execution: ExecutionOptions, reports: ReportO
     shard_id = args.auto_partition_id or 0
     the_plan = plan([(f.path, f.est_time) for f in selection.files], shard_count)
     if args.dry_run:
-        return _dry_run(args, catalog, selection, the_plan)
-    print("\n".join([*selection_lines(selection), *plan_lines(the_plan, selection, [shard_id])]))
+        return _dry_run(args, catalog, selection, the_plan, impact)
+    impact_text = impact_lines(impact) if impact is not None else []
+    print(
+        "\n".join(
+            [
+                *selection_lines(selection),
+                *impact_text,
+                *plan_lines(the_plan, selection, [shard_id]),
+            ]
+        )
+    )
     sys.stdout.flush()
     return execute_shard(
         _shard_files(selection, the_plan, shard_id),
@@ -175,18 +198,37 @@ def _package_warnings(catalog: Catalog) -> list[Problem]:
     ]
 
 
+def _change_impact(
+    args: argparse.Namespace, catalog: Catalog, selection: Selection
+) -> ChangeImpact | None:
+    """``--changed-since`` / ``--changed-files``: the part of the selection a change can affect."""
+    if args.changed_since is not None:
+        return select_changed(selection, catalog, changes_since(catalog.root, args.changed_since))
+    if args.changed_files is not None:
+        return select_changed(
+            selection, catalog, changes_from_list(catalog.root, args.changed_files)
+        )
+    return None
+
+
 def _dry_run(
-    args: argparse.Namespace, catalog: Catalog, selection: Selection, the_plan: Plan
+    args: argparse.Namespace,
+    catalog: Catalog,
+    selection: Selection,
+    the_plan: Plan,
+    impact: ChangeImpact | None,
 ) -> int:
     warnings = _package_warnings(catalog)
     if args.format == "json":
         document = dry_run_document(selection, the_plan, args.auto_partition_id)
+        document["change_impact"] = impact_document(impact) if impact is not None else None
         document["warnings"] = [
             {"path": w.path, "line": w.line, "col": w.col, "message": w.message} for w in warnings
         ]
         print(json.dumps(document, indent=2))
     else:
         lines = selection_lines(selection)
+        lines += impact_lines(impact) if impact is not None else []
         lines += plan_lines(the_plan, selection, list(range(the_plan.shard_count)))
         lines += [f"warning: {one_line(str(w))}" for w in warnings]
         print("\n".join([*lines, "dry run: nothing was run"]))

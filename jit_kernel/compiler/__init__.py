@@ -20,6 +20,7 @@ from jit_kernel.compiler.load import (
     build_only,
     jit_module_path,
     load_jit,
+    plan_only,
 )
 from jit_kernel.compiler.plan import KERNEL_ROOT
 from jit_kernel.compiler.toolchain import JitToolchainError
@@ -40,4 +41,5 @@ __all__ = [
     "load_jit",
     "make_cpp_args",
     "override_arch",
+    "plan_only",
 ]

@@ -58,6 +58,9 @@ VERBOSE_ENV = "JIT_KERNEL_VERBOSE"
 _build_only: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "jit_kernel_build_only", default=False
 )
+_plans: contextvars.ContextVar[list[ModulePlan] | None] = contextvars.ContextVar(
+    "jit_kernel_plan_only", default=None
+)
 
 
 class JitCompileError(RuntimeError):
@@ -81,6 +84,18 @@ def build_only() -> Iterator[None]:
         yield
     finally:
         _build_only.reset(token)
+
+
+@contextmanager
+def plan_only() -> Iterator[list[ModulePlan]]:
+    """Inside this block ``load_jit`` only plans: it appends each module's plan (sources, flags,
+    key) to the yielded list and returns None, building and loading nothing."""
+    plans: list[ModulePlan] = []
+    token = _plans.set(plans)
+    try:
+        yield plans
+    finally:
+        _plans.reset(token)
 
 
 def _build(plan: ModulePlan, staging: Path) -> Path:
@@ -241,7 +256,8 @@ def load_jit(
     to ``jit_kernel/csrc`` or absolute. Wrappers are ``(export_name, cpp_expression)``; the export
     is called as ``module.export_name(...)``. Extra flags come after the defaults, so they win.
     ``build_directory`` replaces the cache root (``JIT_KERNEL_CACHE_DIR``) for this module.
-    Inside :func:`build_only` the result is a :class:`BuildResult` instead of a module.
+    Inside :func:`build_only` the result is a :class:`BuildResult` instead of a module; inside
+    :func:`plan_only` it is None (the plan is recorded).
     """
     plan, root, target = _prepare(
         markers,
@@ -255,6 +271,10 @@ def load_jit(
         extra_include_paths,
         build_directory,
     )
+    plans = _plans.get()
+    if plans is not None:
+        plans.append(plan)
+        return None  # type: ignore[return-value]
     only_build = _build_only.get()
     force = get_bool_env(FORCE_REBUILD_ENV)
     failed_to_load = False

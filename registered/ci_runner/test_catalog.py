@@ -259,7 +259,7 @@ def test_the_projects_own_catalog_declares_sglangs_template():
     [
         (
             'suite-templat = "{stage}"\n',
-            "unknown key(s) suite-templat; known keys: exclude-files, extra-markers, ",
+            "unknown key(s) suite-templat; known keys: change-impact, exclude-files, extra-markers, ",
         ),
         ("suite-template = 3\n", "suite-template must be a string, got 3"),
         (

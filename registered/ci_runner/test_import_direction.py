@@ -1,6 +1,6 @@
 """The runner's stages import one way: each may use the ones before it, never one after.
 
-    model <- catalog <- collect <- select <- plan <- execution <- reports <- tools <- cli
+    model <- catalog <- collect <- select <- impact <- plan <- execution <- reports <- tools <- cli
 
 ``model`` (with the other shared modules: markers, env, exit codes, usage errors, safe files and
 safe text) imports no stage, and ``model`` imports nothing of the runner at all; the tools (``maintenance``,
@@ -31,7 +31,7 @@ SHARED = (
     "file_safety",
     "safe_text",
 )
-ORDER = ("catalog", "collect", "select", "plan", "execution", "reports")
+ORDER = ("catalog", "collect", "select", "impact", "plan", "execution", "reports")
 TOOLS = ("maintenance", "adoption", "workflows")
 LEVELS = {
     **dict.fromkeys(SHARED, 0),

@@ -132,11 +132,11 @@ def test_unrelated_files_do_not_change_the_key(cache, tmp_path):
 
 
 def test_relocated_package_checkout_hits_the_cache(tmp_path):
-    """Copy jit_kernel + ci_runner, build one of its csrc kernels, move the copy: a cache hit."""
+    """Copy jit_kernel + ci_runner + cpp_includes, build one of its csrc kernels, move the copy: a cache hit."""
     from helpers_jit_toolchain import REPO_ROOT
 
     checkout = tmp_path / "checkout_a"
-    for package in ("jit_kernel", "ci_runner"):
+    for package in ("jit_kernel", "ci_runner", "cpp_includes"):
         shutil.copytree(
             REPO_ROOT / package, checkout / package, ignore=shutil.ignore_patterns("__pycache__")
         )

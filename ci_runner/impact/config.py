@@ -1,0 +1,223 @@
+"""What the change analysis needs to know about a repository: ``[tool.ci-runner.change-impact]``.
+
+Every key is optional; without the table the analysis still follows Python imports (package
+roots from the packaging) and fails open on everything else it cannot attribute. The keys:
+
+``python-roots``
+    directories ``import x`` resolves in, besides the root (the runner puts it on PYTHONPATH) and
+    each test file's own directory (``sys.path[0]`` of ``python <file>``); default: setuptools'
+    ``packages.find`` ``where`` and ``package-dir`` of the root ``pyproject.toml``, and ``src/``.
+``kernel-source-dirs``
+    where the relative file names given to a kernel loader resolve (``jit_kernel/csrc``).
+``kernel-include-dirs``
+    the ``-I`` directories of kernel builds (``jit_kernel/include``).
+``kernel-loaders``
+    the functions whose arguments name kernel sources: ``{function = "load_jit", arguments =
+    ["cpp_files", "cuda_files"]}``; an argument is a keyword or a 0-based position.
+``run-everything``
+    globs (relative to the root; ``**`` spans directories) whose change selects the whole suite:
+    the runner and the toolchain themselves.
+``dynamic-imports``
+    ``"fail-open"`` (default) or ``"named-modules"``: what an import whose module name is computed
+    at run time may load (see docs/change-impact.md).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ci_runner.catalog import CATALOG_FILE, Catalog, CatalogError
+from ci_runner.file_safety import read_regular_text
+
+TABLE = "change-impact"
+FAIL_OPEN = "fail-open"
+NAMED_MODULES = "named-modules"
+DYNAMIC_IMPORT_POLICIES = (FAIL_OPEN, NAMED_MODULES)
+DEFAULT_LOADERS: tuple[tuple[str, tuple[str | int, ...]], ...] = (
+    ("load_jit", ("cpp_files", "cuda_files")),
+)
+_KEYS = {
+    "python-roots",
+    "kernel-source-dirs",
+    "kernel-include-dirs",
+    "kernel-loaders",
+    "run-everything",
+    "dynamic-imports",
+}
+
+
+@dataclass(frozen=True)
+class KernelLoader:
+    """A function whose arguments (keywords or 0-based positions) name kernel source files."""
+
+    function: str
+    arguments: tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class ImpactConfig:
+    """The repository's layout as the change analysis sees it; paths POSIX, relative to the root."""
+
+    root: Path
+    registered_dir: str
+    python_roots: tuple[str, ...]
+    kernel_source_dirs: tuple[str, ...] = ()
+    kernel_include_dirs: tuple[str, ...] = ()
+    kernel_loaders: tuple[KernelLoader, ...] = ()
+    run_everything: tuple[str, ...] = ()
+    dynamic_imports: str = FAIL_OPEN
+
+    @property
+    def kernel_dirs(self) -> tuple[str, ...]:
+        return (*self.kernel_source_dirs, *self.kernel_include_dirs)
+
+
+def load_impact_config(catalog: Catalog) -> ImpactConfig:
+    """The ``change-impact`` table of the catalog's ``pyproject.toml``, checked; raises
+    :class:`CatalogError` naming the key."""
+    data = _pyproject(catalog.root)
+    table = data.get("tool", {}).get("ci-runner", {}).get(TABLE, {})
+    where = f"{CATALOG_FILE} [tool.ci-runner.{TABLE}]"
+    if not isinstance(table, dict):
+        raise CatalogError(f"{where}: must be a table")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise CatalogError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(_KEYS))}"
+        )
+    root = catalog.root
+    roots = table.get("python-roots")
+    python_roots = (
+        _dirs(root, roots, where, "python-roots")
+        if roots is not None
+        else _packaging_roots(root, data)
+    )
+    policy = table.get("dynamic-imports", FAIL_OPEN)
+    if policy not in DYNAMIC_IMPORT_POLICIES:
+        raise CatalogError(
+            f"{where}: dynamic-imports must be one of {', '.join(map(repr, DYNAMIC_IMPORT_POLICIES))}, "
+            f"got {policy!r}"
+        )
+    return ImpactConfig(
+        root=root,
+        registered_dir=catalog.registered_dir,
+        python_roots=python_roots,
+        kernel_source_dirs=_dirs(
+            root, table.get("kernel-source-dirs", []), where, "kernel-source-dirs"
+        ),
+        kernel_include_dirs=_dirs(
+            root, table.get("kernel-include-dirs", []), where, "kernel-include-dirs"
+        ),
+        kernel_loaders=_loaders(table.get("kernel-loaders"), where),
+        run_everything=_globs(table.get("run-everything", []), where),
+        dynamic_imports=policy,
+    )
+
+
+def _pyproject(root: Path) -> dict:
+    """``pyproject.toml`` as read by the catalog (which has already checked that it parses)."""
+    try:
+        return tomllib.loads(read_regular_text(root / CATALOG_FILE))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise CatalogError(f"{root / CATALOG_FILE}: cannot read: {exc}") from None
+
+
+def _relative(root: Path, value: object, where: str, key: str) -> str:
+    """A relative path inside the repository, POSIX, without ``..``."""
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        raise CatalogError(f"{where}: each {key} entry must be a non-empty path, got {value!r}")
+    path = PurePosixPath(value)
+    if path.is_absolute() or ".." in path.parts:
+        raise CatalogError(
+            f"{where}: {key} entry {value!r} must be a relative path inside the repository "
+            "(not absolute, no '..')"
+        )
+    return path.as_posix()
+
+
+def _dirs(root: Path, values: object, where: str, key: str) -> tuple[str, ...]:
+    """Existing directories of the repository, in order, each once."""
+    if not isinstance(values, list):
+        raise CatalogError(f"{where}: {key} must be a list of directories, got {values!r}")
+    found: list[str] = []
+    for value in values:
+        path = _relative(root, value, where, key)
+        if not (root / path).is_dir():
+            raise CatalogError(f"{where}: {key} entry {value!r} is not a directory under {root}")
+        if path not in found:
+            found.append(path)
+    return tuple(found)
+
+
+def _globs(values: object, where: str) -> tuple[str, ...]:
+    if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
+        raise CatalogError(
+            f"{where}: run-everything must be a list of non-empty glob strings (relative to the "
+            f'root, e.g. ["ci_runner/**", "run_suite.py"]), got {values!r}'
+        )
+    return tuple(values)
+
+
+def _loaders(values: object, where: str) -> tuple[KernelLoader, ...]:
+    if values is None:
+        return tuple(KernelLoader(name, args) for name, args in DEFAULT_LOADERS)
+    expected = (
+        'a list of tables like {function = "load_jit", arguments = ["cpp_files", "cuda_files"]} '
+        "(each argument a keyword or a 0-based position)"
+    )
+    if not isinstance(values, list):
+        raise CatalogError(f"{where}: kernel-loaders must be {expected}, got {values!r}")
+    loaders = []
+    for index, entry in enumerate(values):
+        spot = f"{where}: kernel-loaders[{index}]"
+        if not isinstance(entry, dict) or set(entry) != {"function", "arguments"}:
+            raise CatalogError(f"{spot} must be {expected}, got {entry!r}")
+        function, arguments = entry["function"], entry["arguments"]
+        if not isinstance(function, str) or not function.isidentifier():
+            raise CatalogError(f"{spot}: function must be a Python name, got {function!r}")
+        if (
+            not isinstance(arguments, list)
+            or not arguments
+            or not all(
+                (isinstance(a, str) and a.isidentifier())
+                or (isinstance(a, int) and not isinstance(a, bool) and 0 <= a < 64)
+                for a in arguments
+            )
+        ):
+            raise CatalogError(
+                f"{spot}: arguments must be a non-empty list of keyword names and 0-based "
+                f"positions (0 to 63), got {arguments!r}"
+            )
+        loaders.append(KernelLoader(function, tuple(arguments)))
+    return tuple(loaders)
+
+
+def _packaging_roots(root: Path, data: dict) -> tuple[str, ...]:
+    """The package directories the root ``pyproject.toml`` declares, and ``src/``."""
+    setuptools = data.get("tool", {}).get("setuptools", {})
+    found: list[str] = []
+    candidates: list[object] = []
+    packages = setuptools.get("packages") if isinstance(setuptools, dict) else None
+    if isinstance(packages, dict):
+        where = (
+            packages.get("find", {}).get("where", [])
+            if isinstance(packages.get("find"), dict)
+            else []
+        )
+        candidates += where if isinstance(where, list) else [where]
+    package_dir = setuptools.get("package-dir") if isinstance(setuptools, dict) else None
+    if isinstance(package_dir, dict):
+        candidates += list(package_dir.values())
+    candidates.append("src")
+    for value in candidates:
+        if not isinstance(value, str):
+            continue
+        path = PurePosixPath(value or ".")
+        if path.is_absolute() or ".." in path.parts or not (root / path).is_dir():
+            continue
+        text = path.as_posix()
+        if text != "." and text not in found:
+            found.append(text)
+    return tuple(found)

@@ -1,0 +1,61 @@
+"""verification/mutation_check.py --list: the CPU mode shows each planted bug and its selection."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci_runner import register_cpu_ci
+
+register_cpu_ci(est_time=12, suite="base-a-test-cpu")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_list(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "verification/mutation_check.py", "--list", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_list_shows_each_mutant_with_the_tests_its_file_selects(tmp_path):
+    done = run_list("--only", "sgl_kernel/vec", "--per-file", "2")
+    assert done.returncode == 0, done.stderr
+    mutants = re.findall(
+        r"^(jit_kernel/\S+):(\d+) \[([^\]]+)\] '(.*)' -> '(.*)'$", done.stdout, re.M
+    )
+    files = {m[0] for m in mutants}
+    assert files == {
+        "jit_kernel/include/sgl_kernel/vec.cuh",
+        "jit_kernel/include/sgl_kernel/vec_width.h",
+    }
+    assert len(mutants) == 4
+    for file, line, _operator, before, after in mutants:
+        assert before != after
+        source = (ROOT / file).read_text().splitlines()[int(line) - 1]
+        assert source.strip() == before  # the line as it is now, before the bug
+    assert "registered/jit/test_rope.py" in done.stdout  # vec.cuh -> rope_kernels.cuh -> rope
+    assert "files 2, mutants 4: not run 4" in done.stdout
+
+
+def test_a_header_no_single_gpu_test_reaches_is_uncovered():
+    done = run_list("--only", "include/sgl_kernel/ipc.cuh")
+    assert done.returncode == 0, done.stderr
+    assert "selects 0: (none in the suite)" in done.stdout
+    assert "files 1, mutants 1: uncovered 1" in done.stdout
+
+
+@pytest.mark.parametrize("flag", ["--per-file", "--jobs"])
+def test_a_count_below_one_is_a_usage_error(flag):
+    done = run_list(flag, "0")
+    assert done.returncode == 2
+    assert "--per-file and --jobs must be at least 1" in done.stderr
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
