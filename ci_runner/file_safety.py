@@ -56,6 +56,11 @@ def open_regular(path: Path | str, follow_links: bool = True) -> BinaryIO:
     """``path`` opened for reading in binary mode; it must be a regular file (with
     ``follow_links=False``, not a link either). Raises :class:`NotRegularFileError` before
     opening anything else, and if the path was swapped for something else meanwhile."""
+    return os.fdopen(_open_regular_fd(path, follow_links)[0], "rb")
+
+
+def _open_regular_fd(path: Path | str, follow_links: bool) -> tuple[int, int]:
+    """:func:`open_regular`'s checks; the open descriptor and the file's size."""
     mode = (os.stat if follow_links else os.lstat)(path).st_mode
     if not stat.S_ISREG(mode):
         raise NotRegularFileError(path, kind_of(mode))
@@ -63,17 +68,29 @@ def open_regular(path: Path | str, follow_links: bool = True) -> BinaryIO:
     if not follow_links:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
         os.close(fd)
-        raise NotRegularFileError(path, kind_of(mode))
-    return os.fdopen(fd, "rb")
+        raise NotRegularFileError(path, kind_of(status.st_mode))
+    return fd, status.st_size
 
 
 def read_regular(path: Path | str, follow_links: bool = True, limit: int | None = None) -> bytes:
-    """The bytes of ``path`` (the first ``limit`` only, when given): see :func:`open_regular`."""
-    with open_regular(path, follow_links) as handle:
-        return handle.read() if limit is None else handle.read(limit)
+    """The bytes of ``path`` (the first ``limit`` only, when given): see :func:`open_regular`.
+    Read with ``os.read`` (no buffered file object: discovery reads thousands of files)."""
+    fd, size = _open_regular_fd(path, follow_links)
+    try:
+        chunks: list[bytes] = []
+        left = -1 if limit is None else limit
+        while left != 0:
+            chunk = os.read(fd, max(size + 1, 1 << 16) if left < 0 else min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left = left - len(chunk) if left > 0 else left
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def read_regular_text(path: Path | str, follow_links: bool = True) -> str:

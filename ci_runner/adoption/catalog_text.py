@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ci_runner.adoption.draft import Draft
+from ci_runner.adoption.draft import Draft, DraftSuite
 from ci_runner.adoption.policy_text import exclude_lines, extra_dirs_lines, policy_lines
 from ci_runner.catalog import DEFAULT_FILE_PATTERNS
 from ci_runner.markers import MARKER_BACKENDS
@@ -24,8 +24,9 @@ def catalog_text(draft: Draft) -> str:
         "# ---------------------------------------------------------------------------------------",
         f"# Suite catalog written by `run_suite.py init` from {draft.files} file(s) under "
         f"{draft.scope} ({draft.registration_count} registrations).",
-        '# Review it: add runner = "<label>" and job-timeout-minutes = N to each suite (for',
-        "# --print-matrix), check gpus-per-file (guessed from the suite names), and decide:",
+        "# Review it: runner and job-timeout-minutes (for --print-matrix) come from the jobs of",
+        "# .github/workflows that run each suite; add them where missing. Check gpus-per-file",
+        "# (guessed from the suite names), and decide:",
     ]
     lines += [f"#   - {conflict}" for conflict in draft.conflicts] or ["#   (no conflicts found)"]
     lines += [
@@ -48,15 +49,42 @@ def catalog_text(draft: Draft) -> str:
         lines += [f"{name} = {_toml(hw)}" for name, hw in sorted(extra.items())]
     lines += policy_lines(draft)
     for suite in draft.suites:
-        lines += [
-            "",
-            "[[tool.ci-runner.suites]]",
-            f"name = {_toml(suite.name)}  # {suite.registrations} registration(s) in "
-            f"{suite.files} file(s)",
-            f"hw = {_toml(suite.hw)}",
-            f"nightly = {_toml(suite.nightly)}",
-            f"gpus-per-file = {_toml(suite.gpus_per_file)}",
-        ]
+        lines += ["", "[[tool.ci-runner.suites]]", *_suite_lines(suite)]
     if draft.execution_text:
         lines += ["", draft.execution_text.rstrip("\n")]
     return "\n".join(lines) + "\n"
+
+
+def _suite_lines(suite: DraftSuite) -> list[str]:
+    """One suite's keys; where the workflows run it, as a comment (--auto-partition-size has no
+    key: --print-matrix sizes shards from job-timeout-minutes)."""
+    lines = [
+        f"name = {_toml(suite.name)}  # {suite.registrations} registration(s) in "
+        f"{suite.files} file(s)"
+    ]
+    values = suite.workflow
+    if values is not None:
+        more = f" and {len(values.where) - 3} more" if len(values.where) > 3 else ""
+        sizes = ", ".join(map(str, values.partition_sizes)) or "none"
+        lines.append(
+            f"# run by {', '.join(values.where[:3])}{more}; --auto-partition-size there: {sizes}"
+        )
+    lines += [
+        f"hw = {_toml(suite.hw)}",
+        f"nightly = {_toml(suite.nightly)}",
+        f"gpus-per-file = {_toml(suite.gpus_per_file)}",
+    ]
+    if values is not None and values.runner is not None:
+        lines.append(f"runner = {_toml(values.runner)}")
+    if values is not None and values.job_timeout_minutes is not None:
+        minutes = values.job_timeout_minutes
+        why = ""
+        if values.timeout_is_default:
+            why = "  # the jobs set no timeout-minutes: GitHub's default"
+        elif values.timeout_from_step:
+            why = "  # the timeout-minutes of the step that runs the suite"
+        lines.append(
+            f"job-timeout-minutes = {_toml(int(minutes) if minutes.is_integer() else minutes)}"
+            + why
+        )
+    return lines

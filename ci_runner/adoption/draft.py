@@ -14,12 +14,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_runner.adoption.execution_text import execution_text
 from ci_runner.adoption.policy_text import RunnerFacts, adopt_policy
 from ci_runner.adoption.survey import Survey, survey_tree
+from ci_runner.adoption.workflow_suites import (
+    SuiteValues,
+    WorkflowFacts,
+    read_workflows,
+    suite_values,
+)
 from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
 from ci_runner.catalog.extra_dirs import ExtraDir
 from ci_runner.catalog.policy import STRICT, Policy
@@ -31,7 +37,8 @@ from ci_runner.catalog.syntax import (
 )
 from ci_runner.collect import is_registered_file
 from ci_runner.collect.calls import backend_of_marker_name
-from ci_runner.collect.scan import parse_source, scan_tree
+from ci_runner.collect.file_scan import FileScan, scan_parsed
+from ci_runner.collect.parse_cache import ParseCache, cache_directory
 from ci_runner.markers import MARKER_BACKENDS
 from ci_runner.model import Problem, Registration
 
@@ -50,6 +57,7 @@ class DraftSuite:
     gpus_per_file: int | str
     registrations: int
     files: int
+    workflow: SuiteValues | None = None  # runner, budget, ... from the workflows that run it
 
 
 @dataclass
@@ -82,7 +90,7 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     """Survey the tree under ``root/registered_dir`` and draft its catalog."""
     facts = RunnerFacts(root, registered_dir)
     extra_dirs, notes = facts.extra_dirs(root, registered_dir)
-    survey = survey_tree(root, registered_dir, extra_dirs)
+    survey = survey_tree(root, registered_dir, extra_dirs=extra_dirs)
     syntax = _syntax(survey, template_text, notes)
     patterns = ("*.py",) if survey.outside_default_patterns else DEFAULT_FILE_PATTERNS
     if survey.outside_default_patterns:
@@ -95,7 +103,10 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
         for f in survey.files
         if any(d.holds(f) for d in extra_dirs) or is_registered_file(f.rsplit("/", 1)[-1], patterns)
     ]
-    registrations, problems, silent = _scan(root, files, syntax)
+    scans, problems, silent = _scan(survey, files, syntax)
+    registrations = [reg for scan in scans.values() for reg in scan.registrations]
+    problems += [problem for scan in scans.values() for problem in scan.problems]
+    problems.sort(key=lambda p: (p.path, p.line, p.col))
     draft = Draft(registered_dir, syntax, patterns, files=len(files), notes=notes)
     draft.extra_dirs = extra_dirs
     for extra in extra_dirs:
@@ -113,6 +124,8 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     draft.execution_text = execution_text(root, registered_dir)
     if draft.execution_text:
         notes.append("[tool.ci-runner.execution]: reproduces the run_suite.py beside the tree")
+    _add_workflow_values(draft, read_workflows(root))
+    _fill_cache(root, survey, draft.syntax, scans)
     if syntax.ignored_arguments:
         draft.conflicts.append(
             f"ignored-arguments = {list(syntax.ignored_arguments)}: registrations pass these "
@@ -130,6 +143,32 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
             f"reports each until it registers or is renamed: {_shown(silent)}"
         )
     return draft
+
+
+def _add_workflow_values(draft: Draft, facts: WorkflowFacts) -> None:
+    """Runner, job budget and partition sizes from the workflows; suites only they run."""
+    index_of = {(suite.hw, suite.name): i for i, suite in enumerate(draft.suites)}
+    hw_of = {suite.name: suite.hw for suite in draft.suites}
+    for (hw, name), calls in sorted(facts.runs.items()):
+        values = suite_values(hw, name, calls)
+        draft.conflicts.extend(values.conflicts)
+        index = index_of.get((hw, name))
+        if index is None and name in hw_of and not draft.policy.names_per_backend:
+            draft.conflicts.append(
+                f"suite {name!r} is registered for {hw_of[name]} but "
+                f"{_shown(list(values.where))} run it with --hw {hw}; no workflow values written"
+            )
+            continue
+        if index is None:
+            draft.notes.append(
+                f"suite {name!r} ({hw}) is run by {_shown(list(values.where))} but no file "
+                "registers it yet: added with no files"
+            )
+            index = index_of[hw, name] = len(draft.suites)
+            draft.suites.append(DraftSuite(name, hw, values.nightly, _guess_gpus(name, hw), 0, 0))
+        draft.suites[index] = replace(draft.suites[index], workflow=values)
+    draft.suites.sort(key=lambda s: (s.hw, s.name))
+    draft.notes.extend(facts.notes)
 
 
 def _syntax(survey: Survey, template_text: str | None, notes: list[str]) -> RegistrationSyntax:
@@ -154,23 +193,34 @@ def _syntax(survey: Survey, template_text: str | None, notes: list[str]) -> Regi
 
 
 def _scan(
-    root: Path, files: list[str], syntax: RegistrationSyntax
-) -> tuple[list[Registration], list[Problem], list[str]]:
-    registrations: list[Registration] = []
+    survey: Survey, files: list[str], syntax: RegistrationSyntax
+) -> tuple[dict[str, FileScan], list[Problem], list[str]]:
+    """Each file's scan under the drafted syntax, from the survey's parse (no second parse);
+    the problems of files that do not parse; the files that register nothing."""
+    scans: dict[str, FileScan] = {}
     problems: list[Problem] = []
     silent: list[str] = []
     for rel_path in files:
-        data = (root / rel_path).read_bytes()
-        tree, problem = parse_source(data, rel_path)
-        if tree is None:
-            problems.extend([problem] if problem else [])
+        read = survey.read[rel_path]
+        if read.problem is not None:
+            problems.append(read.problem)
             continue
-        found, file_problems = scan_tree(tree, rel_path, data, syntax)
-        registrations.extend(found)
-        problems.extend(file_problems)
-        if not found and not file_problems:
+        scan = FileScan((), ())
+        if read.module is not None:
+            scan = scan_parsed(read.module, rel_path, None, syntax)
+        scans[rel_path] = scan
+        if not scan.registrations and not scan.problems:
             silent.append(rel_path)
-    return registrations, problems, silent
+    return scans, problems, silent
+
+
+def _fill_cache(root: Path, survey: Survey, syntax: RegistrationSyntax, scans) -> None:
+    """Store the scans under the catalog's final syntax, so the first run after ``init`` is
+    warm. The policy may add markers for backends the tree never calls: the scans stay valid."""
+    cache = ParseCache(cache_directory(), root, syntax)
+    for rel_path, scan in scans.items():
+        cache.put(rel_path, survey.read[rel_path].content_digest, scan)
+    cache.save()
 
 
 def _suites(registrations: list[Registration]) -> tuple[list[DraftSuite], list[str]]:

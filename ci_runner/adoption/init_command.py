@@ -14,15 +14,18 @@ import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ci_runner.adoption.catalog_text import catalog_text
-from ci_runner.adoption.draft import Draft, draft_catalog
 from ci_runner.catalog import CATALOG_FILE, CatalogError, parse_catalog
 from ci_runner.catalog.syntax import SyntaxConfigError
 from ci_runner.cli_errors import StoreOnce, usage_error
+from ci_runner.env import EnvVarError
 from ci_runner.exit_codes import EXIT_OK
 from ci_runner.file_safety import destination_problem, read_regular_text, write_atomic
 from ci_runner.safe_text import one_line
+
+if TYPE_CHECKING:
+    from ci_runner.adoption.draft import Draft
 
 REGISTERED_DIR_CANDIDATES = ("registered", "test/registered", "tests/registered")
 PROG = "run_suite.py init"
@@ -92,11 +95,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     try:
         return _init(args)
-    except (InitError, CatalogError, SyntaxConfigError) as exc:
+    except (InitError, CatalogError, SyntaxConfigError, EnvVarError) as exc:
         return usage_error(exc, prog=PROG)
 
 
 def _init(args: argparse.Namespace) -> int:
+    # Imported here: the main parser imports this module for init's flags on every run.
+    from ci_runner.adoption.catalog_text import catalog_text
+    from ci_runner.adoption.draft import draft_catalog
+
     root = Path(args.root).resolve()
     if not root.is_dir():
         raise InitError(f"--root {args.root}: not a directory")

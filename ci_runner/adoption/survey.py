@@ -1,14 +1,17 @@
 """First pass of ``init``: which marker names and keyword arguments an existing tree uses.
 
 Nothing here knows a catalog yet. Every ``*.py`` under the registered directory (but
-``__init__.py`` and ``conftest.py``; regular files only, by discovery's rules) is parsed; each module-level call of a ``register_<x>_ci``
-marker counts, however it is bound (read by :mod:`ci_runner.collect.calls`, as the collector
-reads it). The result says which syntax the
-catalog must declare so that the strict collector accepts the tree.
+``__init__.py`` and ``conftest.py``; regular files only, by discovery's rules) that mentions
+``register_`` is parsed, once: each module-level call of a ``register_<x>_ci`` marker counts,
+however it is bound (read by :mod:`ci_runner.collect.calls`, as the collector reads it), and the
+file's reduced module is kept for the draft, which scans it instead of parsing again. The result
+says which syntax the catalog must declare so that the strict collector accepts the tree.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,9 +19,12 @@ from pathlib import Path
 
 from ci_runner.catalog import DEFAULT_FILE_PATTERNS, NEVER_COLLECTED
 from ci_runner.catalog.extra_dirs import ExtraDir
-from ci_runner.catalog.syntax import BUILTIN_KEYWORDS
+from ci_runner.catalog.syntax import BUILTIN_KEYWORDS, DEFAULT_SYNTAX
 from ci_runner.collect import Walk, is_registered_file, walk_files
 from ci_runner.collect.calls import read_marker_calls
+from ci_runner.collect.discovery import map_files
+from ci_runner.collect.file_scan import reduced_module
+from ci_runner.collect.parse_cache import digest
 from ci_runner.collect.scan import parse_source
 from ci_runner.file_safety import read_regular, why
 from ci_runner.markers import MARKER_PARAMETERS
@@ -36,6 +42,7 @@ class Survey:
     problems: list[Problem] = field(default_factory=list)  # paths not read (FIFOs, links out)
     # files with a marker call whose names the default patterns (test_*.py, bench_*.py) miss
     outside_default_patterns: list[str] = field(default_factory=list)
+    read: dict[str, SurveyedFile] = field(default_factory=dict)  # rel_path -> what was read
 
 
 def python_files(root: Path, registered_dir: str) -> Walk:
@@ -49,9 +56,30 @@ def python_files(root: Path, registered_dir: str) -> Walk:
     )
 
 
-def survey_tree(root: Path, registered_dir: str, extra_dirs: Sequence[ExtraDir] = ()) -> Survey:
+@dataclass(frozen=True)
+class SurveyedFile:
+    """What the survey read in one file: its marker calls, and what the draft's scan needs."""
+
+    rel_path: str
+    content_digest: str
+    module: ast.Module | None  # the statements any scan reads (None: no marker text, or no parse)
+    problem: Problem | None  # why it does not parse, or cannot be read
+    markers: tuple[str, ...] = ()  # marker name of each registration call
+    keywords: tuple[str, ...] = ()  # non-core keywords of those calls
+
+
+def survey_tree(
+    root: Path,
+    registered_dir: str,
+    workers: int | None = None,
+    extra_dirs: Sequence[ExtraDir] = (),
+) -> Survey:
     """Parse every candidate file once and count markers and keywords (``extra_dirs``: more
-    directories, read with their own file-name globs)."""
+    directories, read with their own file-name globs).
+
+    Each file's reduced module (:func:`~ci_runner.collect.file_scan.reduced_module`) is kept in
+    ``survey.read`` so the draft scans it under the drafted syntax without parsing it again.
+    """
     walk = python_files(root, registered_dir)
     for extra in extra_dirs:
         more = walk_files(
@@ -63,28 +91,45 @@ def survey_tree(root: Path, registered_dir: str, extra_dirs: Sequence[ExtraDir] 
         walk.files += more.files
         walk.problems += more.problems
     survey = Survey(files=sorted(walk.files), problems=list(walk.problems))
-    core = {*MARKER_PARAMETERS, *BUILTIN_KEYWORDS}
-    for rel_path in list(survey.files):
-        try:
-            data = read_regular(root / rel_path, follow_links=False)
-        except OSError as exc:
-            survey.problems.append(Problem(rel_path, 1, 1, f"cannot read: {why(exc)}"))
-            survey.files.remove(rel_path)
+    for found in map_files(functools.partial(survey_file, root), walk.files, workers):
+        if found.problem is not None and found.module is None and not found.content_digest:
+            survey.problems.append(found.problem)
+            survey.files.remove(found.rel_path)
             continue
-        if b"register_" not in data:
-            continue
-        tree, _ = parse_source(data, rel_path)
-        if tree is None:
-            survey.unparsable.append(rel_path)
-            continue
-        calls = [call for call in read_marker_calls(tree).calls if call.is_registration]
-        for call in calls:
-            survey.markers[call.marker] += 1
-            survey.keywords.update(
-                kw.arg for kw in call.call.keywords if kw.arg and kw.arg not in core
-            )
-        name = rel_path.rsplit("/", 1)[-1]
-        in_extra = any(extra.holds(rel_path) for extra in extra_dirs)
-        if calls and not in_extra and not is_registered_file(name, DEFAULT_FILE_PATTERNS):
-            survey.outside_default_patterns.append(rel_path)
+        survey.read[found.rel_path] = found
+        if found.problem is not None:
+            survey.unparsable.append(found.rel_path)
+        survey.markers.update(found.markers)
+        survey.keywords.update(found.keywords)
+        name = found.rel_path.rsplit("/", 1)[-1]
+        in_extra = any(extra.holds(found.rel_path) for extra in extra_dirs)
+        if found.markers and not in_extra and not is_registered_file(name, DEFAULT_FILE_PATTERNS):
+            survey.outside_default_patterns.append(found.rel_path)
     return survey
+
+
+def survey_file(root: Path, rel_path: str) -> SurveyedFile:
+    """One file: read, parsed once (when it mentions a marker), its registration calls counted."""
+    try:
+        data = read_regular(root / rel_path, follow_links=False)
+    except OSError as exc:
+        return SurveyedFile(rel_path, "", None, Problem(rel_path, 1, 1, f"cannot read: {why(exc)}"))
+    content_digest = digest(data)
+    if b"register_" not in data:
+        return SurveyedFile(rel_path, content_digest, None, None)
+    tree, problem = parse_source(data, rel_path)
+    if tree is None:
+        return SurveyedFile(rel_path, content_digest, None, problem)
+    core = {*MARKER_PARAMETERS, *BUILTIN_KEYWORDS}
+    module = reduced_module(tree, data, DEFAULT_SYNTAX)
+    calls = [c for c in read_marker_calls(module, DEFAULT_SYNTAX).calls if c.is_registration]
+    return SurveyedFile(
+        rel_path,
+        content_digest,
+        module,
+        None,
+        markers=tuple(call.marker for call in calls),
+        keywords=tuple(
+            kw.arg for call in calls for kw in call.call.keywords if kw.arg and kw.arg not in core
+        ),
+    )

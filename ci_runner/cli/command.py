@@ -18,7 +18,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ci_runner.adoption.init_command import main as init_main
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
 from ci_runner.cli.arguments import build_parser, shard_options, validate_arguments
 from ci_runner.cli_errors import robust_output, usage_error
@@ -60,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     robust_output()
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["init"]:
+        from ci_runner.adoption.init_command import main as init_main  # only init needs it
+
         return init_main(arguments[1:])
     parser = build_parser()
     try:

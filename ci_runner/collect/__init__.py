@@ -6,6 +6,8 @@
 * :mod:`.calls`: the one reader of marker calls, however the marker is bound (also used by the
   est_time updater, ``init`` and the lints);
 * :mod:`.scan`: one file's registrations and problems from its syntax tree;
+* :mod:`.file_scan`: one file's catalog-independent result from one parse, and
+  :mod:`.parse_cache`, the content-keyed cache of those results;
 * :mod:`.arguments`: one marker call's arguments, checked, into a Registration;
 * :mod:`.entry_point`: the ``if __name__ == "__main__":`` block the runner needs;
 * :mod:`.suite_checks`: registrations against the catalog's suites;

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import gc
 import multiprocessing
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ci_runner.catalog import (
     CATALOG_FILE,
@@ -23,8 +26,9 @@ from ci_runner.catalog import (
     Catalog,
     CatalogError,
 )
-from ci_runner.collect.entry_point import check_entry_point
-from ci_runner.collect.scan import parse_source, scan_markers, scan_tree
+from ci_runner.collect.file_scan import FileScan, scan_file
+from ci_runner.collect.parse_cache import ParseCache, cache_directory, digest
+from ci_runner.collect.scan import scan_markers
 from ci_runner.collect.suite_checks import check_registration
 from ci_runner.collect.walk import Walk, walk_files
 from ci_runner.file_safety import read_regular, why
@@ -42,6 +46,7 @@ __all__ = [
 _MARKER_TEXT = b"register_"
 MAX_WORKERS = 8
 FILES_PER_WORKER = 250  # below this many files per worker, one process is faster
+Result = TypeVar("Result")
 
 
 @dataclass
@@ -140,47 +145,92 @@ def _available_cpus() -> int:
 def _collect_files(
     catalog: Catalog, paths: list[str], workers: int | None
 ) -> list[tuple[list[Registration], list[Problem]]]:
+    """Each file's registrations and problems, in ``paths`` order; cached scans are reused."""
+    cache = ParseCache(cache_directory(), catalog.root, catalog.syntax)
+    scans: dict[str, FileScan] = {}
+    if cache.enabled:
+        for rel_path in paths:
+            try:
+                data = read_regular(catalog.root / rel_path, follow_links=False)
+            except OSError:
+                continue  # scanned below, which reports it
+            cached = cache.get(rel_path, digest(data))
+            if cached is not None:
+                scans[rel_path] = cached
+    missing = [path for path in paths if path not in scans]
+    for rel_path, content_digest, scan in _scan_files(catalog, missing, workers, cache.enabled):
+        scans[rel_path] = scan
+        if content_digest is not None:
+            cache.put(rel_path, content_digest, scan)
+    cache.save()
+    return [_with_catalog_checks(catalog, path, scans[path]) for path in paths]
+
+
+ScanResult = tuple[str, str | None, FileScan]  # (path, content digest to cache under, scan)
+
+
+def _scan_files(
+    catalog: Catalog, paths: list[str], workers: int | None, hashed: bool
+) -> list[ScanResult]:
+    return map_files(functools.partial(_scan_path, catalog, hashed=hashed), paths, workers)
+
+
+def map_files(
+    function: Callable[[str], Result], paths: list[str], workers: int | None = None
+) -> list[Result]:
+    """``[function(path) for path in paths]``, by a pool of forked workers on large trees
+    (``workers``: default one per available CPU, at most ``MAX_WORKERS``; 1 = in this process)."""
     if workers is None:
         workers = min(_available_cpus(), MAX_WORKERS, len(paths) // FILES_PER_WORKER)
-    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+    if workers > 1 and len(paths) > 1 and "fork" in multiprocessing.get_all_start_methods():
         chunk = -(-len(paths) // (workers * 4))
         chunks = [paths[i : i + chunk] for i in range(0, len(paths), chunk)]
         try:
             with ProcessPoolExecutor(workers, multiprocessing.get_context("fork")) as pool:
-                results = pool.map(functools.partial(_collect_chunk, catalog), chunks)
+                results = pool.map(functools.partial(_map_chunk, function), chunks)
                 return [item for chunk_result in results for item in chunk_result]
         except (OSError, BrokenProcessPool):  # no processes here: fall back to one
             pass
-    return _collect_chunk(catalog, paths)
+    return _map_chunk(function, paths)
 
 
-def _collect_chunk(
-    catalog: Catalog, paths: list[str]
-) -> list[tuple[list[Registration], list[Problem]]]:
-    return [_collect_file(catalog, path) for path in paths]
+def _map_chunk(function: Callable[[str], Result], paths: list[str]) -> list[Result]:
+    """Each path in turn, with the cyclic garbage collector paused: a syntax tree holds no
+    cycles (reference counting frees it), and the collector, triggered by the millions of
+    nodes ``ast.parse`` allocates, would otherwise take about half of the parse time."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return [function(path) for path in paths]
+    finally:
+        if paused:
+            gc.enable()
 
 
-def _collect_file(catalog: Catalog, rel_path: str) -> tuple[list[Registration], list[Problem]]:
+def _scan_path(catalog: Catalog, rel_path: str, *, hashed: bool) -> ScanResult:
+    """One file's catalog-independent scan (read errors are not cached: digest None)."""
     try:
         data = read_regular(catalog.root / rel_path, follow_links=False)
     except OSError as exc:
-        return [], [Problem(rel_path, 1, 1, f"cannot read: {why(exc)}")]
+        return rel_path, None, FileScan((), (Problem(rel_path, 1, 1, f"cannot read: {why(exc)}"),))
+    content_digest = digest(data) if hashed else None
     if not _mentions_a_marker(data, catalog):
-        return [], [_no_registration(rel_path, catalog)]
-    tree, problem = parse_source(data, rel_path)
-    if tree is None:
-        return [], [problem] if problem else []
-    registrations, problems = scan_tree(tree, rel_path, data, catalog.syntax)
-    if not registrations and all(p.lint for p in problems):
+        return rel_path, content_digest, FileScan((), ())
+    return rel_path, content_digest, scan_file(data, rel_path, catalog.syntax)
+
+
+def _with_catalog_checks(
+    catalog: Catalog, rel_path: str, scan: FileScan
+) -> tuple[list[Registration], list[Problem]]:
+    """The scan plus what depends on the catalog: suite checks, and a file registering nothing."""
+    problems = [*scan.problems, *scan.entry_problems]
+    if not scan.registrations and all(p.lint for p in problems):
         problems.append(_no_registration(rel_path, catalog))
-    for reg in registrations:
+    for reg in scan.registrations:
         catalog_problem = check_registration(reg, catalog)
         if catalog_problem:
             problems.append(catalog_problem)
-    enabled = [r for r in registrations if r.disabled is None]
-    if enabled:
-        problems.extend(check_entry_point(tree, rel_path, (enabled[0].line, enabled[0].col)))
-    return registrations, problems
+    return list(scan.registrations), problems
 
 
 def _mentions_a_marker(data: bytes, catalog: Catalog) -> bool:

@@ -60,6 +60,7 @@ class _Walker:
         self, root: Path, base: Path, matches: Callable[[str], bool], patterns: str
     ) -> None:
         self.root = str(root)
+        self.root_prefix = os.path.join(self.root, "")
         self.base = str(base)
         self.real_base = os.path.realpath(base)
         self.matches = matches
@@ -67,6 +68,8 @@ class _Walker:
         self.walk = Walk()
 
     def _relative(self, path: str) -> str:
+        if path.startswith(self.root_prefix):  # the usual case, without relpath's normalizing
+            return path[len(self.root_prefix) :].replace(os.sep, "/")
         return Path(os.path.relpath(path, self.root)).as_posix()
 
     def _problem(self, path: str, message: str) -> None:

@@ -32,7 +32,7 @@ SHARED = (
     "safe_text",
 )
 ORDER = ("catalog", "collect", "select", "impact", "plan", "execution", "reports")
-TOOLS = ("maintenance", "adoption")
+TOOLS = ("maintenance", "adoption", "workflows")
 LEVELS = {
     **dict.fromkeys(SHARED, 0),
     **{stage: level for level, stage in enumerate(ORDER, start=1)},
