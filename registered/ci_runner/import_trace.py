@@ -33,7 +33,12 @@ def repository_modules(root: Path) -> list[str]:
         ):
             continue  # this script; a module without a real file
         if os.path.realpath(file).startswith(prefix):
-            found.add(Path(os.path.realpath(file)).relative_to(root).as_posix())
+            rel = Path(os.path.realpath(file)).relative_to(root)
+            # A virtual environment inside the checkout (CI's .venv-ci) is not the repository:
+            # hidden directories and installed packages are never the project's modules.
+            if any(part.startswith(".") or part == "site-packages" for part in rel.parts[:-1]):
+                continue
+            found.add(rel.as_posix())
     return sorted(found)
 
 
