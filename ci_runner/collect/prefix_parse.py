@@ -38,13 +38,15 @@ def parse_for_scan(
     statement and before that ``if``, is not reported at collection; the file then fails when it
     runs, so it is never silent.
     """
-    module = _prefix_and_tail(data, syntax)
+    module = _prefix_and_tail(data, syntax, rel_path)
     if module is not None:
         return module, None
     return parse_source(data, rel_path)
 
 
-def _prefix_and_tail(data: bytes, syntax: RegistrationSyntax) -> ast.Module | None:
+def _prefix_and_tail(
+    data: bytes, syntax: RegistrationSyntax, rel_path: str = "<unknown>"
+) -> ast.Module | None:
     """The prefix and tail statements, or None (parse everything) when not certain.
 
     Certain because: a prefix that parses ends outside any string, bracket or line continuation,
@@ -64,7 +66,7 @@ def _prefix_and_tail(data: bytes, syntax: RegistrationSyntax) -> ast.Module | No
         return None
     markers = syntax.markers
     mentions = re.compile(mention_pattern(markers).encode())
-    prefix = _prefix_after(data, _last_match(mentions, data, 0))
+    prefix = _prefix_after(data, _last_match(mentions, data, 0), rel_path)
     if prefix is None:
         return None
     aliases = marker_aliases(_statements_mentioning(prefix[1], data, markers), markers)
@@ -72,11 +74,11 @@ def _prefix_and_tail(data: bytes, syntax: RegistrationSyntax) -> ast.Module | No
         words = re.compile(mention_pattern(markers, aliases).encode())
         later = _last_match(words, data, prefix[0])
         if later is not None:
-            prefix = _prefix_after(data, later)
+            prefix = _prefix_after(data, later, rel_path)
             if prefix is None:
                 return None
     cut, tree = prefix
-    tail = _tail_statements(data, cut)
+    tail = _tail_statements(data, cut, rel_path)
     if tail is None:
         return None
     return ast.Module(body=[*tree.body, *tail], type_ignores=[])
@@ -94,14 +96,14 @@ def _last_match(pattern: re.Pattern[bytes], data: bytes, start: int) -> int | No
     return last
 
 
-def _parsed(text: bytes) -> ast.Module | None:
+def _parsed(text: bytes, rel_path: str) -> ast.Module | None:
     try:
-        return ast.parse(text)
+        return ast.parse(text, filename=rel_path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
-def _prefix_after(data: bytes, mention: int | None) -> tuple[int, ast.Module] | None:
+def _prefix_after(data: bytes, mention: int | None, rel_path: str) -> tuple[int, ast.Module] | None:
     """(cut, parsed prefix): the text up to the next statement start after the line of
     ``mention``; None when there is no such line or the prefix does not parse."""
     if mention is None:
@@ -109,11 +111,11 @@ def _prefix_after(data: bytes, mention: int | None) -> tuple[int, ast.Module] | 
     start = _STATEMENT_START.search(data, _end_of_line(data, mention) + 1)
     if start is None:
         return None
-    tree = _parsed(data[: start.start()])
+    tree = _parsed(data[: start.start()], rel_path)
     return None if tree is None else (start.start(), tree)
 
 
-def _tail_statements(data: bytes, cut: int) -> list[ast.stmt] | None:
+def _tail_statements(data: bytes, cut: int, rel_path: str) -> list[ast.stmt] | None:
     """The statements from the first unindented ``if`` at or after ``cut`` to the end ([] when
     there is none: then no top-level statement after ``cut`` is an ``if``); None when unsure."""
     found = _TOP_LEVEL_IF.search(data, cut)
@@ -124,7 +126,7 @@ def _tail_statements(data: bytes, cut: int) -> list[ast.stmt] | None:
     tail = data[start:]
     if previous.endswith(b"\\") or b'"""' in tail or b"'''" in tail:
         return None
-    tree = _parsed(tail)
+    tree = _parsed(tail, rel_path)
     if tree is None:
         return None
     ast.increment_lineno(tree, data.count(b"\n", 0, start))
