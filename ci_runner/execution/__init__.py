@@ -14,7 +14,7 @@ on first use, so a dry run (which imports :mod:`.options` and :mod:`.gpu_slots` 
 never loads psutil and junitparser, which only running files needs.
 """
 
-from importlib import import_module
+from ci_runner.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "ExecutionOptions": "ci_runner.execution.options",
@@ -24,8 +24,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> object:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -6,7 +6,7 @@
 The names below load on first use, so a dry run never loads junitparser.
 """
 
-from importlib import import_module
+from ci_runner.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "ConsoleReport": "ci_runner.reports.console",
@@ -16,8 +16,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> object:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
