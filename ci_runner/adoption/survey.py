@@ -25,7 +25,7 @@ from ci_runner.collect.calls import read_marker_calls
 from ci_runner.collect.discovery import map_files
 from ci_runner.collect.file_scan import reduced_module
 from ci_runner.collect.parse_cache import digest
-from ci_runner.collect.scan import parse_source
+from ci_runner.collect.prefix_parse import parse_for_scan
 from ci_runner.file_safety import read_regular, why
 from ci_runner.markers import MARKER_PARAMETERS
 from ci_runner.model import Problem
@@ -117,7 +117,7 @@ def survey_file(root: Path, rel_path: str) -> SurveyedFile:
     content_digest = digest(data)
     if b"register_" not in data:
         return SurveyedFile(rel_path, content_digest, None, None)
-    tree, problem = parse_source(data, rel_path)
+    tree, problem = parse_for_scan(data, rel_path, DEFAULT_SYNTAX)
     if tree is None:
         return SurveyedFile(rel_path, content_digest, None, problem)
     core = {*MARKER_PARAMETERS, *BUILTIN_KEYWORDS}

@@ -7,6 +7,7 @@ about a particular project's suites lives in code.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -81,9 +82,17 @@ class Catalog:
     execution: ExecutionSettings = DEFAULT_EXECUTION_SETTINGS  # [tool.ci-runner.execution]
     extra_dirs: tuple[ExtraDir, ...] = ()  # more collected directories (extra-dirs)
 
+    @functools.cached_property
+    def _suites_by_name(self) -> dict[str, list[Suite]]:
+        """Suites by name, in catalog order (a name may have one suite per backend)."""
+        index: dict[str, list[Suite]] = {}
+        for suite in self.suites:
+            index.setdefault(suite.name, []).append(suite)
+        return index
+
     def get(self, name: str, hw: str | None = None) -> Suite | None:
         """The suite called ``name`` (that of ``hw`` first, when given), or None."""
-        named = [suite for suite in self.suites if suite.name == name]
+        named = self._suites_by_name.get(name, [])
         return next((s for s in named if s.hw == hw), named[0] if named else None)
 
     def for_hw(self, hw: str) -> list[Suite]:

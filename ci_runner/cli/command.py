@@ -24,7 +24,6 @@ from ci_runner.cli_errors import robust_output, usage_error
 from ci_runner.collect import collect
 from ci_runner.collect.scope import split_by_scope
 from ci_runner.env import EnvVarError
-from ci_runner.execution import execute_shard
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
 from ci_runner.impact import (
     ChangeImpact,
@@ -41,7 +40,6 @@ from ci_runner.plan.live_estimates import LiveEstimateError, load_live_estimates
 from ci_runner.plan.matrix import build_matrix
 from ci_runner.plan.packing import Plan, plan
 from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
-from ci_runner.reports import ShardReports
 from ci_runner.reports.step_summary import append_notice
 from ci_runner.safe_text import one_line
 from ci_runner.select import (
@@ -176,6 +174,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         )
     )
     sys.stdout.flush()
+    from ci_runner.execution import execute_shard  # psutil, junitparser: only to run files
+    from ci_runner.reports import ShardReports
+
     return execute_shard(
         _shard_files(selection, the_plan, shard_id),
         _context(catalog, selection, the_plan, shard_id),

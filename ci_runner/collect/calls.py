@@ -113,7 +113,7 @@ def read_marker_calls(
         source = None  # line numbers would not match "\n" counting: walk everything
     statements = tree.body if source is None else _statements_mentioning(tree, source, markers)
     names, sources = _bindings(statements, markers)
-    new_words = [name for name in names if not _is_marker_name(name, markers)]
+    new_words = _aliases(names, markers)
     if source is not None and new_words:
         statements = _statements_mentioning(tree, source, markers, new_words)
     calls: list[MarkerCall] = []
@@ -264,6 +264,25 @@ def _has_bare_carriage_return(source: str | bytes) -> bool:
     return source.count("\r") != source.count("\r\n")
 
 
+def _aliases(names: Mapping[str, str], markers: Mapping[str, str]) -> list[str]:
+    """The bound names that are no marker name themselves (``reg`` of ``... as reg``)."""
+    return [name for name in names if not _is_marker_name(name, markers)]
+
+
+def marker_aliases(statements: list[ast.stmt], markers: Mapping[str, str]) -> list[str]:
+    """The names ``statements`` (those mentioning a marker) bind to a marker under another name:
+    the words :func:`read_marker_calls` also looks for."""
+    return _aliases(_bindings(statements, markers)[0], markers)
+
+
+def mention_pattern(markers: Mapping[str, str], names: list[str] | None = None) -> str:
+    """The regular expression of a textual marker mention: any ``register_<x>_ci``, the
+    catalog's other marker names and ``names`` (aliases), as whole words."""
+    extra = [name for name in markers if not _MARKER_NAME.match(name)]
+    words = [_MARKER_PATTERN, *(rf"\b{re.escape(n)}\b" for n in [*extra, *(names or [])])]
+    return "|".join(words)
+
+
 def _statements_mentioning(
     tree: ast.Module,
     source: str | bytes,
@@ -271,9 +290,7 @@ def _statements_mentioning(
     names: list[str] | None = None,
 ) -> list[ast.stmt]:
     """Top-level statements whose line span contains a marker name or a bound name, in order."""
-    extra = [name for name in markers if not _MARKER_NAME.match(name)]
-    words = [_MARKER_PATTERN, *(rf"\b{re.escape(n)}\b" for n in [*extra, *(names or [])])]
-    pattern = "|".join(words)
+    pattern = mention_pattern(markers, names)
     if isinstance(source, bytes):
         matches = re.finditer(pattern.encode(), source)
         newline: str | bytes = b"\n"

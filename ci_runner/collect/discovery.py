@@ -11,11 +11,8 @@ from __future__ import annotations
 import fnmatch
 import functools
 import gc
-import multiprocessing
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -182,7 +179,19 @@ def map_files(
     (``workers``: default one per available CPU, at most ``MAX_WORKERS``; 1 = in this process)."""
     if workers is None:
         workers = min(_available_cpus(), MAX_WORKERS, len(paths) // FILES_PER_WORKER)
-    if workers > 1 and len(paths) > 1 and "fork" in multiprocessing.get_all_start_methods():
+    if workers > 1 and len(paths) > 1:
+        return _map_forked(function, paths, workers)
+    return _map_chunk(function, paths)
+
+
+def _map_forked(function: Callable[[str], Result], paths: list[str], workers: int) -> list[Result]:
+    """:func:`map_files` over forked workers (imported here: a warm run parses nothing, so it
+    never pays for loading the process pool)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    if "fork" in multiprocessing.get_all_start_methods():
         chunk = -(-len(paths) // (workers * 4))
         chunks = [paths[i : i + chunk] for i in range(0, len(paths), chunk)]
         try:

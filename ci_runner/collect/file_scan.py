@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ci_runner.catalog.syntax import RegistrationSyntax
 from ci_runner.collect.calls import _statements_mentioning
 from ci_runner.collect.entry_point import _is_main_test, check_entry_point
-from ci_runner.collect.scan import parse_source, scan_tree
+from ci_runner.collect.prefix_parse import parse_for_scan
+from ci_runner.collect.scan import scan_tree
 from ci_runner.model import Problem, Registration
 
 
@@ -39,8 +40,9 @@ def scan_parsed(
 
 
 def scan_file(data: bytes, rel_path: str, syntax: RegistrationSyntax) -> FileScan:
-    """Parse ``data`` once and scan it; a file that does not parse is one problem."""
-    tree, problem = parse_source(data, rel_path)
+    """Parse ``data`` once (the parts a scan reads: :func:`parse_for_scan`) and scan it; a file
+    that does not parse is one problem."""
+    tree, problem = parse_for_scan(data, rel_path, syntax)
     if tree is None:
         return FileScan((), (problem,) if problem else ())
     return scan_parsed(tree, rel_path, data, syntax)

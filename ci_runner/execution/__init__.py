@@ -9,11 +9,19 @@
   :mod:`.retry`, :mod:`.gpu_slots`, :mod:`.signals`, :mod:`.pytest_results`,
   :mod:`.captured_output`: their parts.
 
-The return value of :func:`execute_shard` is the process exit code.
+The return value of :func:`execute_shard` is the process exit code. The three names below load
+on first use, so a dry run (which imports :mod:`.options` and :mod:`.gpu_slots` for its flags)
+never loads psutil and junitparser, which only running files needs.
 """
 
-from ci_runner.execution.listener import ShardListener
-from ci_runner.execution.options import ExecutionOptions
-from ci_runner.execution.shard import execute_shard
+from ci_runner.lazy_exports import lazy_exports
 
-__all__ = ["ExecutionOptions", "ShardListener", "execute_shard"]
+_EXPORTS = {
+    "ExecutionOptions": "ci_runner.execution.options",
+    "ShardListener": "ci_runner.execution.listener",
+    "execute_shard": "ci_runner.execution.shard",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

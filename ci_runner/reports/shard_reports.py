@@ -17,7 +17,6 @@ from ci_runner.env import GITHUB_ACTIONS, get_bool_env
 from ci_runner.file_safety import destination_problem, read_regular, same_file_groups, why
 from ci_runner.model import SKIPPED, AttemptResult, FileResult, RunInfo, ShardOutcome
 from ci_runner.reports.console import ConsoleReport
-from ci_runner.reports.junit import write_junit
 from ci_runner.reports.step_summary import STEP_SUMMARY_VARIABLE, append_step_summary
 from ci_runner.reports.timings import write_timings
 from ci_runner.reports.timings_block import timings_block
@@ -139,6 +138,8 @@ class ShardReports:
     def _write_files(self) -> None:
         assert self.info is not None  # shard_started came first
         if self.options.junit_xml is not None:
+            from ci_runner.reports.junit import write_junit  # junitparser: only when written
+
             write_junit(self.options.junit_xml, self.results, self.info)
         if self.options.timings_out is not None:
             write_timings(self.options.timings_out, self.results, self.info)

@@ -173,7 +173,7 @@ def test_env_var_error_from_execution_is_a_one_line_error(repo, capsys, monkeypa
     def broken(files, ctx, options, listener):
         raise EnvVarError("environment variable SGLANG_IS_IN_CI='maybe' is not a boolean")
 
-    monkeypatch.setattr("ci_runner.cli.command.execute_shard", broken)
+    monkeypatch.setattr("ci_runner.execution.execute_shard", broken)
     assert run(repo, "--suite", "unit-cpu") == 2
     assert capsys.readouterr().err == (
         "error: environment variable SGLANG_IS_IN_CI='maybe' is not a boolean\n"

@@ -2,7 +2,7 @@
 
     model <- catalog <- collect <- select <- impact <- plan <- execution <- reports <- tools <- cli
 
-``model`` (with the other shared modules: markers, env, exit codes, usage errors, safe files and
+``model`` (with the other shared modules: markers, env, exit codes, usage errors, lazy exports, safe files and
 safe text) imports no stage, and ``model`` imports nothing of the runner at all; the tools (``maintenance``,
 ``adoption``) use the stages they need; the CLI sits on top. Execution tells a listener what
 happened and the CLI connects the reports to it, so execution never imports the reports. Every
@@ -30,6 +30,7 @@ SHARED = (
     "cli_errors",
     "file_safety",
     "safe_text",
+    "lazy_exports",
 )
 ORDER = ("catalog", "collect", "select", "impact", "plan", "execution", "reports")
 TOOLS = ("maintenance", "adoption", "workflows")

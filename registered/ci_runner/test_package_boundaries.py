@@ -62,5 +62,19 @@ def test_the_runner_selects_by_change_with_torch_unimportable(changed):
     assert "registered/jit/test_rope.py:" in done.stdout  # one reason chain per kept file
 
 
+def test_a_dry_run_loads_neither_psutil_nor_junitparser():
+    """Only running files needs them; a dry run (and a warm rerun of one) skips their import."""
+    code = (
+        "import sys\n"
+        "from ci_runner.cli import main\n"
+        "code = main(['--hw', 'cpu', '--suite', 'base-a-test-cpu', '--dry-run'])\n"
+        "print(sorted({'psutil', 'junitparser'} & set(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
