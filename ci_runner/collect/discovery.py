@@ -12,6 +12,7 @@ import fnmatch
 import functools
 import gc
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -145,20 +146,32 @@ def _collect_files(
     """Each file's registrations and problems, in ``paths`` order; cached scans are reused."""
     cache = ParseCache(cache_directory(), catalog.root, catalog.syntax)
     scans: dict[str, FileScan] = {}
+    stats: dict[str, os.stat_result] = {}
     if cache.enabled:
         for rel_path in paths:
             try:
-                data = read_regular(catalog.root / rel_path, follow_links=False)
+                st = os.lstat(catalog.root / rel_path)
             except OSError:
                 continue  # scanned below, which reports it
-            cached = cache.get(rel_path, digest(data))
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            stats[rel_path] = st
+            content_digest = cache.digest_by_stat(rel_path, st)
+            if content_digest is None:
+                try:
+                    content_digest = digest(
+                        read_regular(catalog.root / rel_path, follow_links=False)
+                    )
+                except OSError:
+                    continue
+            cached = cache.get(rel_path, content_digest, st)
             if cached is not None:
                 scans[rel_path] = cached
     missing = [path for path in paths if path not in scans]
     for rel_path, content_digest, scan in _scan_files(catalog, missing, workers, cache.enabled):
         scans[rel_path] = scan
         if content_digest is not None:
-            cache.put(rel_path, content_digest, scan)
+            cache.put(rel_path, content_digest, scan, stats.get(rel_path))
     cache.save()
     return [_with_catalog_checks(catalog, path, scans[path]) for path in paths]
 

@@ -7,6 +7,11 @@ registration syntax, runner code): an entry is used only when its file's path an
 digest match, and the file name holds a digest of the syntax and of the runner's own sources, so
 a changed catalog syntax or an upgraded runner never reads an old result.
 
+A file whose ``lstat`` (size, modification and change times in ns, inode, device) equals the
+one recorded with its entry is not read again (git's index does the same): its recorded digest
+stands. A stat is recorded only when both times are more than ``RACY_SECONDS`` old at the time,
+so a file rewritten within the clock's granularity of the recording is always read and hashed.
+
 Safe by construction: a file that does not load, or an entry that does not decode, is a miss
 (rewritten at the end of the run), never an error; the file is replaced atomically (write to a
 temporary file, then rename), so concurrent runs each leave a whole file and the last one wins.
@@ -23,6 +28,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,8 +39,18 @@ from ci_runner.model import Problem, Registration
 
 CACHE_DIR_VARIABLE = "CI_RUNNER_CACHE_DIR"
 ENABLED_VARIABLE = "CI_RUNNER_PARSE_CACHE"
-FORMAT = 2  # bump when the JSON layout changes
+FORMAT = 3  # bump when the JSON layout changes
+RACY_SECONDS = 2  # a file changed this recently has its content hashed, whatever its stat
 KEPT_FILES = 32  # cache files kept in the directory, the most recently written
+
+
+def stat_key(st: os.stat_result) -> list[int] | None:
+    """What must not change for a file's recorded digest to stand; None while it is too recent
+    to trust (changed within ``RACY_SECONDS``, or dated in the future)."""
+    settled = time.time_ns() - RACY_SECONDS * 1_000_000_000
+    if st.st_mtime_ns >= settled or st.st_ctime_ns >= settled:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 def digest(data: bytes) -> str:
@@ -107,8 +123,21 @@ class ParseCache:
         entries = data.get("entries")
         return entries if isinstance(entries, dict) else {}
 
-    def get(self, rel_path: str, content_digest: str) -> FileScan | None:
-        """The cached scan of this path with this content, or None."""
+    def digest_by_stat(self, rel_path: str, st: os.stat_result) -> str | None:
+        """The recorded digest of this path when its stat is the recorded one, else None."""
+        entry = self._old.get(rel_path)
+        if not isinstance(entry, dict) or entry.get("stat") is None:
+            return None
+        if entry["stat"] != stat_key(st):
+            return None
+        recorded = entry.get("digest")
+        return recorded if isinstance(recorded, str) else None
+
+    def get(
+        self, rel_path: str, content_digest: str, st: os.stat_result | None = None
+    ) -> FileScan | None:
+        """The cached scan of this path with this content, or None. ``st``: the file's stat,
+        recorded with the entry (see :func:`stat_key`)."""
         entry = self._old.get(rel_path)
         if not isinstance(entry, dict) or entry.get("digest") != content_digest:
             return None
@@ -122,13 +151,20 @@ class ParseCache:
             return None  # a damaged entry: parse again, and the entry is rewritten
         if any(r.path != rel_path for r in scan.registrations):
             return None
-        self._new[rel_path] = entry
+        self._new[rel_path] = {**entry, "stat": None if st is None else stat_key(st)}
         self.hits += 1
         return scan
 
-    def put(self, rel_path: str, content_digest: str, scan: FileScan) -> None:
+    def put(
+        self,
+        rel_path: str,
+        content_digest: str,
+        scan: FileScan,
+        st: os.stat_result | None = None,
+    ) -> None:
         self._new[rel_path] = {
             "digest": content_digest,
+            "stat": None if st is None else stat_key(st),
             "registrations": [_registration_data(r) for r in scan.registrations],
             "problems": [vars(p) for p in scan.problems],
             "entry_problems": [vars(p) for p in scan.entry_problems],

@@ -203,3 +203,53 @@ def test_cli_rejects_a_bad_switch_value_and_runs_warm(repo, tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
+
+
+# ---------------------------------------------------------------- the stat shortcut
+# Files here were written (and their ctime set) just now, so the tests that need a recorded stat
+# set RACY_SECONDS to 0: every stat is then old enough to record.
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """The files discovery reads to hash them (read_regular calls), in this process."""
+    seen: list[str] = []
+    real = discovery.read_regular
+
+    def counting(path, *args, **kwargs):
+        seen.append(Path(path).name)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(discovery, "read_regular", counting)
+    return seen
+
+
+def test_settled_files_are_not_read_again(repo, reads, scans, monkeypatch):
+    monkeypatch.setattr(parse_cache, "RACY_SECONDS", 0)
+    cold = run(repo)  # records each file's digest and stat
+    reads.clear()
+    scans.clear()
+    assert run(repo) == cold
+    assert reads == [] and scans == []
+
+
+def test_a_changed_file_with_its_old_size_and_times_is_still_seen(repo, reads, scans, monkeypatch):
+    monkeypatch.setattr(parse_cache, "RACY_SECONDS", 0)
+    run(repo)
+    reads.clear()
+    run(repo)
+    assert reads == []  # the shortcut is in use
+    target = repo / "registered/test_a.py"
+    before = target.stat()
+    target.write_text(target.read_text().replace("est_time=3", "est_time=7"))  # same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # the ctime still moves
+    registrations, _ = run(repo)
+    assert {r.path: r.est_time for r in registrations}["registered/test_a.py"] == 7
+    assert "registered/test_a.py" in scans
+
+
+def test_recent_files_are_hashed_every_time(repo, reads):
+    run(repo)  # files written just now: too recent, no stat is recorded
+    reads.clear()
+    run(repo)
+    assert "test_a.py" in reads
