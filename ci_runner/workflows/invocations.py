@@ -390,9 +390,10 @@ def _file_line(workflow: _Workflow, script: str, line: shell_line.LogicalLine) -
     physical = [text.strip() for text in script.splitlines()]
     lines = workflow.stripped
     target = physical[line.first]
+    run_target = f"run: {target}"
     best, best_score = 0, -1
     for index, stripped in enumerate(lines):
-        if stripped != target and not stripped.endswith(f"run: {target}"):
+        if stripped != target and not stripped.endswith(run_target):
             continue
         score = 0
         while (
