@@ -93,8 +93,9 @@ def test_scoped_with_an_unknown_suite_is_still_a_selection_error(repo, capfd):
         ('if X:\n    register_cpu_ci(1, "extra-cpu")', False),
         ("VALUE = 1", False),  # registers nothing, so belongs to no suite
         ('from ci_runner import register_cpu_ci as r\nr(est_time=X, suite="unit-cpu")', True),
-        ('register_cpu_ci(est_time=1, suite="unit-cpu")\ndef broken(:', True),  # text fallback
-        ('register_cpu_ci(est_time=1, suite="extra-cpu")\ndef broken(:', False),
+        # a syntax error before the marker (one after the last marker is not read)
+        ('def broken(:\nregister_cpu_ci(est_time=1, suite="unit-cpu")', True),  # text fallback
+        ('def broken(:\nregister_cpu_ci(est_time=1, suite="extra-cpu")', False),
     ],
 )
 def test_which_problem_files_block_a_scoped_run(tmp_path, source, blocks_unit_cpu):
@@ -108,7 +109,7 @@ def test_which_problem_files_block_a_scoped_run(tmp_path, source, blocks_unit_cp
 
 
 def test_text_fallback_knows_composed_suite_names(tmp_path):
-    source = 'register_cuda_ci(est_time=1, stage="unit", runner_config="1-gpu")\ndef broken(:\n'
+    source = 'def broken(:\nregister_cuda_ci(est_time=1, stage="unit", runner_config="1-gpu")\n'
     root = make_repo(tmp_path, {"registered/test_x.py": script_file(source)})
     text = (root / "pyproject.toml").read_text()
     text = text.replace(
@@ -118,6 +119,7 @@ def test_text_fallback_knows_composed_suite_names(tmp_path):
     (root / "pyproject.toml").write_text(text)
     catalog = load_catalog(root)
     problems = collect(catalog).problems
+    assert problems, "the case must have a problem"
     assert split_by_scope(problems, catalog, [catalog.get("unit-1-gpu")]).blocking == problems
     assert split_by_scope(problems, catalog, [catalog.get("unit-8-gpu")]).blocking == []
 
