@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from ci_runner.catalog.keys import unknown_keys_message
 from ci_runner.catalog.limits import MAX_SECONDS, is_finite_number, number_text
 
 EST_TIMEOUT_CI_RUNNER = "ci-runner"  # min(max(3*est+60, 60), cap)
@@ -100,11 +101,8 @@ def parse_execution_settings(raw: object, where: str) -> ExecutionSettings:
 
 
 def _no_unknown(raw: dict, known: tuple[str, ...], where: str) -> None:
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise ExecutionSettingsError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(known)}"
-        )
+    if message := unknown_keys_message(raw, known, where):
+        raise ExecutionSettingsError(message)
 
 
 def _choice(raw: dict, key: str, choices: tuple[str, ...], where: str, default: str) -> str:

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ci_runner.catalog.keys import unknown_keys_message
+
 NIGHTLY_SUITE, NIGHTLY_REGISTRATION = "suite", "registration"
 NAMES_GLOBAL, NAMES_PER_BACKEND = "global", "per-backend"
 EMPTY_ERROR, EMPTY_NOTICE = "error", "notice"
@@ -95,11 +97,8 @@ def parse_policy(table: Mapping[str, object], where: str) -> Policy:
         raise PolicyError(
             f'{where}: must be a table, e.g. [tool.ci-runner.policy] nightly = "suite", got {raw!r}'
         )
-    unknown = sorted(set(raw) - set(_CHOICES))
-    if unknown:
-        raise PolicyError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(_CHOICES)}"
-        )
+    if message := unknown_keys_message(raw, _CHOICES, where):
+        raise PolicyError(message)
     values: dict[str, str] = {}
     for key, choices in _CHOICES.items():
         value = raw.get(key, choices[0])

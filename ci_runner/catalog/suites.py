@@ -26,6 +26,7 @@ from ci_runner.catalog.extra_dirs import (
     parse_extra_dirs,
     valid_name_globs,
 )
+from ci_runner.catalog.keys import unknown_keys_message
 from ci_runner.catalog.limits import (
     MAX_GPUS,
     MAX_MINUTES,
@@ -222,11 +223,8 @@ def _check_name(value: str, where: str, what: str) -> None:
 def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: each [[tool.ci-runner.suites]] entry must be a table")
-    unknown = sorted(set(raw) - _SUITE_KEYS)
-    if unknown:
-        raise CatalogError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(_SUITE_KEYS))}"
-        )
+    if message := unknown_keys_message(raw, sorted(_SUITE_KEYS), where):
+        raise CatalogError(message)
     for key in ("name", "hw"):
         if key not in raw:
             raise CatalogError(f"{where}: missing required key '{key}'")
@@ -353,12 +351,8 @@ def _registered_dir(table: dict, where: str) -> str:
 
 def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
     """Validate a ``[tool.ci-runner]`` table already read from TOML (``where`` names it)."""
-    unknown = sorted(set(table) - _TOP_KEYS)
-    if unknown:
-        raise CatalogError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; known keys: "
-            f"{', '.join(sorted(_TOP_KEYS))}"
-        )
+    if message := unknown_keys_message(table, sorted(_TOP_KEYS), where):
+        raise CatalogError(message)
     registered_dir = _registered_dir(table, where)
     try:
         syntax = parse_syntax(table, where)

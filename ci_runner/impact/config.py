@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ci_runner.catalog import CATALOG_FILE, Catalog, CatalogError
+from ci_runner.catalog.keys import unknown_keys_message
 from ci_runner.file_safety import read_regular_text
 
 TABLE = "change-impact"
@@ -82,11 +83,8 @@ def load_impact_config(catalog: Catalog) -> ImpactConfig:
     where = f"{CATALOG_FILE} [tool.ci-runner.{TABLE}]"
     if not isinstance(table, dict):
         raise CatalogError(f"{where}: must be a table")
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise CatalogError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(_KEYS))}"
-        )
+    if message := unknown_keys_message(table, sorted(_KEYS), where):
+        raise CatalogError(message)
     root = catalog.root
     roots = table.get("python-roots")
     python_roots = (
