@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from ci_runner import register_cpu_ci
+from ci_runner.workflows.expressions import UNKNOWN, evaluate
+from ci_runner.workflows.invocations import Invocation, scan_workflows
 from tools.compare_sglang.__main__ import main as compare_main
 from tools.compare_sglang.cases import Case, enumerate_cases
 from tools.compare_sglang.compare import compare, template
 from tools.compare_sglang.comparison import our_problem_lines, run_comparison
-from tools.compare_sglang.gha_expr import UNKNOWN, evaluate
 from tools.compare_sglang.ours import DEFAULT_RUNNER, OursResult
 from tools.compare_sglang.staging import StagingError, stage
 from tools.compare_sglang.upstream import Registration, Selection, Upstream, UpstreamError
-from tools.compare_sglang.workflows import Invocation, scan_workflows
 
 register_cpu_ci(est_time=15, suite="base-a-test-cpu")
 

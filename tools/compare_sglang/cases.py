@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ci_runner.workflows.invocations import Invocation
 from tools.compare_sglang.upstream import Registration
-from tools.compare_sglang.workflows import Invocation
 
 
 @dataclass(frozen=True, order=True)

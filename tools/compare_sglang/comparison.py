@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ci_runner.workflows.invocations import WorkflowScan, scan_workflows
 from tools.compare_sglang import ours
 from tools.compare_sglang.cases import Case, enumerate_cases
 from tools.compare_sglang.compare import Outcome, compare, template
@@ -19,7 +20,6 @@ from tools.compare_sglang.partitions import PartitionSizes
 from tools.compare_sglang.staging import stage
 from tools.compare_sglang.traits import upstream_traits
 from tools.compare_sglang.upstream import Selection, Upstream
-from tools.compare_sglang.workflows import WorkflowScan, scan_workflows
 
 _PROBLEM_LINE = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+)(?::\d+)?: (?P<message>.*)$")
 

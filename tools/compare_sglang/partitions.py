@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tools.compare_sglang.gha_expr import UNKNOWN
+from ci_runner.workflows.expressions import UNKNOWN
 
 SCRIPT = "scripts/ci/utils/compute_partitions.py"
 
