@@ -54,10 +54,10 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
-  // Every row this thread touches uses the same weight packs: loaded once (registers or
-  // shared-memory slots, see RowWeight).
+  // Every row this thread touches uses the same weight packs (registers, loaded with each batch
+  // of rows, or shared-memory slots staged once: see RowWeight).
   RowWeight<T, kPacks, kWeightInRegisters<kGroup>> weight;
-  weight.begin(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
+  weight.stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
 
   const std::int64_t groups = Rows::per_cta();
   const std::int64_t rows_per_cta = groups * kRows;
@@ -76,9 +76,10 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
       packs[r] = valid ? p.num_packs : 0u;
       input_row[r] = p.input + safe_row * p.input_stride;
       residual_row[r] = p.residual + safe_row * p.residual_stride;
-      sum[r].load(residual_row[r], rank, step, packs[r]);
-      x[r].load(input_row[r], rank, step, packs[r]);
+      sum[r].load_unguarded(residual_row[r], rank, step, packs[r]);
+      x[r].load_unguarded(input_row[r], rank, step, packs[r]);
     }
+    weight.load(p.weight, rank, step, p.num_packs);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       sum[r].add(x[r]);

@@ -54,10 +54,10 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t step = Rows::size();
-  // Every row this thread touches uses the same weight packs: loaded once (registers or
-  // shared-memory slots, see RowWeight).
+  // Every row this thread touches uses the same weight packs (registers, loaded with each batch
+  // of rows, or shared-memory slots staged once: see RowWeight).
   RowWeight<T, kPacks, kWeightInRegisters<kGroup>> weight;
-  weight.begin(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
+  weight.stage(p.weight, rank, step, p.num_packs, weight_slots, blockDim.x);
 
   const std::int64_t groups = Rows::per_cta();
   const std::int64_t rows_per_cta = groups * kRows;
@@ -73,8 +73,9 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
       const bool valid = row < p.num_rows;
       safe_row[r] = valid ? row : 0;
       packs[r] = valid ? p.num_packs : 0u;
-      x[r].load(p.input + safe_row[r] * p.input_stride, rank, step, packs[r]);
+      x[r].load_unguarded(p.input + safe_row[r] * p.input_stride, rank, step, packs[r]);
     }
+    weight.load(p.weight, rank, step, p.num_packs);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const float sum = row_sum<kGroup>(x[r].sum_squares(), scratch, call++);
@@ -83,6 +84,26 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
       x[r].store(p.out + safe_row[r] * p.out_stride, rank, step, packs[r]);
     }
   }
+}
+
+/// The decode plan (few rows): CTA b normalises row b, thread t holding packs t, t + blockDim.x,
+/// ... (kPacks of them). No row loop and no staging: the row's and the weight's loads are issued
+/// together right after the PDL wait, and the next kernel is released once the row is written
+/// (a dependent launched at the start would hold resources of a grid that is one wave anyway).
+template <int kPacks, bool kUsePDL, typename T>
+__global__ void __launch_bounds__(host::norm::kDecodeMaxThreads)
+    rmsnorm_decode_kernel(const __grid_constant__ RMSNormParams<T> p) {
+  using namespace device::norm;
+  __shared__ CtaSumScratch scratch;
+  device::PDLWaitPrimary<kUsePDL>();
+  const std::int64_t row = blockIdx.x;
+  RowSlice<T, kPacks> x, weight;
+  x.load_unguarded(p.input + row * p.input_stride, threadIdx.x, blockDim.x, p.num_packs);
+  weight.load_unguarded(p.weight, threadIdx.x, blockDim.x, p.num_packs);
+  const float sum = cta_sum(x.sum_squares(), scratch, 0);
+  x.scale(weight, rms_scale(sum, p.inv_dim, p.eps));
+  x.store(p.out + row * p.out_stride, threadIdx.x, blockDim.x, p.num_packs);
+  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// out = rmsnorm(input) * weight.
@@ -144,12 +165,15 @@ void rmsnorm(tvm::ffi::TensorView out,
       .eps = eps,
   };
   const DLDevice dev = device.unwrap();
-  if (norm::use_decode_cta_plan<Config>(params.num_rows, params.num_packs)) {
-    const auto kernel_for = []<int kR>() {
-      return rmsnorm_kernel<0, 1, kR, Config::kWarpCtaThreads, kUsePDL, T>;
+  if (norm::use_decode_plan<Config>(params.num_rows)) {
+    const auto launch = [&]<int kPacks>() {
+      const std::uint32_t threads = (params.num_packs + kPacks - 1) / kPacks;
+      LaunchKernel(static_cast<unsigned>(params.num_rows), (threads + 31u) / 32u * 32u, dev)
+          .enable_pdl(kUsePDL)(rmsnorm_decode_kernel<kPacks, kUsePDL, T>, params);
     };
-    const std::uint32_t threads = (params.num_packs + 31u) / 32u * 32u;
-    return norm::launch_row_plan<0, 1, 1>(kernel_for, params, threads, 1u, dev, kUsePDL);
+    if (norm::decode_packs_per_thread(params.num_packs) == 1)
+      return launch.template operator()<1>();
+    return launch.template operator()<2>();
   }
   norm::dispatch_rows<Config::kWarpCtaThreads>(
       params.num_packs,

@@ -79,6 +79,24 @@ struct RowSlice {
     }
   }
 
+  /// load() without a branch around the loads: packs at or past `num_packs` (all of them when it
+  /// is 0) read the row's pack 0 (so `row` must hold at least one) and are then zeroed. The
+  /// compiler then issues the loads of every tensor at once, where guarded blocks one after
+  /// another can leave a second memory round trip on the path of a short kernel.
+  SGL_DEVICE void load_unguarded(const T* row,
+                                 std::uint32_t first,
+                                 std::uint32_t step,
+                                 std::uint32_t num_packs) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
+      const bool inside = index < num_packs;
+      pack[k].load(static_cast<const void*>(row), inside ? index : 0u);
+#pragma unroll
+      for (int j = 0; j < kWords; ++j) pack[k][j] = inside ? pack[k][j] : 0u;
+    }
+  }
+
   /// Starts copying the owned packs of `row` into this thread's shared-memory slots: pack k
   /// goes to slots[k * slot_step] (slots = smem + threadIdx.x, slot_step = blockDim.x keeps the
   /// slots private and bank-conflict free). Packs at or past num_packs are zero-filled. No
@@ -165,25 +183,35 @@ struct RowSlice {
 template <std::uint32_t kGroup>
 inline constexpr bool kWeightInRegisters = kGroup != 0;
 
-/// The weight packs a thread applies to every row it owns (the same packs for each row): held
-/// in registers from the start (kInRegisters), or staged into this thread's shared-memory slots
-/// with cp.async and read back per batch of rows (no registers held while the rows load).
+/// The weight packs a thread applies to every row it owns (the same packs for each row):
+/// kInRegisters: loaded with every batch of rows, right after the rows' own loads (L1 hits after
+/// the first batch). Loaded once before the row loop instead, the compiler schedules their
+/// conversion ahead of the first rows' loads, which serialises two memory round trips in a
+/// decode CTA. Otherwise staged into this thread's shared-memory slots with cp.async once and
+/// read back per batch of rows (no registers held while the rows load).
 template <typename T, int kPacks, bool kInRegisters>
 struct RowWeight {
   RowSlice<T, kPacks> slice;
 
-  /// Loads the packs (kInRegisters) or starts staging them into `slots` (RowSlice::stage).
-  SGL_DEVICE void begin(const T* weight,
+  /// Before the row loop: starts staging the packs into `slots` (RowSlice::stage); nothing to
+  /// do for packs held in registers.
+  SGL_DEVICE void stage(const T* weight,
                         std::uint32_t first,
                         std::uint32_t step,
                         std::uint32_t num_packs,
                         Pack* slots,
                         std::uint32_t slot_step) {
-    if constexpr (kInRegisters) {
-      slice.load(weight, first, step, num_packs);
-    } else {
+    if constexpr (!kInRegisters) {
       RowSlice<T, kPacks>::stage(weight, first, step, num_packs, slots, slot_step);
     }
+  }
+
+  /// Each batch of rows, after issuing the rows' loads: loads the packs held in registers.
+  SGL_DEVICE void load(const T* weight,
+                       std::uint32_t first,
+                       std::uint32_t step,
+                       std::uint32_t num_packs) {
+    if constexpr (kInRegisters) slice.load_unguarded(weight, first, step, num_packs);
   }
 
   /// Makes `slice` hold the packs: staged ones are read from `slots` once this thread's copies
@@ -213,9 +241,9 @@ struct CtaSumScratch {
   float partial[2][kWarpThreads];
 };
 
-/// Sum over the CTA (blockDim.x a multiple of 32, at most 1024) with one __syncthreads; every
-/// thread gets the same result. Every thread of the CTA must call it the same number of times;
-/// `call` counts the calls (0, 1, 2, ...) and selects the buffer.
+/// Sum over the CTA (blockDim.x a multiple of 32, at most 1024) with one __syncthreads (none for
+/// a single warp); every thread gets the same result. Every thread of the CTA must call it the same
+/// number of times; `call` counts the calls (0, 1, 2, ...) and selects the buffer.
 ///
 /// Why two buffers suffice: call c writes buffer c % 2 before its barrier and reads it after. The
 /// next write of that buffer (call c + 2) comes after the barrier of call c + 1, which every
@@ -225,6 +253,7 @@ SGL_DEVICE float cta_sum(float value, CtaSumScratch& scratch, std::uint32_t call
   const std::uint32_t lane = threadIdx.x % kWarpThreads;
   float* partial = scratch.partial[call & 1u];
   value = group_sum<kWarpThreads>(value);
+  if (blockDim.x == kWarpThreads) return value;  // one warp: no barrier, no shared memory
   if (lane == 0) partial[warp] = value;
   __syncthreads();
   const std::uint32_t num_warps = blockDim.x / kWarpThreads;
@@ -269,9 +298,8 @@ namespace host::norm {
 ///   kWarpCtaThreads  CTA size of the warp-group plans (several rows per CTA)
 ///   kRowsPerGroup    rows each lane group takes per iteration, all loaded before the first
 ///                    reduction (capped by rows_per_group so a thread holds at most 8 packs)
-///   kDecodeMaxRows   batches of at most this many rows with 33..512 packs a row take one
-///                    CTA per row and one pack per thread (decode: more threads in flight per
-///                    row than a warp holding 2-4 packs each)
+///   kDecodeMaxRows   batches of at most this many rows take the decode plan: one CTA per row
+///                    and one or two packs per thread (use_decode_plan)
 template <std::uint32_t kWarpCtaThreads_ = 128, int kRowsPerGroup_ = 4, int kDecodeMaxRows_ = 64>
 struct RowConfig {
   static constexpr std::uint32_t kWarpCtaThreads = kWarpCtaThreads_;
@@ -367,12 +395,20 @@ void launch_row_plan(KernelFor kernel_for,
   launch.template operator()<kRows>(threads, rows_per_cta);
 }
 
-/// Whether `num_rows` rows of `num_packs` packs take the decode plan (RowConfig::kDecodeMaxRows):
-/// the CTA plan with one pack per thread, a CTA of num_packs threads (rounded up to a warp).
+/// Whether `num_rows` rows take the decode plan (RowConfig::kDecodeMaxRows): one CTA per row,
+/// every thread holding one or two packs (decode_packs_per_thread), no row loop.
 template <typename Config>
-inline bool use_decode_cta_plan(std::int64_t num_rows, std::uint32_t num_packs) {
-  return num_rows <= Config::kDecodeMaxRows && num_packs > 32 && num_packs <= kCtaMaxThreads;
+inline bool use_decode_plan(std::int64_t num_rows) {
+  return num_rows <= Config::kDecodeMaxRows;
 }
+
+/// Packs per thread of the decode plan: one while a CTA of one thread per pack fits in 512
+/// threads, else two (rows of up to 2048 packs, 16384 elements, in at most 1024 threads).
+inline int decode_packs_per_thread(std::uint32_t num_packs) {
+  return num_packs <= kCtaMaxThreads ? 1 : 2;
+}
+/// The decode plan's largest CTA (rows of 2048 packs, two per thread).
+inline constexpr std::uint32_t kDecodeMaxThreads = 1024;
 
 /// Largest row (fp16/bf16 elements) the launch plan supports.
 inline constexpr std::int64_t kMaxRowElems = 8 * kCtaPacks * kCtaMaxThreads;  // 16384
