@@ -51,9 +51,10 @@ def assert_matches(actual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
 # ---------------------------------------------------------------- correctness
 
 
-# Batches of at most 64 rows of 33..512 packs take the decode plan (RowConfig): one CTA per row,
-# one pack per thread. Rows 64 and 65 sit on both sides; dims 264 and 4096 at its ends.
-@pytest.mark.parametrize("dim", [256, 264, 1024, 4096, 4104])
+# Batches of at most 64 rows take the decode plan (RowConfig): one CTA per row, one pack per
+# thread up to 512 packs (4096 elements), two above. Rows 64 and 65 sit on both sides; dims 8 and
+# 16384 at the ends of the row sizes, 4096 / 4104 on both sides of the two-pack step.
+@pytest.mark.parametrize("dim", [8, 256, 264, 1024, 4096, 4104, 16384])
 @pytest.mark.parametrize("num_rows", [64, 65])
 def test_rmsnorm_on_both_sides_of_the_decode_plan(num_rows: int, dim: int) -> None:
     x = randn(num_rows, dim, dtype=torch.bfloat16)
