@@ -231,6 +231,26 @@ def selection_of(file: str, suite: str, env: dict[str, str]) -> list[str]:
     return [entry["path"] for entry in json.loads(done.stdout)["files"]]
 
 
+def run_in_session(command: list[str], root: Path, env: dict[str, str], seconds: float):
+    """``(exit code, output)`` of ``command`` in ``root``; (-1, output + "timed out") once it has
+    run ``seconds``: the whole process group is killed (the runner and every test it started)."""
+    process = subprocess.Popen(
+        command,
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=max(seconds, 1.0))
+        return process.returncode, output
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        return -1, process.communicate()[0] + "\ntimed out"
+
+
 def run_mutant(mutant: Mutant, args: argparse.Namespace, files: list[str], log) -> None:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mutant-") as scratch:
@@ -244,23 +264,20 @@ def run_mutant(mutant: Mutant, args: argparse.Namespace, files: list[str], log) 
             "PYTHONPATH": with_python_path(root),
             "CI_RUNNER_CACHE_DIR": scratch + "/rc",
         }
-        process = subprocess.Popen(
-            runner(root, args.suite, listing),
-            cwd=root,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,  # a timeout ends the runner and every test it started
-        )
-        try:
-            output, _ = process.communicate(timeout=args.mutant_timeout)
-            code = process.returncode
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            output, code = process.communicate()[0] + "\ntimed out", -1
+        code, output, tests = 0, "", ""
+        if args.build_jobs:  # the mutant's modules built in parallel, before its tests run
+            precompile = ["-m", "jit_kernel", "precompile", "--jobs", str(args.build_jobs)]
+            code, output = run_in_session(
+                [sys.executable, *precompile], root, env, args.mutant_timeout
+            )
+            output = f"precompile: exit {code}\n" + output[-2000:] + "\n"
+        if code != -1:  # a failed build is left to the tests that use the module
+            left = args.mutant_timeout - (time.monotonic() - started)
+            code, tests = run_in_session(runner(root, args.suite, listing), root, env, left)
+            output += tests
     mutant.seconds = round(time.monotonic() - started, 1)
-    counts = re.search(r"summary: (\d+) passed, (\d+) failed, (\d+) skipped", output)
+    # judged on the tests' output alone (a module no selected test uses may fail to build)
+    counts = re.search(r"summary: (\d+) passed, (\d+) failed, (\d+) skipped", tests)
     if code == 0 and counts is not None and int(counts.group(1)) == 0:
         mutant.outcome = "uncovered"  # every selected file was skipped (too few GPUs, ...)
     elif code == 0:
@@ -268,9 +285,9 @@ def run_mutant(mutant: Mutant, args: argparse.Namespace, files: list[str], log) 
     elif code == -1:
         mutant.outcome = "error"
     else:
-        built_wrong = "failed to build JIT module" in output or "JitCompileError" in output
+        built_wrong = "failed to build JIT module" in tests or "JitCompileError" in tests
         mutant.outcome = "killed (build)" if built_wrong else "killed"
-        failed = re.search(r"^\s*(?:FAILED|failed)\W+(registered/\S+\.py)", output, re.MULTILINE)
+        failed = re.search(r"^\s*(?:FAILED|failed)\W+(registered/\S+\.py)", tests, re.MULTILINE)
         mutant.failed_test = failed.group(1) if failed else ""
     with log["lock"]:
         log["file"].write(
@@ -313,7 +330,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--suite", default=SUITE)
     parser.add_argument("--hw", default="cuda", help="the suite's backend (default cuda)")
-    parser.add_argument("--only", default="", help="only files whose path contains this")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="only files whose path contains this (repeat for several)",
+    )
     parser.add_argument("--no-warm", action="store_true", help="skip the precompile warm-up")
     parser.add_argument("--jobs", type=int, default=6, help="mutants at once (default 6)")
     parser.add_argument(
@@ -323,15 +345,26 @@ def main(argv: list[str] | None = None) -> int:
         help="start no mutant after this many seconds (default 300)",
     )
     parser.add_argument("--mutant-timeout", type=float, default=150.0)
+    parser.add_argument(
+        "--build-jobs",
+        type=int,
+        default=None,
+        help="parallel builds of each mutant's modules before its tests run (default: CPUs / "
+        "--jobs; 0: let each test build its module when it first calls it)",
+    )
     args = parser.parse_args(argv)
     if args.per_file < 1 or args.jobs < 1:
         parser.error("--per-file and --jobs must be at least 1")
+    if args.build_jobs is None:
+        args.build_jobs = max(1, (os.cpu_count() or 1) // args.jobs)
+    elif args.build_jobs < 0:
+        parser.error("--build-jobs must be at least 0")
     out = Path(os.environ.get("OUT") or "mutation-check")
     env = {**os.environ, "PYTHONPATH": with_python_path(REPO_ROOT)}
 
     started = time.monotonic()  # the budget counts the selections and the warm-up too
     HW[0] = args.hw
-    files = [f for f in kernel_files() if args.only in f]
+    files = [f for f in kernel_files() if not args.only or any(part in f for part in args.only)]
     mutants = [m for f in files for m in mutants_of(f, args.per_file, args.seed)]
     without = sorted(set(files) - {m.file for m in mutants})
     for mutant in mutants:  # a change to the same file selects the same tests: ask once
