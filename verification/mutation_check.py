@@ -23,7 +23,10 @@ mutant runs at most ``--mutant-timeout`` seconds (150), so a run ends within abo
 Writes ``mutation_check.json`` (every mutant: file, line, before/after, selection, outcome,
 seconds) and ``mutation_check.log`` to ``$OUT`` (default ``./mutation-check``); prints the
 counts: files, mutants, killed (by a failing test / by a failed build), survived, uncovered,
-not run, and the selection sizes. Exit status 0 when no mutant survived, 1 otherwise, 2 on bad usage.
+not run, and the selection sizes. Exit status 0 when no mutant survived, 1 otherwise, 2 on bad
+usage or when the unmutated tree does not build (a broken environment would fail, and so
+"kill", every mutant). Each mutant first builds its modules with ``--build-jobs`` parallel
+builds (a header change rebuilds every module that includes it), then runs its tests.
 """
 
 from __future__ import annotations
@@ -389,6 +392,13 @@ def main(argv: list[str] | None = None) -> int:
             env={**env, "JIT_KERNEL_CACHE_DIR": os.environ["JIT_KERNEL_CACHE_DIR"]},
         )
         print(f"precompile: exit {warm.returncode} in {time.monotonic() - started:.0f}s")
+        if warm.returncode != 0:  # every mutant would fail for the same reason: not a kill
+            print(
+                "mutation_check: the unmutated tree does not build (python -m jit_kernel "
+                "precompile failed, output above): fix the environment first",
+                file=sys.stderr,
+            )
+            return 2
     tree = tree_files(out.resolve())
     pending = [m for m in mutants if m.outcome != "uncovered"]
     pending.sort(key=lambda m: len(m.selected))  # quick ones first: more fit in the budget
