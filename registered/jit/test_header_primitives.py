@@ -9,7 +9,7 @@ kernel (registered/jit/kernels/header_primitives.cuh, one JIT module) against to
 * atomic.cuh: atomic::max on floats of both signs from 32,768 threads, and the old values;
 * signal.cuh: a consumer CTA waits (wait_at_least_sys) on one stream for the flag a producer CTA
   publishes (store_release_sys) on another after writing data, and sees the data; a flag already
-  at or past the target ends the wait. The kernels' handshakes give up after 2 s, and then the
+  at or past the target ends the wait. The kernels' handshakes give up after 5 s, and then the
   producer stores a flag past any target, so a broken wait fails the test instead of hanging;
 * ipc.cuh: buffers are zero-filled, exported as 64 bytes, freed (nullptr frees and closes
   succeed), errors name the CUDA call; a second process on the same GPU maps the buffer, reads
@@ -62,7 +62,8 @@ CHILD_TIMEOUT = 120.0  # seconds for the second process (start, torch import, mo
 
 @functools.cache
 def primitives():
-    """The test module (built once, then loaded from the JIT cache, also by child processes)."""
+    """The JIT module of the test kernels (built once, then loaded from the cache, also by the
+    second process of the IPC test)."""
     return load_jit(
         "header_primitives",
         cuda_files=[str(KERNELS / "header_primitives.cuh")],
@@ -87,7 +88,7 @@ def test_warp_reduce_sum_gives_every_lane_the_sum(dtype: torch.dtype) -> None:
     if dtype == torch.int32:
         assert torch.equal(out, expected.to(dtype))  # integer sums are exact in any order
     else:
-        torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-3)  # fp32 order
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -106,14 +107,14 @@ def test_warp_reduce_max_gives_every_lane_the_max(dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("threads", [32, 64, 96, 160, 256, 992, 1024])
 def test_cta_reductions_give_every_thread_the_result(threads: int) -> None:
     x = torch.randn(5, threads, device="cuda")
-    x[1] = -x[1].abs() - 1  # all negative: the lanes past the warp count must not add a 0
+    x[1] = -x[1].abs() - 1  # all negative: lanes past the warp count hold -inf for max, not 0
     x[2] = 0
     x[2, threads - 1] = 5  # the max in the last warp's last lane
     x[3] = 1  # the sum counts every thread
     sums, maxima = torch.empty_like(x), torch.empty_like(x)
     primitives().cta_reduce(sums, maxima, x)
     expected_sum = x.double().sum(dim=1, keepdim=True).expand_as(x)
-    torch.testing.assert_close(sums.double(), expected_sum, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(sums.double(), expected_sum, rtol=1e-5, atol=1e-3)  # fp32 order
     assert torch.equal(maxima, x.amax(dim=1, keepdim=True).expand_as(x))
 
 
@@ -248,7 +249,7 @@ def test_a_wait_on_one_stream_sees_what_another_stream_published(
     out = torch.full((n,), -2.0, device="cuda")
     producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
     torch.cuda.synchronize()
-    # The producer first: it waits (at most 2 s) for the consumer to start, so the consumer is
+    # The producer first: it waits (at most 5 s) for the consumer to start, so the consumer is
     # already spinning when the flag is published.
     with torch.cuda.stream(producer):
         primitives().signal_produce(control, data, publish, DATA_BASE)
@@ -258,11 +259,11 @@ def test_a_wait_on_one_stream_sees_what_another_stream_published(
     words = control.tolist()
     final = publish or initial
     assert not words[STATUS] & NOT_READY, (
-        "the consumer CTA did not start within 2 s of the producer's: the two streams did not "
+        "the consumer CTA did not start within 5 s of the producer's: the two streams did not "
         "run concurrently (CUDA_LAUNCH_BLOCKING set?)"
     )
     assert not words[STATUS] & RESCUED, (
-        f"wait_at_least_sys(flag, {target}) did not return within 2 s with the flag at {final}"
+        f"wait_at_least_sys(flag, {target}) did not return within 5 s with the flag at {final}"
     )
     assert words[OBSERVED] == final, words
     published = DATA_BASE + torch.arange(n, device="cuda", dtype=torch.float32)

@@ -336,7 +336,7 @@ enum SignalWord : int { kFlag = 0, kReady = 1, kAck = 2, kObserved = 3, kStatus 
 inline constexpr std::uint64_t kRescue = ~std::uint64_t{0};
 inline constexpr std::uint64_t kNotReady = 1;  // status: the consumer did not start in time
 inline constexpr std::uint64_t kRescued = 2;   // status: the consumer's wait did not return
-inline constexpr std::uint64_t kDeadlineNs = 2'000'000'000;
+inline constexpr std::uint64_t kDeadlineNs = 5'000'000'000;  // 5 s
 inline constexpr unsigned kSignalThreads = 128;
 
 using SystemWord = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>;
@@ -405,7 +405,10 @@ struct SignalArgs {
   DLDevice device;
 };
 
-SignalArgs check_signal_args(TensorView control, TensorView data, TensorView other) {
+SignalArgs check_signal_args(TensorView control,
+                             TensorView data,
+                             TensorView other,
+                             const char* other_name) {
   auto n = SymbolicSize{"n"};
   auto device = SymbolicDevice{};
   TensorMatcher({kWords}).with_dtype<std::int64_t>().with_device<kDLCUDA>(device).verify(control,
@@ -414,14 +417,14 @@ SignalArgs check_signal_args(TensorView control, TensorView data, TensorView oth
       .with_dtype<float>()
       .with_device<kDLCUDA>(device)
       .verify(data, "data")
-      .verify(other, "out");
+      .verify(other, other_name);
   return {data_of<std::uint64_t>(control), n.unwrap(), device.unwrap()};
 }
 
 /// Launches the producer (one CTA) on torch's current stream. control: int64 [5], zeroed but for
 /// the flag; data: float32 [n].
 void signal_produce(TensorView control, TensorView data, std::int64_t publish, double base) {
-  const SignalArgs args = check_signal_args(control, data, data);
+  const SignalArgs args = check_signal_args(control, data, data, "data");
   LaunchKernel(1, kSignalThreads, args.device)(signal_producer_kernel,
                                                args.control,
                                                data_of<float>(data),
@@ -432,7 +435,7 @@ void signal_produce(TensorView control, TensorView data, std::int64_t publish, d
 
 /// Launches the consumer (one CTA) on torch's current stream; out: float32 [n].
 void signal_consume(TensorView control, TensorView out, TensorView data, std::int64_t target) {
-  const SignalArgs args = check_signal_args(control, data, out);
+  const SignalArgs args = check_signal_args(control, data, out, "out");
   LaunchKernel(1, kSignalThreads, args.device)(signal_consumer_kernel,
                                                args.control,
                                                data_of<float>(out),
