@@ -17,7 +17,7 @@ from ci_runner import register_cpu_ci
 from ci_runner.impact.config import KernelLoader
 from ci_runner.impact.python_facts import file_facts
 
-register_cpu_ci(est_time=8, suite="base-a-test-cpu")
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 LOADERS = (KernelLoader("load_jit", ("cpp_files", "cuda_files")),)
 PATHLIB = "from pathlib import Path\n"
