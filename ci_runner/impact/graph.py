@@ -201,7 +201,7 @@ class DependencyGraph:
             if kind == "unresolved":
                 self.sites.append(Site(path, line, KERNEL_SITE, text))
             else:
-                edges += [(f, KERNEL) for f in self._kernel_files(kind, text)]
+                edges += [(f, KERNEL) for f in self._kernel_files(path, kind, text)]
         return [(f, how) for f, how in dict.fromkeys(edges) if f != path]
 
     def _relative(
@@ -251,9 +251,13 @@ class DependencyGraph:
             files += self.index.under(base + "".join(p + "/" for p in complete) + partial, ".py")
         return files
 
-    def _kernel_files(self, kind: str, text: str) -> list[str]:
-        """The kernel sources a loader argument names: relative to each kernel source dir, or an
-        absolute path inside the repository."""
+    def _kernel_files(self, path: str, kind: str, text: str) -> list[str]:
+        """The kernel sources a loader argument in ``path`` names: relative to each kernel source
+        dir, an absolute path inside the repository, or (``local``) a path relative to the
+        directory of ``path`` itself (``Path(__file__).parent / "k.cuh"``)."""
+        if kind == "local":
+            candidate = posixpath.normpath(posixpath.join(posixpath.dirname(path), text))
+            return [candidate] if candidate in self.index.files else []
         if kind == "file" and os.path.isabs(text):
             relative = os.path.relpath(os.path.realpath(text), os.path.realpath(self.config.root))
             return [relative] if relative in self.index.files else []
@@ -297,10 +301,15 @@ class DependencyGraph:
     def _expand(self, pending: deque[tuple[str, str]]) -> None:
         while pending:
             path, how = pending.popleft()
-            if path in self.edges:
+            if path in self.edges and not (how == KERNEL and self._includes_unread(path)):
                 continue
             self.edges[path] = edges = self._edges_of(path, how)
             pending.extend((f, h) for f, h in edges if f not in self.edges)
+
+    def _includes_unread(self, path: str) -> bool:
+        """A non-Python file first reached by another edge (a string naming it), so its
+        ``#include`` closure is not read yet; a loader building it needs that closure."""
+        return not path.endswith(".py") and path not in self.kernel_closures
 
     def _build(self) -> None:
         self._expand(deque((test, IMPORT) for test in self.tests if test in self.index.files))
@@ -338,6 +347,12 @@ class DependencyGraph:
             if directory in self.index.dirs:
                 members += self.index.under(directory + "/", ".py")
         return members
+
+    def is_kernel_file(self, path: str) -> bool:
+        """Whether a kernel loader builds ``path`` or a kernel source it builds includes it."""
+        return path in self.kernel_closures or any(
+            how == INCLUDE for _, how in self.reverse.get(path, ())
+        )
 
     def include_path(self, source: str, header: str) -> list[str]:
         """``[source, ..., header]``: how a kernel source reaches a header it includes."""

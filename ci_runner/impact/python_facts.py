@@ -17,8 +17,11 @@
 * ``words``: in a package's ``__init__.py``, string literals that are plain identifiers (its
   ``__all__`` and lazy-import tables name submodules this way);
 * ``kernel``: the file arguments of kernel loader calls (``load_jit(cuda_files=[...])``):
-  ``["file", name]``, ``["glob", pattern]`` for an f-string, ``["unresolved", text]`` otherwise;
-  calls inside the definition of a loader itself forward its parameters and are not recorded;
+  ``["file", name]``, ``["glob", pattern]`` for an f-string, ``["local", path]`` for a path
+  spelled from the file's own location (``Path(__file__).parent / "k.cuh"``, relative to the
+  file's directory, :mod:`.local_paths`), ``["unresolved", text]`` otherwise; a module-level
+  name bound once stands for its value; calls inside the definition of a loader itself forward
+  its parameters and are not recorded;
 * ``listings``: calls that list a directory (``rglob``, ``glob``, ``iterdir``, ``os.walk``,
   ``listdir``, ``scandir``) as ``[text, line]``: test code that reads a tree as data;
 * ``enumerators``: the functions that list a package's modules (``pkgutil.iter_modules``,
@@ -35,8 +38,9 @@ import re
 from collections.abc import Iterator
 
 from ci_runner.impact.config import KernelLoader
+from ci_runner.impact.local_paths import LocalPaths
 
-FACTS_FORMAT = 6  # bump when the facts change shape or meaning: the cache is keyed by it
+FACTS_FORMAT = 7  # bump when the facts change shape or meaning: the cache is keyed by it
 SOURCE_SUFFIXES = (".py", ".cuh", ".cu", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".c", ".inl")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 _PATH = re.compile(r"[\w.+-]+(?:/[\w.+-]+)*\Z")
@@ -150,27 +154,34 @@ def _is_literal_path(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
-def _kernel_entries(value: ast.expr) -> Iterator[list[object]]:
+def _kernel_entries(argument: ast.expr, paths: LocalPaths) -> Iterator[list[object]]:
     """The kernel files one loader argument names."""
+    value = paths.value_of(argument)
     if isinstance(value, ast.Constant) and value.value is None:
         return
     items = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
-    for item in items:
+    for item in map(paths.value_of, items):
         head = literal_head(item) if not isinstance(item, ast.Starred) else None
+        local = paths.resolve(item) if head is None else None
         if head is not None and head[1] and "{__" not in head[0]:
             yield ["file", head[0]]
         elif isinstance(item, ast.JoinedStr) and head is not None:
             pattern = "".join(p.value if isinstance(p, ast.Constant) else "*" for p in item.values)
             yield ["glob", pattern]
+        elif local is not None:
+            yield ["local", local]
         else:
-            yield ["unresolved", _text(value)]
+            yield ["unresolved", _text(argument)]
             return
 
 
 class _Reader(ast.NodeVisitor):
-    def __init__(self, loaders: dict[str, tuple[str | int, ...]], is_package: bool) -> None:
+    def __init__(
+        self, loaders: dict[str, tuple[str | int, ...]], is_package: bool, paths: LocalPaths
+    ) -> None:
         self.loaders = loaders
         self.is_package = is_package
+        self.paths = paths
         self.facts: dict[str, list] = {
             "imports": [],
             "dynamic": [],
@@ -264,7 +275,7 @@ class _Reader(ast.NodeVisitor):
             if unknown:
                 self.facts["kernel"].append(["unresolved", _text(node), node.lineno])
             elif value is not None:
-                for entry in _kernel_entries(value):
+                for entry in _kernel_entries(value, self.paths):
                     self.facts["kernel"].append([*entry, node.lineno])
 
 
@@ -277,8 +288,10 @@ def file_facts(source: bytes, loaders: tuple[KernelLoader, ...], is_package: boo
         return {"error": f"cannot parse it ({type(exc).__name__} at line {line})"}
     except RecursionError:
         return {"error": "cannot parse it (nested too deeply for Python's parser)"}
-    reader = _Reader({loader.function: loader.arguments for loader in loaders}, is_package)
     try:
+        paths = LocalPaths(tree)
+        arguments = {loader.function: loader.arguments for loader in loaders}
+        reader = _Reader(arguments, is_package, paths)
         reader.visit(tree)
     except RecursionError:
         return {"error": "cannot read it (nested too deeply)"}

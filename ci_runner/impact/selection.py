@@ -4,7 +4,9 @@ A change the analysis cannot attribute selects the whole suite, with the reason:
 renamed file, a file outside the repository root, packaging and pytest configuration
 (``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``conftest.py``, ``pytest.ini``, ``tox.ini``),
 CI configuration (``.github/``), the catalog's ``run-everything`` globs (the runner and the
-toolchain themselves), and any file that is neither a Python file nor under a kernel directory.
+toolchain themselves), and any file that is neither a Python file nor under a kernel directory,
+unless the graph shows a kernel loader building it or a kernel source including it (a test's own
+kernel file next to it: ``Path(__file__).parent / "kernels" / "k.cuh"``).
 
 Otherwise a test is kept when the change reaches it in the dependency graph (:mod:`.graph`): a
 changed test file selects itself, a changed module or kernel file selects every test whose
@@ -115,8 +117,16 @@ def _is_under(path: str, directories: tuple[str, ...]) -> bool:
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in directories)
 
 
+def _not_traced(path: str) -> str:
+    return (
+        f"{path} changed: neither a Python file nor under a kernel directory, so what reads it "
+        "cannot be traced"
+    )
+
+
 def unattributable(change: Change, config: ImpactConfig) -> str | None:
-    """Why ``change`` selects the whole suite, or None when the graph can attribute it."""
+    """Why ``change`` selects the whole suite, or None when the graph can attribute it (a file
+    outside the kernel directories that a loader builds: see :func:`select_changed`)."""
     if change.status == MODIFIED or change.status == ADDED:
         for pattern, what in BUILTIN_RUN_EVERYTHING:
             if matches_glob(pattern, change.path):
@@ -126,10 +136,7 @@ def unattributable(change: Change, config: ImpactConfig) -> str | None:
                 return f"{change.path} changed (run-everything {pattern!r} in the catalog)"
         if change.path.endswith(".py") or _is_under(change.path, config.kernel_dirs):
             return None
-        return (
-            f"{change.path} changed: neither a Python file nor under a kernel directory, so "
-            "what reads it cannot be traced"
-        )
+        return _not_traced(change.path)
     if change.old_path:
         return f"{change.old_path} was {change.status} to {change.path}: what used the old path cannot be traced"
     return f"{change.path} was {change.status}: what used it cannot be traced"
@@ -140,22 +147,19 @@ def select_changed(selection: Selection, catalog: Catalog, change_set: ChangeSet
     started = time.perf_counter()
     config = load_impact_config(catalog)
     changes = change_set.changes
-    why_all = tuple(
-        reason for reason in (unattributable(c, config) for c in changes) if reason is not None
-    )
-    if why_all:
-        return ChangeImpact(
-            change_set.source,
-            changes,
-            selection,
-            selection,
-            run_everything=why_all,
-            seconds=time.perf_counter() - started,
-        )
+    why = [(c.path, reason) for c in changes if (reason := unattributable(c, config)) is not None]
+    # Other files stay attributable if the graph shows a loader of the suite's tests building
+    # them (or a kernel including them); the graph is built only when nothing else fails open.
+    others = {path for path, reason in why if reason == _not_traced(path)}
+    if any(reason != _not_traced(path) for path, reason in why):
+        return _whole_suite(change_set, selection, tuple(reason for _, reason in why), started)
     tests = {f.path for f in selection.files}
     cache_ = FactCache(config)
     graph = DependencyGraph(config, RepoIndex(config.root), cache_, tests)
     cache_.save()
+    why_all = tuple(_not_traced(path) for path in sorted(others) if not graph.is_kernel_file(path))
+    if why_all:
+        return _whole_suite(change_set, selection, why_all, started)
     reasons: dict[str, Reason] = {}
     unreached: list[str] = []
     for change in sorted(changes, key=lambda c: c.path):
@@ -165,7 +169,7 @@ def select_changed(selection: Selection, catalog: Catalog, change_set: ChangeSet
         for test, chain in found.items():
             reasons.setdefault(test, Reason(chain))
     if changes:
-        kernel_change = any(_is_under(c.path, config.kernel_dirs) for c in changes)
+        kernel_change = any(_is_under(c.path, config.kernel_dirs) for c in changes) or bool(others)
         for site in sorted(graph.sites, key=lambda s: (s.path, s.line)):
             if site.kind == KERNEL_SITE and not kernel_change:
                 continue
@@ -184,6 +188,19 @@ def select_changed(selection: Selection, catalog: Catalog, change_set: ChangeSet
         unreached=tuple(unreached),
         seconds=time.perf_counter() - started,
         parsed=cache_.parsed,
+    )
+
+
+def _whole_suite(
+    change_set: ChangeSet, selection: Selection, why_all: tuple[str, ...], started: float
+) -> ChangeImpact:
+    return ChangeImpact(
+        change_set.source,
+        change_set.changes,
+        selection,
+        selection,
+        run_everything=why_all,
+        seconds=time.perf_counter() - started,
     )
 
 

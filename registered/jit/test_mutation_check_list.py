@@ -9,7 +9,7 @@ import pytest
 
 from ci_runner import register_cpu_ci
 
-register_cpu_ci(est_time=12, suite="base-a-test-cpu")
+register_cpu_ci(est_time=15, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,11 +43,21 @@ def test_list_shows_each_mutant_with_the_tests_its_file_selects(tmp_path):
     assert "files 2, mutants 4: not run 4" in done.stdout
 
 
-def test_a_header_no_single_gpu_test_reaches_is_uncovered():
-    done = run_list("--only", "include/sgl_kernel/ipc.cuh")
+def test_a_kernel_no_single_gpu_test_reaches_is_uncovered():
+    done = run_list("--only", "csrc/distributed/custom_all_reduce_kernel.cuh")
     assert done.returncode == 0, done.stderr
     assert "selects 0: (none in the suite)" in done.stdout
     assert "files 1, mutants 1: uncovered 1" in done.stdout
+
+
+@pytest.mark.parametrize("header", ["atomic", "cta", "ipc", "math", "signal", "tile", "warp"])
+def test_each_primitive_header_selects_its_single_gpu_test(header):
+    # Only the multi-GPU all-reduce uses these headers; test_header_primitives.py builds its
+    # kernel file next to it (Path(__file__)...), which the change analysis follows.
+    done = run_list("--only", f"include/sgl_kernel/{header}.cuh")
+    assert done.returncode == 0, done.stderr
+    assert "selects 1: registered/jit/test_header_primitives.py\n" in done.stdout
+    assert "files 1, mutants 1: not run 1" in done.stdout
 
 
 @pytest.mark.parametrize("flag", ["--per-file", "--jobs"])
