@@ -46,6 +46,7 @@ EXPORTS = (
     "math_constants",
     "tile_copy",
     "atomic_max",
+    "signal_load",
     "signal_produce",
     "signal_consume",
     "ipc_allocate",
@@ -248,6 +249,8 @@ def test_a_wait_on_one_stream_sees_what_another_stream_published(
     data = torch.full((n,), -1.0, device="cuda")
     out = torch.full((n,), -2.0, device="cuda")
     producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
+    # Lazy loading would load the consumer only at its launch, behind the spinning producer.
+    assert primitives().signal_load() == 0
     torch.cuda.synchronize()
     # The producer first: it waits (at most 5 s) for the consumer to start, so the consumer is
     # already spinning when the flag is published.

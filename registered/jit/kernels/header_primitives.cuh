@@ -444,6 +444,17 @@ void signal_consume(TensorView control, TensorView out, TensorView data, std::in
                                                static_cast<std::uint64_t>(target));
 }
 
+/// Loads both signal kernels now. CUDA loads a kernel lazily at its first launch
+/// (CUDA_MODULE_LOADING=LAZY, the default), and that load waits for the kernels already running:
+/// a consumer launched for the first time while the producer spins waiting for it would never
+/// start. Returns the CUDA error (0: cudaSuccess).
+std::int64_t signal_load() {
+  cudaFuncAttributes attributes{};
+  cudaError_t error = cudaFuncGetAttributes(&attributes, signal_producer_kernel);
+  if (error == cudaSuccess) error = cudaFuncGetAttributes(&attributes, signal_consumer_kernel);
+  return static_cast<std::int64_t>(error);
+}
+
 // ------------------------------------------------------------------------------------- ipc.cuh
 // Addresses travel to Python as int64; CUDA error codes come back as int64 (0: cudaSuccess).
 
