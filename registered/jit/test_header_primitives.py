@@ -11,6 +11,7 @@ kernel (registered/jit/kernels/header_primitives.cuh, one JIT module) against to
   publishes (store_release_sys) on another after writing data, and sees the data; a flag already
   at or past the target ends the wait. The kernels' handshakes give up after 5 s, and then the
   producer stores a flag past any target, so a broken wait fails the test instead of hanging;
+* dtype_dispatch.h: a body that returns a value (sizeof(T)), and the error for another dtype;
 * ipc.cuh: buffers are zero-filled, exported as 64 bytes, freed (nullptr frees and closes
   succeed), errors name the CUDA call; a second process on the same GPU maps the buffer, reads
   and writes it (CUDA IPC works between processes of one GPU); this process cannot map its own.
@@ -20,6 +21,7 @@ import functools
 import math
 import multiprocessing
 import queue
+import re
 import sys
 import time
 from pathlib import Path
@@ -39,6 +41,7 @@ from testing.references import ROUNDED_TOL  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 EXPORTS = (
+    "dispatch_element_size",
     "warp_reduce_sum",
     "warp_reduce_max",
     "cta_reduce",
@@ -70,6 +73,24 @@ def primitives():
         cuda_files=[str(KERNELS / "header_primitives.cuh")],
         cuda_wrappers=[(name, name) for name in EXPORTS],
     )
+
+
+# ------------------------------------------------------------------------- dtype_dispatch.h
+
+
+@pytest.mark.parametrize(
+    ("dtype", "size"), [(torch.float16, 2), (torch.bfloat16, 2), (torch.float32, 4)]
+)
+def test_dispatch_dtype_returns_the_bodys_result(dtype: torch.dtype, size: int) -> None:
+    x = torch.zeros(4, dtype=dtype, device="cuda")
+    assert primitives().dispatch_element_size(x) == size
+
+
+def test_dispatch_dtype_names_the_operation_tensor_and_supported_dtypes() -> None:
+    x = torch.zeros(4, dtype=torch.int32, device="cuda")
+    expected = "dispatch_element_size: x has dtype int32; supported: float16, bfloat16, float32"
+    with pytest.raises(RuntimeError, match=re.escape(expected)):
+        primitives().dispatch_element_size(x)
 
 
 # --------------------------------------------------------------------------------- warp.cuh

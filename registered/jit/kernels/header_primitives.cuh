@@ -1,7 +1,9 @@
 // Test kernels for the primitives of the header library that no shipped single-GPU kernel uses:
-// warp.cuh, cta.cuh, math.cuh, tile.cuh, atomic.cuh, signal.cuh and ipc.cuh. Each export runs one
-// primitive on inputs from registered/jit/test_header_primitives.py, which compares the results
+// warp.cuh, cta.cuh, math.cuh, tile.cuh, atomic.cuh, signal.cuh and ipc.cuh, and the
+// value-returning form of dtype_dispatch.h (the kernels' bodies return nothing). Each export runs
+// one primitive on inputs from registered/jit/test_header_primitives.py, which compares the results
 // with torch. Not part of the package: a test harness.
+#include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>    // For TensorMatcher, SymbolicSize, SymbolicDType, data_address
 #include <sgl_kernel/utils.h>     // For RuntimeCheck
 #include <sgl_kernel/atomic.cuh>  // For device::atomic::max
@@ -35,6 +37,16 @@ using tvm::ffi::TensorView;
 template <typename T>
 T* data_of(const TensorView& view) {
   return static_cast<T*>(host::data_address(view));
+}
+
+// ------------------------------------------------------------------------------ dtype_dispatch.h
+
+/// sizeof(T) for the T that x's dtype selects among fp16/bf16/fp32: dispatch_dtype's result.
+std::int64_t dispatch_element_size(TensorView x) {
+  return host::dispatch_dtype<fp16_t, bf16_t, fp32_t>(
+      x.dtype(), "dispatch_element_size", "x", []<typename T>() {
+        return static_cast<std::int64_t>(sizeof(T));
+      });
 }
 
 // ------------------------------------------------------------------------------------ warp.cuh
