@@ -12,6 +12,7 @@ kernel (registered/jit/kernels/header_primitives.cuh, one JIT module) against to
   at or past the target ends the wait. The kernels' handshakes give up after 5 s, and then the
   producer stores a flag past any target, so a broken wait fails the test instead of hanging;
 * dtype_dispatch.h: a body that returns a value (sizeof(T)), and the error for another dtype;
+* symbolic.h: SymbolicDType::set_value pins an allowed dtype, refuses another and a second pin;
 * ipc.cuh: buffers are zero-filled, exported as 64 bytes, freed (nullptr frees and closes
   succeed), errors name the CUDA call; a second process on the same GPU maps the buffer, reads
   and writes it (CUDA IPC works between processes of one GPU); this process cannot map its own.
@@ -42,6 +43,7 @@ from testing.references import ROUNDED_TOL  # noqa: E402
 KERNELS = Path(__file__).resolve().parent / "kernels"
 EXPORTS = (
     "dispatch_element_size",
+    "symbolic_dtype_pin",
     "warp_reduce_sum",
     "warp_reduce_max",
     "cta_reduce",
@@ -91,6 +93,28 @@ def test_dispatch_dtype_names_the_operation_tensor_and_supported_dtypes() -> Non
     expected = "dispatch_element_size: x has dtype int32; supported: float16, bfloat16, float32"
     with pytest.raises(RuntimeError, match=re.escape(expected)):
         primitives().dispatch_element_size(x)
+
+
+# ------------------------------------------------------------------------------- symbolic.h
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_symbolic_dtype_set_value_pins_an_allowed_dtype(dtype: torch.dtype) -> None:
+    x = torch.zeros(4, dtype=dtype, device="cuda")
+    assert primitives().symbolic_dtype_pin(x, 1) == 16
+
+
+def test_symbolic_dtype_set_value_refuses_a_dtype_outside_the_options() -> None:
+    x = torch.zeros(4, dtype=torch.float32, device="cuda")
+    expected = "dtype float32 is not among the allowed options"
+    with pytest.raises(RuntimeError, match=re.escape(expected)):
+        primitives().symbolic_dtype_pin(x, 1)
+
+
+def test_symbolic_dtype_set_value_refuses_a_second_pin() -> None:
+    x = torch.zeros(4, dtype=torch.float16, device="cuda")
+    with pytest.raises(RuntimeError, match=re.escape("dtype is already bound to float16")):
+        primitives().symbolic_dtype_pin(x, 2)
 
 
 # --------------------------------------------------------------------------------- warp.cuh

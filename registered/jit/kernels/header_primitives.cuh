@@ -2,7 +2,8 @@
 // warp.cuh, cta.cuh, math.cuh, tile.cuh, atomic.cuh, signal.cuh and ipc.cuh, and the
 // value-returning form of dtype_dispatch.h (the kernels' bodies return nothing). Each export runs
 // one primitive on inputs from registered/jit/test_header_primitives.py, which compares the results
-// with torch. Not part of the package: a test harness.
+// with torch. Also SymbolicDType::set_value (symbolic.h), which no shipped kernel calls. Not part
+// of the package: a test harness.
 #include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>    // For TensorMatcher, SymbolicSize, SymbolicDType, data_address
 #include <sgl_kernel/utils.h>     // For RuntimeCheck
@@ -47,6 +48,17 @@ std::int64_t dispatch_element_size(TensorView x) {
       x.dtype(), "dispatch_element_size", "x", []<typename T>() {
         return static_cast<std::int64_t>(sizeof(T));
       });
+}
+
+// ------------------------------------------------------------------------------------ symbolic.h
+
+/// Pins a SymbolicDType restricted to fp16/bf16 to x's dtype, `times` times, and returns the
+/// pinned dtype's bits: set_value's checks (an allowed option, not already bound).
+std::int64_t symbolic_dtype_pin(TensorView x, std::int64_t times) {
+  auto dtype = SymbolicDType{};
+  dtype.set_options<fp16_t, bf16_t>();
+  for (std::int64_t i = 0; i < times; ++i) dtype.set_value(x.dtype());
+  return dtype.get_value().value().bits;
 }
 
 // ------------------------------------------------------------------------------------ warp.cuh
