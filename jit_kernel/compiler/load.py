@@ -66,6 +66,21 @@ _plans: contextvars.ContextVar[list[ModulePlan] | None] = contextvars.ContextVar
 class JitCompileError(RuntimeError):
     """The compiler rejected a JIT module; the message has the command, output and source."""
 
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    @property
+    def is_deterministic(self) -> bool:
+        """The compiler refused the code (exit code 1..127), rather than being killed by a
+        signal: the same key (same sources, flags, toolchain) fails the same way again."""
+        return self.exit_code is not None and 0 < self.exit_code < 128
+
+
+# Compiler refusals of this process by library path (the path holds the key): a call that hits one
+# raises at once instead of compiling again, so a broken header fails a test suite in seconds.
+_refused: dict[Path, JitCompileError] = {}
+
 
 @dataclass(frozen=True)
 class BuildResult:
@@ -143,7 +158,8 @@ def _build(plan: ModulePlan, staging: Path) -> Path:
             f"command (exit code {failure.exit_code}):\n  {shlex.join(failure.step.command)}\n"
             f"compiler output:\n{failure.output.rstrip()}\n"
             f"generated source: {failure.step.source}\n"
-            f"build directory (kept for inspection): {staging}"
+            f"build directory (kept for inspection): {staging}",
+            exit_code=failure.exit_code,
         ) from None
     record_digest(staging / library)
     return staging / library
@@ -302,6 +318,13 @@ def load_jit(
                 failed_to_load = True
         else:
             logger.warning("cached JIT module %s is damaged (%s); rebuilding", target, problem)
+    refused = None if force else _refused.get(target)
+    if refused is not None:
+        raise JitCompileError(
+            f"{refused}\n(not compiled again: this process already failed to build these "
+            f"sources with these flags; set {FORCE_REBUILD_ENV}=1 to retry)",
+            exit_code=refused.exit_code,
+        )
     if not only_build:
         _check_not_capturing(plan.name)
     built = True
@@ -309,7 +332,12 @@ def load_jit(
         if not force and not failed_to_load and _usable(target):
             built = False  # another process built it while this one waited for the lock
         else:
-            _build_and_install(plan, root, target)
+            try:
+                _build_and_install(plan, root, target)
+            except JitCompileError as error:
+                if error.is_deterministic:
+                    _refused[target] = error
+                raise
     if only_build:
         return BuildResult(plan.name, target, built=built)
     return _load(target)

@@ -211,6 +211,52 @@ def test_compile_error_reports_command_output_and_source(cache, tmp_path):
     assert not built_modules(cache)
 
 
+def test_a_refused_build_is_not_compiled_again_in_the_process(cache, tmp_path, monkeypatch):
+    broken = tmp_path / "refused.cpp"
+    broken.write_text("int refused( { return 1; }\n")
+    builds = []
+    real_run_ninja = compile_mod.run_ninja
+    monkeypatch.setattr(
+        compile_mod, "run_ninja", lambda *a, **k: builds.append(1) or real_run_ninja(*a, **k)
+    )
+
+    def build():
+        return load_jit("refused", cpp_files=[str(broken)], cpp_wrappers=[("f", "refused")])
+
+    with pytest.raises(JitCompileError) as first:
+        build()
+    with pytest.raises(JitCompileError, match="not compiled again") as second:
+        build()
+    assert len(builds) == 1  # the second call raised without running the compiler
+    assert str(first.value) in str(second.value)  # with the first failure's full report
+    assert "JIT_KERNEL_FORCE_REBUILD=1 to retry" in str(second.value)
+
+    monkeypatch.setenv("JIT_KERNEL_FORCE_REBUILD", "1")
+    with pytest.raises(JitCompileError, match="failed to build") as forced:
+        build()
+    assert len(builds) == 2 and "not compiled again" not in str(forced.value)
+    monkeypatch.delenv("JIT_KERNEL_FORCE_REBUILD")
+
+    broken.write_text("int refused() { return 1; }\n")  # fixed: a new key, built
+    assert build().f() == 1
+    assert len(builds) == 3
+
+
+def test_a_compiler_killed_by_a_signal_is_tried_again(cache, tmp_path, monkeypatch):
+    def killed(staging, steps, verbose=False):
+        raise compile_mod.BuildStepError(steps[0], 137, "nvcc: Killed")
+
+    real_run_ninja = compile_mod.run_ninja
+    monkeypatch.setattr(compile_mod, "run_ninja", killed)
+    source = write_cpp_kernel(tmp_path / "k")
+    for _ in range(2):
+        with pytest.raises(JitCompileError) as info:
+            build_add(source)
+        assert "not compiled again" not in str(info.value)
+    monkeypatch.setattr(compile_mod, "run_ninja", real_run_ninja)
+    assert build_add(source).add_k(0) == 42
+
+
 def test_cache_miss_during_graph_capture_says_to_precompile(cache, tmp_path, monkeypatch):
     source = write_cpp_kernel(tmp_path / "k")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
