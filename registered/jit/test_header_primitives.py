@@ -13,6 +13,8 @@ kernel (registered/jit/kernels/header_primitives.cuh, one JIT module) against to
   producer stores a flag past any target, so a broken wait fails the test instead of hanging;
 * dtype_dispatch.h: a body that returns a value (sizeof(T)), and the error for another dtype;
 * symbolic.h: SymbolicDType::set_value pins an allowed dtype, refuses another and a second pin;
+* utils.cuh, vec.cuh: load_as/store_as at default and given offsets, AlignedVector::fill (and
+  kBytes, checked when the module compiles);
 * ipc.cuh: buffers are zero-filled, exported as 64 bytes, freed (nullptr frees and closes
   succeed), errors name the CUDA call; a second process on the same GPU maps the buffer, reads
   and writes it (CUDA IPC works between processes of one GPU); this process cannot map its own.
@@ -49,6 +51,7 @@ EXPORTS = (
     "cta_reduce",
     "math_ops",
     "math_constants",
+    "load_store_fill",
     "tile_copy",
     "atomic_max",
     "signal_load",
@@ -212,6 +215,17 @@ def test_math_constants_as_device_code_sees_them() -> None:
     assert log2e == pytest.approx(math.log2(math.e), rel=1e-7)
     assert loge2 == pytest.approx(math.log(2), rel=1e-7)
     assert fp8_max == torch.finfo(torch.float8_e4m3fn).max == 448.0
+
+
+# ------------------------------------------------------------------------ utils.cuh, vec.cuh
+
+
+def test_load_as_store_as_and_fill_write_exactly_their_elements() -> None:
+    x = torch.tensor([1.5, -2.0, 3.25, 4.0], device="cuda")
+    out = torch.full((8,), float("nan"), device="cuda")
+    primitives().load_store_fill(out, x, 7.5)
+    expected = torch.cat([x, torch.full((4,), 7.5, device="cuda")])
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
 
 
 # --------------------------------------------------------------------------------- tile.cuh

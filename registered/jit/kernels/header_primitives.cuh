@@ -2,8 +2,9 @@
 // warp.cuh, cta.cuh, math.cuh, tile.cuh, atomic.cuh, signal.cuh and ipc.cuh, and the
 // value-returning form of dtype_dispatch.h (the kernels' bodies return nothing). Each export runs
 // one primitive on inputs from registered/jit/test_header_primitives.py, which compares the results
-// with torch. Also SymbolicDType::set_value (symbolic.h), which no shipped kernel calls. Not part
-// of the package: a test harness.
+// with torch. Also what no shipped kernel calls: SymbolicDType::set_value (symbolic.h),
+// load_as/store_as (utils.cuh), AlignedVector::fill and kBytes (vec.cuh). Not part of the package:
+// a test harness.
 #include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>    // For TensorMatcher, SymbolicSize, SymbolicDType, data_address
 #include <sgl_kernel/utils.h>     // For RuntimeCheck
@@ -13,7 +14,8 @@
 #include <sgl_kernel/math.cuh>    // For device::math::max, min, abs, sqrt, ..., log2e, FP8_E4M3_MAX
 #include <sgl_kernel/signal.cuh>  // For device::signal::store_release_sys, wait_at_least_sys, ...
 #include <sgl_kernel/tile.cuh>    // For device::tile::Memory
-#include <sgl_kernel/utils.cuh>   // For LaunchKernel, RuntimeDeviceCheck, kWarpThreads, fp16_t
+#include <sgl_kernel/utils.cuh>   // For LaunchKernel, load_as, store_as, kWarpThreads, fp16_t
+#include <sgl_kernel/vec.cuh>     // For device::AlignedVector
 #include <sgl_kernel/warp.cuh>    // For device::warp::reduce_sum, reduce_max
 
 #include <cuda_runtime.h>
@@ -222,6 +224,34 @@ void math_constants(TensorView out) {
   auto device = SymbolicDevice{};
   TensorMatcher({3}).with_dtype<float>().with_device<kDLCUDA>(device).verify(out, "out");
   LaunchKernel(1, 1, device.unwrap())(math_constants_kernel, data_of<float>(out));
+}
+
+// --------------------------------------------------------------------------- utils.cuh, vec.cuh
+
+static_assert(device::AlignedVector<fp16_t, 8>::kBytes == 16 &&
+                  device::AlignedVector<float, 2>::kBytes == 8,
+              "AlignedVector::kBytes is sizeof(T) * N");
+
+/// out[0..3] = x[0..3] through load_as/store_as (offset 0 by default, then 1..3); out[4..7] =
+/// value through AlignedVector::fill and a store of vector 1.
+__global__ void load_store_fill_kernel(float* out, const float* x, float value) {
+  device::store_as<float>(out, device::load_as<float>(x));
+  for (std::int64_t i = 1; i < 4; ++i)
+    device::store_as<float>(out, device::load_as<float>(x, i), i);
+  device::AlignedVector<float, 4> filled;
+  filled.fill(value);
+  filled.store(out, 1);
+}
+
+/// out: float32 [8], x: float32 [4], both on one GPU; see load_store_fill_kernel.
+void load_store_fill(TensorView out, TensorView x, double value) {
+  auto device = SymbolicDevice{};
+  TensorMatcher({4}).with_dtype<float>().with_device<kDLCUDA>(device).verify(x, "x");
+  TensorMatcher({8}).with_dtype<float>().with_device<kDLCUDA>(device).verify(out, "out");
+  LaunchKernel(1, 1, device.unwrap())(load_store_fill_kernel,
+                                      data_of<float>(out),
+                                      data_of<const float>(x),
+                                      static_cast<float>(value));
 }
 
 // ------------------------------------------------------------------------------------ tile.cuh
