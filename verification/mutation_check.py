@@ -12,7 +12,8 @@ its own copy of the tree; there ``run_suite.py --hw cuda --suite SUITE --changed
 file>`` selects the tests the change can affect and runs them, stopping at the first failure
 (the runner's default). The mutant is *killed* when that run fails (a failed build counts, and
 is counted apart), *survives* when every selected test passes, and is *uncovered* when the
-suite holds no test that can reach the file (on one GPU: the multi-GPU all-reduce headers).
+suite holds no test that can reach the file (on one GPU: the all-reduce kernel sources, whose
+tests need two GPUs).
 Every survivor is a missed bug to look at: an equivalent mutant, or a test gap.
 
 The JIT cache (``$JIT_KERNEL_CACHE_DIR``, else a new temporary directory) is shared by all
