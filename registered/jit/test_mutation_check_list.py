@@ -1,5 +1,7 @@
-"""verification/mutation_check.py --list: the CPU mode shows each planted bug and its selection."""
+"""verification/mutation_check.py on a CPU machine: --list shows each planted bug and its
+selection; bad usage and a tree that cannot build stop it with exit 2."""
 
+import os
 import re
 import subprocess
 import sys
@@ -65,6 +67,35 @@ def test_a_count_below_one_is_a_usage_error(flag):
     done = run_list(flag, "0")
     assert done.returncode == 2
     assert "--per-file and --jobs must be at least 1" in done.stderr
+
+
+def test_negative_build_jobs_is_a_usage_error():
+    done = run_list("--build-jobs", "-1")
+    assert done.returncode == 2
+    assert "--build-jobs must be at least 0" in done.stderr
+
+
+def test_a_tree_that_does_not_build_stops_before_any_mutant(tmp_path):
+    # A host compiler that always fails: precompile of the unmutated tree fails in seconds, on
+    # a GPU machine too (the arch is given), and no mutant runs to be falsely "killed".
+    env = {
+        **os.environ,
+        "CXX": "/bin/false",
+        "TVM_FFI_CUDA_ARCH_LIST": "9.0",
+        "OUT": str(tmp_path / "out"),
+        "JIT_KERNEL_CACHE_DIR": str(tmp_path / "jit"),
+    }
+    done = subprocess.run(
+        [sys.executable, "verification/mutation_check.py", "--only", "elementwise/scale.cuh"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "the unmutated tree does not build" in done.stderr
+    assert not (tmp_path / "out" / "mutation_check.json").exists()
 
 
 if __name__ == "__main__":

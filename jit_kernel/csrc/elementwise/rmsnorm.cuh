@@ -167,8 +167,8 @@ void rmsnorm(tvm::ffi::TensorView out,
   const DLDevice dev = device.unwrap();
   if (norm::use_decode_plan<Config>(params.num_rows)) {
     const auto launch = [&]<int kPacks>() {
-      const std::uint32_t threads = (params.num_packs + kPacks - 1) / kPacks;
-      LaunchKernel(static_cast<unsigned>(params.num_rows), (threads + 31u) / 32u * 32u, dev)
+      const std::uint32_t warps = div_ceil(div_ceil(params.num_packs, std::uint32_t{kPacks}), 32u);
+      LaunchKernel(static_cast<unsigned>(params.num_rows), warps * 32u, dev)
           .enable_pdl(kUsePDL)(rmsnorm_decode_kernel<kPacks, kUsePDL, T>, params);
     };
     if (norm::decode_packs_per_thread(params.num_packs) == 1)
