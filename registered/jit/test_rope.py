@@ -105,25 +105,33 @@ def test_rope_matches_reference(dtype, num_tokens, hq, hk, head_dim, rope_dim, i
     run_and_check(q, k, cache, positions, is_neox, what, v=v)
 
 
-# Launch plans (docs/kernels/rope.md): the lean plan (one thread per chunk, token and head) takes
-# GPT-J and NeoX below 2**21 (token, head) pairs, the looping plan NeoX at or above it and any
-# call with more than 65535 heads (the lean grid's y dimension). The other tests are mostly lean.
-LOOPING_PLAN_CASES = [
-    # (tokens, hq, hk, head_dim, is_neox): NeoX at exactly 2**21 pairs, more tokens than one
-    # wave of the persistent grid
-    (65536, 24, 8, 16, True),
-    (2, 60000, 10000, 8, True),  # 70000 heads: beyond the lean grid
-    (2, 60000, 10000, 8, False),
-    (3, 65535, 0, 8, False),  # 65535 heads: the largest lean grid
+# Launch plans (docs/kernels/rope.md): the lean plan (one thread per chunk, head and token; block
+# (chunks, heads), grid (tokens, head blocks)) takes GPT-J and NeoX below 2**21 (token, head)
+# pairs, the looping plan NeoX at or above it and any call whose lean grid would have more than
+# 65535 head blocks. NeoX calls of at most 8192 pairs take 8-byte vectors, larger ones 16-byte.
+# At fp32, 128 chunks per head (NeoX head_dim 1024, GPT-J 512) fill a lean block, so the grid's
+# limit is 65535 heads. The other tests are mostly lean.
+PLAN_CASES = [
+    # (tokens, hq, hk, head_dim, is_neox, dtype): NeoX at exactly 2**21 pairs, more tokens than
+    # one wave of the persistent grid
+    (65536, 24, 8, 16, True, torch.bfloat16),
+    (1, 60000, 5536, 1024, True, torch.float32),  # 65536 head blocks: beyond the lean grid
+    (1, 65535, 0, 1024, True, torch.float32),  # 65535 head blocks: the largest lean grid
+    (1, 65536, 0, 512, False, torch.float32),
+    (1, 65000, 535, 512, False, torch.float32),
+    (2, 60000, 10000, 8, True, torch.bfloat16),  # 70000 small heads: 547 lean head blocks
+    (256, 24, 8, 128, True, torch.bfloat16),  # 8192 pairs: 8-byte vectors
+    (257, 24, 8, 128, True, torch.bfloat16),  # 8224 pairs: 16-byte vectors
+    (5, 18, 0, 128, True, torch.float16),  # 18 heads over 3 head blocks of 6
 ]
 
 
-@pytest.mark.parametrize("tokens,hq,hk,head_dim,is_neox", LOOPING_PLAN_CASES)
-def test_rope_looping_plan_and_lean_grid_limit(tokens, hq, hk, head_dim, is_neox) -> None:
-    _, q, k, v = fused_qkv(tokens, hq, hk, head_dim, torch.bfloat16)
+@pytest.mark.parametrize("tokens,hq,hk,head_dim,is_neox,dtype", PLAN_CASES)
+def test_rope_plan_boundaries(tokens, hq, hk, head_dim, is_neox, dtype) -> None:
+    _, q, k, v = fused_qkv(tokens, hq, hk, head_dim, dtype)
     cache = make_cos_sin_cache(MAX_POSITION, head_dim)
     positions = torch.randint(0, MAX_POSITION, (tokens,), device="cuda")
-    what = f"T={tokens} hq={hq} hk={hk} D={head_dim} neox={is_neox}"
+    what = f"{dtype} T={tokens} hq={hq} hk={hk} D={head_dim} neox={is_neox}"
     run_and_check(q, k, cache, positions, is_neox, what, v=v)
 
 

@@ -74,34 +74,41 @@ template <typename... Args>
               host::details::describe(view));
 }
 
-/// Launches the lean plan and returns true, or returns false where its grid does not fit (more
-/// than 65535 head groups or 2^31 - 1 token blocks).
-template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
-bool launch_rope_lean(const RopeParams<T>& params, DLDevice device) {
-  using namespace host;
-  const std::int64_t head_groups =
-      div_ceil(std::int64_t{params.num_heads}, std::int64_t{Config::kLeanHeads});
-  if (head_groups > 65535) return false;
-  const int block_y =
-      static_cast<int>(std::min<std::int64_t>(std::max(1, Config::kLeanBlock / params.chunks),
-                                              std::max<std::int64_t>(params.num_tokens, 1)));
-  const std::int64_t token_blocks = div_ceil(params.num_tokens, std::int64_t{block_y});
-  if (token_blocks > 0x7fffffff) return false;
-  const dim3 grid(static_cast<unsigned>(token_blocks), static_cast<unsigned>(head_groups));
-  LaunchKernel(
-      grid, dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(block_y)), device)
-      .enable_pdl(kUsePDL)(rope_lean_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL>, params);
-  return true;
+/// The lean plan's block (chunks, block_y) and grid (tokens, head_blocks): at most
+/// Config::kLeanBlock threads (one head's chunks at least), each rotating Config::kLeanHeads heads
+/// of one token, the heads spread evenly over the head blocks (no block mostly idle).
+struct LeanGrid {
+  int block_y;
+  std::int64_t head_blocks;
+};
+
+template <typename Config>
+LeanGrid lean_grid(int heads, int chunks) {
+  using host::div_ceil;
+  const std::int64_t per_block = std::int64_t{std::max(1, Config::kLeanBlock / chunks)};
+  const std::int64_t slots = div_ceil(std::int64_t{heads}, std::int64_t{Config::kLeanHeads});
+  const std::int64_t head_blocks = div_ceil(slots, per_block);
+  return {static_cast<int>(div_ceil(slots, head_blocks)), head_blocks};
 }
 
-/// The plan: GPT-J calls, and NeoX calls below kLeanNeoxLimit (token, head) pairs, take the lean
-/// plan where its grid fits; the rest the looping plan, a persistent grid (at most one wave of
-/// resident blocks striding over groups of tokens).
+/// Whether the lean grid fits: at most 65535 head blocks (grid.y) and 2^31 - 1 tokens (grid.x).
+template <typename Config>
+bool lean_grid_fits(std::int64_t tokens, int heads, int chunks) {
+  return lean_grid<Config>(heads, chunks).head_blocks <= 65535 && tokens <= 0x7fffffff;
+}
+
+/// Launches the lean plan (`lean`, its grid fits) or the looping plan, a persistent grid (at
+/// most one wave of resident blocks striding over groups of tokens).
 template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
-void launch_rope(const RopeParams<T>& params, DLDevice device) {
+void launch_rope(const RopeParams<T>& params, bool lean, DLDevice device) {
   using namespace host;
-  const bool lean = !kNeox || params.num_tokens * params.num_heads < Config::kLeanNeoxLimit;
-  if (lean && launch_rope_lean<Config, T, kNeox, kVecBytes, Pos, kUsePDL>(params, device)) {
+  if (lean) {
+    const LeanGrid g = lean_grid<Config>(params.num_heads, params.chunks);
+    LaunchKernel(
+        dim3(static_cast<unsigned>(params.num_tokens), static_cast<unsigned>(g.head_blocks)),
+        dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(g.block_y)),
+        device)
+        .enable_pdl(kUsePDL)(rope_lean_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL>, params);
     return;
   }
   constexpr auto kernel = rope_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL>;
@@ -122,23 +129,23 @@ void launch_rope(const RopeParams<T>& params, DLDevice device) {
 }
 
 template <typename Config, typename T, bool kNeox, typename Pos, bool kUsePDL>
-void dispatch_rope_width(const RopeParams<T>& params, int vec_bytes, DLDevice device) {
+void dispatch_rope_width(const RopeParams<T>& params, int vec_bytes, bool lean, DLDevice device) {
   // Widths below one element (NeoX) or one (even, odd) pair (GPT-J) are never chosen.
   constexpr int kMin = static_cast<int>(sizeof(T)) * (kNeox ? 1 : 2);
   switch (vec_bytes) {
     case 16:
-      return launch_rope<Config, T, kNeox, 16, Pos, kUsePDL>(params, device);
+      return launch_rope<Config, T, kNeox, 16, Pos, kUsePDL>(params, lean, device);
     case 8:
       if constexpr (8 >= kMin)
-        return launch_rope<Config, T, kNeox, 8, Pos, kUsePDL>(params, device);
+        return launch_rope<Config, T, kNeox, 8, Pos, kUsePDL>(params, lean, device);
       break;
     case 4:
       if constexpr (4 >= kMin)
-        return launch_rope<Config, T, kNeox, 4, Pos, kUsePDL>(params, device);
+        return launch_rope<Config, T, kNeox, 4, Pos, kUsePDL>(params, lean, device);
       break;
     case 2:
       if constexpr (2 >= kMin)
-        return launch_rope<Config, T, kNeox, 2, Pos, kUsePDL>(params, device);
+        return launch_rope<Config, T, kNeox, 2, Pos, kUsePDL>(params, lean, device);
       break;
     default:
       break;
@@ -223,15 +230,28 @@ void apply_rope_inplace(tvm::ffi::TensorView q,
   // The widest vector aligned for every head start and for the chunk layout of the style.
   constexpr std::int64_t kElem = sizeof(T);
   const auto bytes_if = [](bool used, std::int64_t value) { return used ? value : 0; };
-  const std::int64_t vec_bytes =
-      widest_common_alignment(16,
-                              {bytes_if(hq > 0, address_bits(data_address(q))),
-                               bytes_if(hk > 0, address_bits(data_address(k))),
-                               bytes_if(hq > 0 && tokens > 1, q.stride(0) * kElem),
-                               bytes_if(hq > 1, q.stride(1) * kElem),
-                               bytes_if(hk > 0 && tokens > 1, k.stride(0) * kElem),
-                               bytes_if(hk > 1, k.stride(1) * kElem),
-                               (is_neox ? rd / 2 : rd) * kElem});
+  const auto widest_vector = [&](std::int64_t max_bytes) {
+    return widest_common_alignment(max_bytes,
+                                   {bytes_if(hq > 0, address_bits(data_address(q))),
+                                    bytes_if(hk > 0, address_bits(data_address(k))),
+                                    bytes_if(hq > 0 && tokens > 1, q.stride(0) * kElem),
+                                    bytes_if(hq > 1, q.stride(1) * kElem),
+                                    bytes_if(hk > 0 && tokens > 1, k.stride(0) * kElem),
+                                    bytes_if(hk > 1, k.stride(1) * kElem),
+                                    (is_neox ? rd / 2 : rd) * kElem});
+  };
+  const auto chunks_of = [&](std::int64_t vec_bytes) {
+    return static_cast<int>((is_neox ? rd / 2 : rd) * kElem / vec_bytes);
+  };
+  const auto heads = static_cast<int>(hq + hk);
+  // The plan: GPT-J, and NeoX below kLeanNeoxLimit (token, head) pairs, take the lean plan where
+  // its grid fits, the rest the looping plan. NeoX calls of at most kNarrowNeoxPairs pairs
+  // (decode batches) take at most 8-byte vectors: twice the threads per head and half the
+  // cos/sin loads per thread shorten each thread's chain; larger calls stream faster with 16.
+  const bool lean_size = !is_neox || tokens * heads < Config::kLeanNeoxLimit;
+  std::int64_t vec_bytes = widest_vector(is_neox && tokens * heads <= kNarrowNeoxPairs ? 8 : 16);
+  const bool lean = lean_size && lean_grid_fits<Config>(tokens, heads, chunks_of(vec_bytes));
+  if (!lean) vec_bytes = widest_vector(16);
   if (!is_neox && vec_bytes < 2 * kElem) {
     panic(DebugInfo{},
           "apply_rope_inplace: GPT-J style (is_neox=False) rotates (even, odd) element pairs and "
@@ -242,8 +262,7 @@ void apply_rope_inplace(tvm::ffi::TensorView q,
           " (a view at an odd element offset?)");
   }
   const auto rd32 = static_cast<int>(rd);
-  const int chunks = static_cast<int>((is_neox ? rd / 2 : rd) * kElem / vec_bytes);
-  const auto heads = static_cast<int>(hq + hk);
+  const int chunks = chunks_of(vec_bytes);
   int per_pass = chunks >= Config::kBlock ? 1 : std::min(heads, Config::kBlock / chunks);
   if (!is_neox) {  // GPT-J: fewer heads side by side, so that every thread has a full unroll
     per_pass = std::min(per_pass, div_ceil(heads, Config::kGptjUnroll));
@@ -275,15 +294,15 @@ void apply_rope_inplace(tvm::ffi::TensorView q,
   const bool pos64 = is_type<std::int64_t>(positions.dtype());
   if (is_neox) {
     if (pos64) {
-      dispatch_rope_width<Config, T, true, std::int64_t, kUsePDL>(params, width, dev);
+      dispatch_rope_width<Config, T, true, std::int64_t, kUsePDL>(params, width, lean, dev);
     } else {
-      dispatch_rope_width<Config, T, true, std::int32_t, kUsePDL>(params, width, dev);
+      dispatch_rope_width<Config, T, true, std::int32_t, kUsePDL>(params, width, lean, dev);
     }
   } else {
     if (pos64) {
-      dispatch_rope_width<Config, T, false, std::int64_t, kUsePDL>(params, width, dev);
+      dispatch_rope_width<Config, T, false, std::int64_t, kUsePDL>(params, width, lean, dev);
     } else {
-      dispatch_rope_width<Config, T, false, std::int32_t, kUsePDL>(params, width, dev);
+      dispatch_rope_width<Config, T, false, std::int32_t, kUsePDL>(params, width, lean, dev);
     }
   }
 }

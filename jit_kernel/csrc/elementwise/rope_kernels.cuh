@@ -13,6 +13,9 @@ namespace {
 
 inline constexpr int kRopeMaxBlock = 512;  // one head's chunks alone may need up to 512 threads
 inline constexpr std::int64_t kRopeMaxDim = 1024;
+/// NeoX calls of at most this many (token, head) pairs (64 tokens of 128 heads) take at most
+/// 8-byte vectors (see apply_rope_inplace).
+inline constexpr std::int64_t kNarrowNeoxPairs = 8192;
 
 template <typename T>
 struct RopeParams {
@@ -217,10 +220,11 @@ __global__ void __maxnreg__(Config::kMaxRegs) rope_kernel(const RopeParams<T> p)
 }
 
 /// The lean plan: no loop and no prefetch, so few registers and many resident threads. Block
-/// (chunks, tokens per block), grid (token blocks, head groups); thread (c, y) of the block for
-/// head group g and token block b rotates chunk c (as in rope_kernel) of heads g * kLeanHeads
-/// ... + kLeanHeads - 1 of token b * blockDim.y + y; its q/k loads are issued before its
-/// position arrives. The cos/sin loads are evict-last: every head of a token reads them again.
+/// (chunks, heads per block), grid (tokens, head blocks): thread (c, y) of block (t, b) rotates
+/// chunk c (as in rope_kernel) of heads b * H + y + u * blockDim.y (u < kLeanHeads, H =
+/// blockDim.y * kLeanHeads) of token t, so a warp covers neighbouring heads of one token and the
+/// heads of a block share one row of the cos/sin cache. Its q/k loads are issued before its
+/// position arrives. The cos/sin loads are evict-last: every head block of a token reads them.
 template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopeParams<T> p) {
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
@@ -231,34 +235,34 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
   const int chunk = static_cast<int>(threadIdx.x);
   const int half = p.rope_dim / 2;
   const int first = chunk * kVec;
-  const std::uint32_t head_group = blockIdx.y;
-  const std::uint32_t token_block = blockIdx.x;
-  const int head0 = static_cast<int>(head_group) * kHeads;
-  const std::int64_t token = static_cast<std::int64_t>(token_block) * blockDim.y + threadIdx.y;
+  const int head0 = static_cast<int>(blockIdx.y * blockDim.y * kHeads + threadIdx.y);
+  const int heads_step = static_cast<int>(blockDim.y);
+  const std::int64_t token = blockIdx.x;
 
-  device::PDLWaitPrimaryTriggerSecondary<kUsePDL>();
-  if (token < p.num_tokens) {
-    const auto* positions = static_cast<const Pos*>(p.positions);
-    const auto pos = static_cast<std::int64_t>(positions[token * p.position_stride]);
-    T* const q_token = p.q + token * p.q_token_stride;
-    T* const k_token = p.k + token * p.k_token_stride;
-    Chunk x[kHeads];
+  // Release the next kernel before waiting: its launch overlaps this kernel's wait as well as
+  // its work (its own PDLWaitPrimary still waits for this grid to end).
+  device::PDLTriggerSecondary<kUsePDL>();
+  device::PDLWaitPrimary<kUsePDL>();
+  if (head0 >= p.num_heads) return;
+  const auto* positions = static_cast<const Pos*>(p.positions);
+  const auto pos = static_cast<std::int64_t>(positions[token * p.position_stride]);
+  T* const q_token = p.q + token * p.q_token_stride;
+  T* const k_token = p.k + token * p.k_token_stride;
+  Chunk x[kHeads];
 #pragma unroll
-    for (int u = 0; u < kHeads; ++u) {
-      if (head0 + u < p.num_heads) {
-        x[u].load(head_address(p, q_token, k_token, head0 + u), first, half);
-      }
-    }
-    if (pos >= 0 && pos < p.max_pos) {  // else left unchanged; the cache is never read
-      fp32_t cos_v[kCosSin];
-      fp32_t sin_v[kCosSin];
-      load_chunk_cos_sin<kCosSin, device::cache::Evict::kLast>(p, pos, chunk, half, cos_v, sin_v);
+  for (int u = 0; u < kHeads; ++u) {
+    const int head = head0 + u * heads_step;
+    if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
+  }
+  if (pos < 0 || pos >= p.max_pos) return;  // left unchanged; the cache is never read
+  fp32_t cos_v[kCosSin];
+  fp32_t sin_v[kCosSin];
+  load_chunk_cos_sin<kCosSin, device::cache::Evict::kLast>(p, pos, chunk, half, cos_v, sin_v);
 #pragma unroll
-      for (int u = 0; u < kHeads; ++u) {
-        if (head0 + u >= p.num_heads) break;
-        x[u].rotate_store(head_address(p, q_token, k_token, head0 + u), first, half, cos_v, sin_v);
-      }
-    }
+  for (int u = 0; u < kHeads; ++u) {
+    const int head = head0 + u * heads_step;
+    if (head >= p.num_heads) break;
+    x[u].rotate_store(head_address(p, q_token, k_token, head), first, half, cos_v, sin_v);
   }
 }
 
