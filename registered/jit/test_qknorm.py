@@ -124,6 +124,44 @@ def test_qknorm_nothing_to_do() -> None:
     torch.testing.assert_close(q.float(), expected, rtol=2.0**-7, atol=ATOL)
 
 
+@pytest.mark.parametrize("capture", [False, True], ids=["eager", "graph"])
+def test_qknorm_dependent_calls_back_to_back(capture: bool) -> None:
+    """Calls that normalise the previous call's output again, with no host sync in between (the
+    kernel releases the next one before its PDL wait): each must see all of its predecessor."""
+    dtype, calls = torch.bfloat16, 8
+    q = randn(16, 32, 128, dtype=dtype)
+    k = randn(16, 8, 128, dtype=dtype)
+    q_weight, k_weight = weight_for(128, dtype), weight_for(128, dtype)
+    expected_q, expected_k = q.clone(), k.clone()
+    for _ in range(calls):
+        expected_q, expected_k = (
+            x.to(dtype) for x in references.qknorm(expected_q, expected_k, q_weight, k_weight, EPS)
+        )
+    fused_inplace_qknorm(q.clone(), k.clone(), q_weight, k_weight, EPS)  # load the module
+    torch.cuda.synchronize()
+
+    def run() -> None:
+        for _ in range(calls):
+            fused_inplace_qknorm(q, k, q_weight, k_weight, EPS)
+
+    if capture:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        graph.replay()
+    else:
+        run()
+    torch.cuda.synchronize()
+    for name, actual, expected in (("q", q, expected_q), ("k", k, expected_k)):
+        torch.testing.assert_close(
+            actual,
+            expected,
+            rtol=calls * RTOL[dtype],
+            atol=ATOL,
+            msg=lambda m, name=name: f"{name} after {calls} dependent calls: {m}",
+        )
+
+
 def test_qknorm_cuda_graph_capture_and_replay() -> None:
     dtype = torch.bfloat16
     q, k = randn(16, 32, 128, dtype=dtype), randn(16, 8, 128, dtype=dtype)

@@ -182,6 +182,36 @@ def test_rmsnorm_cuda_graph_capture_and_replay() -> None:
         assert_matches(out, x, weight, "graph replay")
 
 
+# Decode grids of at most 16 rows release the next kernel before their PDL wait, larger ones after
+# their stores. Either way a call that reads the previous call's output must see all of it.
+@pytest.mark.parametrize("num_rows", [1, 16, 17, 64])
+@pytest.mark.parametrize("capture", [False, True], ids=["eager", "graph"])
+def test_rmsnorm_dependent_calls_back_to_back(num_rows: int, capture: bool) -> None:
+    """Each call normalises the previous call's output, with no host sync in between."""
+    dtype, dim, calls = torch.bfloat16, 4096, 12
+    weight = weight_for(dim, dtype)
+    outs = [randn(num_rows, dim, dtype=dtype)] + [
+        torch.full((num_rows, dim), float("nan"), dtype=dtype, device="cuda") for _ in range(calls)
+    ]
+
+    def run() -> None:
+        for i in range(calls):
+            rmsnorm(outs[i], weight, out=outs[i + 1])
+
+    rmsnorm(outs[0], weight)  # warm-up: the module is loaded before capture
+    torch.cuda.synchronize()
+    if capture:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        graph.replay()
+    else:
+        run()
+    torch.cuda.synchronize()
+    for i in range(calls):
+        assert_matches(outs[i + 1], outs[i], weight, f"call {i + 1} of a chain of {calls}")
+
+
 def test_rmsnorm_beyond_2_pow_31_elements() -> None:
     dim = 16384
     num_rows = 2**31 // dim + 3  # the last rows start past element 2^31

@@ -246,6 +246,43 @@ def test_rope_cuda_graph_replay(is_neox: bool) -> None:
         assert torch.equal(v, v_before)
 
 
+@pytest.mark.parametrize("is_neox", [True, False])
+@pytest.mark.parametrize("capture", [False, True], ids=["eager", "graph"])
+def test_rope_dependent_calls_back_to_back(capture: bool, is_neox: bool) -> None:
+    """Calls that rotate the previous call's output again, with no host sync in between (the lean
+    plan releases the next kernel before its PDL wait): each must see all of its predecessor."""
+    calls = 8
+    _, q, k, _ = fused_qkv(16, 32, 8, 128, torch.bfloat16)
+    cache = make_cos_sin_cache(MAX_POSITION, 128)
+    positions = torch.randint(0, MAX_POSITION, (16,), device="cuda")
+    expected = {"q": q.clone(), "k": k.clone()}
+    for _ in range(calls):
+        expected = {name: reference(x, cache, positions, is_neox) for name, x in expected.items()}
+    apply_rope_inplace(q.clone(), k.clone(), cache, positions, is_neox=is_neox)  # load the module
+    torch.cuda.synchronize()
+
+    def run() -> None:
+        for _ in range(calls):
+            apply_rope_inplace(q, k, cache, positions, is_neox=is_neox)
+
+    if capture:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        graph.replay()
+    else:
+        run()
+    torch.cuda.synchronize()
+    tolerance = {name: calls * value for name, value in TOLERANCES[q.dtype].items()}
+    for name, actual in (("q", q), ("k", k)):
+        torch.testing.assert_close(
+            actual,
+            expected[name],
+            **tolerance,
+            msg=lambda m, name=name: f"{name} after {calls} dependent calls: {m}",
+        )
+
+
 def test_rope_more_than_2_pow_31_elements() -> None:
     """q of 2**31 + 3 * 2**14 elements (4.3 GB bf16): 64-bit token offsets."""
     hq, head_dim = 128, 128

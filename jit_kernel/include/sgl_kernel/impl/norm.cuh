@@ -409,6 +409,8 @@ inline int decode_packs_per_thread(std::uint32_t num_packs) {
 }
 /// The decode plan's largest CTA (rows of 2048 packs, two per thread).
 inline constexpr std::uint32_t kDecodeMaxThreads = 1024;
+/// Decode grids of at most this many CTAs (rows) release the next kernel before their PDL wait.
+inline constexpr unsigned kDecodeEarlyReleaseRows = 16;
 
 /// Largest row (fp16/bf16 elements) the launch plan supports.
 inline constexpr std::int64_t kMaxRowElems = 8 * kCtaPacks * kCtaMaxThreads;  // 16384
