@@ -236,8 +236,8 @@ void launch_decode_plan(const StoreCachePlan& plan, bool use_pdl) {
   using namespace host;
   const StoreCacheParams& params = plan.params;
   if (params.num_rows == 0) return;
-  const auto along = static_cast<std::uint32_t>(
-      std::min<std::int64_t>(kBlock, next_pow2(params.row_vecs)));
+  const auto along =
+      static_cast<std::uint32_t>(std::min<std::int64_t>(kBlock, next_pow2(params.row_vecs)));
   const std::uint32_t across = kBlock / along;
   const dim3 grid(div_ceil(params.row_vecs, along),
                   static_cast<std::uint32_t>(div_ceil(params.num_rows, std::int64_t{across})));
@@ -246,8 +246,9 @@ void launch_decode_plan(const StoreCachePlan& plan, bool use_pdl) {
   LaunchKernel(grid, dim3(along, across), plan.device).enable_pdl(use_pdl)(kernel, params);
 }
 
-/// The plan choice: 16-byte copies of decode batches take the decode plan; rows of at most one vector per lane take the small-row plan (a persistent
-/// grid, rows split over fewer lanes); the others the row plan, spread for few rows.
+/// The plan choice: 16-byte copies of decode batches take the decode plan; rows of at most one
+/// vector per lane take the small-row plan (a persistent grid, rows split over fewer lanes); the
+/// others the row plan, spread for few rows.
 template <typename Config, bool kUsePDL>
 void run_store_cache(StoreCachePlan plan, bool use_pdl) {
   StoreCacheParams& params = plan.params;
