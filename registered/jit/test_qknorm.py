@@ -31,6 +31,7 @@ from jit_kernel.qknorm import (  # noqa: E402
     fused_inplace_qknorm,
 )
 from testing import references  # noqa: E402
+from testing.replay import run_once  # noqa: E402
 
 HEAD_DIMS = [64, 128, 256, 512]
 NUM_TOKENS = get_ci_test_range([1, 2, 3, 9, 64, 257, 1000, 4109], [1, 9, 257])
@@ -144,14 +145,7 @@ def test_qknorm_dependent_calls_back_to_back(capture: bool) -> None:
         for _ in range(calls):
             fused_inplace_qknorm(q, k, q_weight, k_weight, EPS)
 
-    if capture:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            run()
-        graph.replay()
-    else:
-        run()
-    torch.cuda.synchronize()
+    run_once(run, in_graph=capture)
     for name, actual, expected in (("q", q, expected_q), ("k", k, expected_k)):
         torch.testing.assert_close(
             actual,

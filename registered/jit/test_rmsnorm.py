@@ -34,6 +34,7 @@ from jit_kernel.rmsnorm import (  # noqa: E402
     rmsnorm,
 )
 from testing import references  # noqa: E402
+from testing.replay import run_once  # noqa: E402
 
 
 def assert_matches(actual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, what: str) -> None:
@@ -200,14 +201,7 @@ def test_rmsnorm_dependent_calls_back_to_back(num_rows: int, capture: bool) -> N
 
     rmsnorm(outs[0], weight)  # warm-up: the module is loaded before capture
     torch.cuda.synchronize()
-    if capture:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            run()
-        graph.replay()
-    else:
-        run()
-    torch.cuda.synchronize()
+    run_once(run, in_graph=capture)
     for i in range(calls):
         assert_matches(outs[i + 1], outs[i], weight, f"call {i + 1} of a chain of {calls}")
 

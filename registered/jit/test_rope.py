@@ -31,6 +31,7 @@ from jit_kernel.rope import (  # noqa: E402
     can_use_apply_rope_inplace,
 )
 from testing import references  # noqa: E402
+from testing.replay import run_once  # noqa: E402
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 NUM_TOKENS = get_ci_test_range([1, 2, 7, 128, 129, 2048, 2049, 8191], [1, 129, 2049])
@@ -265,14 +266,7 @@ def test_rope_dependent_calls_back_to_back(capture: bool, is_neox: bool) -> None
         for _ in range(calls):
             apply_rope_inplace(q, k, cache, positions, is_neox=is_neox)
 
-    if capture:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            run()
-        graph.replay()
-    else:
-        run()
-    torch.cuda.synchronize()
+    run_once(run, in_graph=capture)
     tolerance = {name: calls * value for name, value in TOLERANCES[q.dtype].items()}
     for name, actual in (("q", q), ("k", k)):
         torch.testing.assert_close(

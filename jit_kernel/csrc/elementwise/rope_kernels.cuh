@@ -148,6 +148,45 @@ SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
   load_cos_sin<kCosSin, kPolicy>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
 }
 
+/// Loads chunk `first` of heads head0, head0 + step, ... (kN of them; those < num_heads) of the
+/// token whose q and k rows start at q_token and k_token.
+template <int kN, typename T, bool kNeox, int kVec>
+SGL_DEVICE void load_heads(HeadChunk<T, kNeox, kVec> (&x)[kN],
+                           const RopeParams<T>& p,
+                           T* q_token,
+                           T* k_token,
+                           int head0,
+                           int step,
+                           int first,
+                           int half) {
+#pragma unroll
+  for (int u = 0; u < kN; ++u) {
+    const int head = head0 + u * step;
+    if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
+  }
+}
+
+/// Rotates the chunks load_heads loaded and stores them back to their heads.
+template <int kN, typename T, bool kNeox, int kVec, int kCosSin>
+SGL_DEVICE void rotate_store_heads(HeadChunk<T, kNeox, kVec> (&x)[kN],
+                                   const RopeParams<T>& p,
+                                   T* q_token,
+                                   T* k_token,
+                                   int head0,
+                                   int step,
+                                   int first,
+                                   int half,
+                                   const fp32_t (&cos_v)[kCosSin],
+                                   const fp32_t (&sin_v)[kCosSin]) {
+#pragma unroll
+  for (int u = 0; u < kN; ++u) {
+    const int head = head0 + u * step;
+    if (head < p.num_heads) {
+      x[u].rotate_store(head_address(p, q_token, k_token, head), first, half, cos_v, sin_v);
+    }
+  }
+}
+
 /// Threads: blockDim.x = chunks * heads_per_pass for one token, blockDim.y tokens per block; the
 /// grid strides over groups of blockDim.y tokens. Thread (c, slot) owns chunk c of every head
 /// slot, slot + heads_per_pass, ... of its token: it reads the token's position and its cos/sin
@@ -188,31 +227,17 @@ __global__ void __maxnreg__(Config::kMaxRegs) rope_kernel(const RopeParams<T> p)
 
     Chunk x[kUnroll];
     int head0 = slot;  // < num_heads: heads_per_pass <= num_heads
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int head = head0 + u * heads_step;
-      if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
-    }
+    load_heads(x, p, q_token, k_token, head0, heads_step, first, half);
     if (pos < 0 || pos >= p.max_pos) continue;  // left unchanged; the cache is never read
     fp32_t cos_v[kCosSin];
     fp32_t sin_v[kCosSin];
     load_chunk_cos_sin<kCosSin, device::cache::Evict::kNormal>(p, pos, chunk, half, cos_v, sin_v);
 
     while (true) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int head = head0 + u * heads_step;
-        if (head < p.num_heads) {
-          x[u].rotate_store(head_address(p, q_token, k_token, head), first, half, cos_v, sin_v);
-        }
-      }
+      rotate_store_heads(x, p, q_token, k_token, head0, heads_step, first, half, cos_v, sin_v);
       head0 += heads_step * kUnroll;
       if (head0 >= p.num_heads) break;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int head = head0 + u * heads_step;
-        if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
-      }
+      load_heads(x, p, q_token, k_token, head0, heads_step, first, half);
     }
   }
 
@@ -249,21 +274,12 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
   T* const q_token = p.q + token * p.q_token_stride;
   T* const k_token = p.k + token * p.k_token_stride;
   Chunk x[kHeads];
-#pragma unroll
-  for (int u = 0; u < kHeads; ++u) {
-    const int head = head0 + u * heads_step;
-    if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
-  }
+  load_heads(x, p, q_token, k_token, head0, heads_step, first, half);
   if (pos < 0 || pos >= p.max_pos) return;  // left unchanged; the cache is never read
   fp32_t cos_v[kCosSin];
   fp32_t sin_v[kCosSin];
   load_chunk_cos_sin<kCosSin, device::cache::Evict::kLast>(p, pos, chunk, half, cos_v, sin_v);
-#pragma unroll
-  for (int u = 0; u < kHeads; ++u) {
-    const int head = head0 + u * heads_step;
-    if (head >= p.num_heads) break;
-    x[u].rotate_store(head_address(p, q_token, k_token, head), first, half, cos_v, sin_v);
-  }
+  rotate_store_heads(x, p, q_token, k_token, head0, heads_step, first, half, cos_v, sin_v);
 }
 
 }  // namespace
