@@ -17,7 +17,7 @@ skip_module_unless(torch.cuda.is_available(), "add3 tests need a CUDA GPU")
 from jit_kernel.add3 import add3  # noqa: E402
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
-# Around the 16-byte vector (4 or 8 elements), the block tile (128 threads x 2 vectors), the tail.
+# Around the vectors (16 bytes, 8 in the decode plan), the block tile (128 threads x 2), the tail.
 SIZES = get_ci_test_range(
     [0, 1, 3, 4, 5, 7, 8, 9, 17, 127, 128, 129, 1023, 1024, 1025, 2049, 4097, 65537, 2**20 + 3],
     [0, 1, 7, 9, 129, 1025, 4097, 2**20 + 3],

@@ -18,7 +18,7 @@ skip_module_unless(torch.cuda.is_available(), "add_constant tests need a CUDA GP
 from jit_kernel.add_constant import _jit_add_constant_module, add_constant  # noqa: E402
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-# Around the 16-byte vector (4 x int32), the block tile (128 x 2 vectors) and the scalar tail.
+# Around the vectors (4 x int32, 2 in the decode plan), the block tile (128 x 2), the tail.
 FULL_SIZES = [0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 127, 128, 129, 1023, 1024, 1025]
 FULL_SIZES += [4095, 4096, 4097, 4099, 65537, 2**20 + 3]
 CI_SIZES = [0, 1, 3, 5, 17, 129, 4097, 4099, 2**20 + 3]

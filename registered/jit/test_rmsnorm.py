@@ -53,8 +53,9 @@ def assert_matches(actual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
 
 
 # Batches of at most 64 rows take the decode plan (RowConfig): one CTA per row, one pack per
-# thread up to 512 packs (4096 elements), two above. Rows 64 and 65 sit on both sides; dims 8 and
-# 16384 at the ends of the row sizes, 4096 / 4104 on both sides of the two-pack step.
+# thread up to 512 packs (4096 elements), two above; a CTA covering the row exactly (256, 1024,
+# 4096, 16384) has no bounds checks. Rows 64 and 65 sit on both sides; dims 8 and 16384 at the
+# ends of the row sizes, 4096 / 4104 on both sides of the two-pack step, 264 and 4104 guarded.
 @pytest.mark.parametrize("dim", [8, 256, 264, 1024, 4096, 4104, 16384])
 @pytest.mark.parametrize("num_rows", [64, 65])
 def test_rmsnorm_on_both_sides_of_the_decode_plan(num_rows: int, dim: int) -> None:
@@ -183,13 +184,16 @@ def test_rmsnorm_cuda_graph_capture_and_replay() -> None:
         assert_matches(out, x, weight, "graph replay")
 
 
-# Decode grids of at most 16 rows release the next kernel before their PDL wait, larger ones after
-# their stores. Either way a call that reads the previous call's output must see all of it.
-@pytest.mark.parametrize("num_rows", [1, 16, 17, 64])
+# Decode CTAs of one warp (rows of at most 256 elements) release the next kernel before their PDL
+# wait, larger ones after their stores; CTAs that cover the row exactly (dims 256, 4096) skip every
+# bounds check, others (264, 4104) keep them. Whichever, a call that reads the previous call's
+# output must see all of it; 65 rows take the row plan.
+@pytest.mark.parametrize("dim", [256, 264, 4096, 4104])
+@pytest.mark.parametrize("num_rows", [1, 16, 64, 65])
 @pytest.mark.parametrize("capture", [False, True], ids=["eager", "graph"])
-def test_rmsnorm_dependent_calls_back_to_back(num_rows: int, capture: bool) -> None:
+def test_rmsnorm_dependent_calls_back_to_back(num_rows: int, dim: int, capture: bool) -> None:
     """Each call normalises the previous call's output, with no host sync in between."""
-    dtype, dim, calls = torch.bfloat16, 4096, 12
+    dtype, calls = torch.bfloat16, 12
     weight = weight_for(dim, dtype)
     outs = [randn(num_rows, dim, dtype=dtype)] + [
         torch.full((num_rows, dim), float("nan"), dtype=dtype, device="cuda") for _ in range(calls)

@@ -18,7 +18,7 @@ skip_module_unless(torch.cuda.is_available(), "scale tests need a CUDA GPU")
 from jit_kernel.scale import _jit_scale_module, scale  # noqa: E402
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
-# Around every 16-byte vector (4/8 elements), block tile (128 threads x 2 vectors) and tail.
+# Around every vector (16 bytes, 8 in the decode plan), block tile (128 x 2 vectors), tail.
 FULL_SIZES = [0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 127, 128, 129, 1023, 1024, 1025]
 FULL_SIZES += [2047, 2048, 2049, 4095, 4096, 4097, 8191, 8193, 65537, 2**20 + 3]
 CI_SIZES = [0, 1, 7, 8, 9, 17, 129, 1025, 4097, 8193, 2**20 + 3]

@@ -87,26 +87,26 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
 }
 
 /// The decode plan (few rows): CTA b normalises row b, thread t holding packs t, t + blockDim.x,
-/// ... (kPacks of them). No row loop and no staging: the row's and the weight's loads are issued
-/// together right after the PDL wait. The next kernel is released before the wait when the grid
-/// is at most kDecodeEarlyReleaseRows CTAs (its launch then overlaps this kernel's wait too),
-/// else once the row is written (measured faster at 64 rows).
-template <int kPacks, bool kUsePDL, typename T>
+/// ... (kPacks of them; kAllInside: the CTA covers the row exactly, no checks). No row loop and
+/// no staging. A one-warp CTA releases the next kernel before its PDL wait, larger ones after
+/// their stores (measured: the early release is faster for rows of at most 32 packs, slower
+/// from 128 packs on, most at 64 rows).
+template <int kPacks, bool kAllInside, bool kUsePDL, typename T>
 __global__ void __launch_bounds__(host::norm::kDecodeMaxThreads)
     rmsnorm_decode_kernel(const __grid_constant__ RMSNormParams<T> p) {
   using namespace device::norm;
   __shared__ CtaSumScratch scratch;
-  const bool release_early = gridDim.x <= host::norm::kDecodeEarlyReleaseRows;
-  if (release_early) device::PDLTriggerSecondary<kUsePDL>();
+  const bool one_warp = blockDim.x == device::kWarpThreads;
+  if (one_warp) device::PDLTriggerSecondary<kUsePDL>();
   device::PDLWaitPrimary<kUsePDL>();
-  const std::int64_t row = blockIdx.x;
-  RowSlice<T, kPacks> x, weight;
-  x.load_unguarded(p.input + row * p.input_stride, threadIdx.x, blockDim.x, p.num_packs);
-  weight.load_unguarded(p.weight, threadIdx.x, blockDim.x, p.num_packs);
+  const OwnedPacks<kPacks, kAllInside> owned(threadIdx.x, blockDim.x, p.num_packs);
+  RowSlice<T, kPacks> x, w;
+  x.load_unguarded(p.input + blockIdx.x * p.input_stride, owned);
+  w.load_unguarded(p.weight, owned);
   const float sum = cta_sum(x.sum_squares(), scratch, 0);
-  x.scale(weight, rms_scale(sum, p.inv_dim, p.eps));
-  x.store(p.out + row * p.out_stride, threadIdx.x, blockDim.x, p.num_packs);
-  if (!release_early) device::PDLTriggerSecondary<kUsePDL>();
+  x.scale(w, rms_scale(sum, p.inv_dim, p.eps));
+  x.store(p.out + blockIdx.x * p.out_stride, owned);
+  if (!one_warp) device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// out = rmsnorm(input) * weight.
@@ -171,8 +171,12 @@ void rmsnorm(tvm::ffi::TensorView out,
   if (norm::use_decode_plan<Config>(params.num_rows)) {
     const auto launch = [&]<int kPacks>() {
       const std::uint32_t warps = div_ceil(div_ceil(params.num_packs, std::uint32_t{kPacks}), 32u);
-      LaunchKernel(static_cast<unsigned>(params.num_rows), warps * 32u, dev)
-          .enable_pdl(kUsePDL)(rmsnorm_decode_kernel<kPacks, kUsePDL, T>, params);
+      const auto kernel_for = [&]<bool kAllInside>() {
+        LaunchKernel(static_cast<unsigned>(params.num_rows), warps * 32u, dev)
+            .enable_pdl(kUsePDL)(rmsnorm_decode_kernel<kPacks, kAllInside, kUsePDL, T>, params);
+      };
+      if (params.num_packs == warps * 32u * kPacks) return kernel_for.template operator()<true>();
+      kernel_for.template operator()<false>();
     };
     if (norm::decode_packs_per_thread(params.num_packs) == 1)
       return launch.template operator()<1>();

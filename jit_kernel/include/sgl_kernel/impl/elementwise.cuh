@@ -1,14 +1,15 @@
 // Element-wise maps out[i] = op(in_0[i], in_1[i], ...) over contiguous memory, for any number of
 // inputs of one element type: 16-byte vector loads/stores when every pointer is 16-byte aligned
 // (a scalar path otherwise), several independent loads in flight per thread, a scalar tail,
-// optional PDL. host::elementwise::map also checks the tensors and dispatches the dtype.
+// optional PDL; small maps (decode) take one 8-byte vector per thread. host::elementwise::map
+// also checks the tensors and dispatches the dtype.
 #pragma once
 
 #include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>          // For TensorMatcher, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>           // For div_ceil, DebugInfo
-#include <sgl_kernel/utils.cuh>  // For LaunchKernel, SGL_DEVICE, PDLWaitPrimaryTriggerSecondary
-#include <sgl_kernel/vec.cuh>    // For AlignedVector
+#include <sgl_kernel/utils.cuh>         // For LaunchKernel, SGL_DEVICE, PDL helpers
+#include <sgl_kernel/vec.cuh>           // For AlignedVector
 
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
@@ -107,31 +108,37 @@ __global__ void map_kernel(T* __restrict__ dst, const In*... src, Index n, Op op
   }
 }
 
-/// The decode plan: thread t of the grid maps vector t and nothing else (no loop, the fewest
-/// instructions before the first load); block 0 also maps the < kVecN elements after the last
-/// whole vector.
-template <int kVecN, bool kUsePDL, typename T, typename Op, typename... In>
+/// The decode plan: thread t of the grid maps vector t and nothing else (no loop). Threads with
+/// nothing to map leave at once; the others release the next kernel before waiting for the
+/// previous one (its launch overlaps this kernel). Plain loads: the compiler has been seen to
+/// hoist a non-coherent one (__ldg) of this shape above the wait. kTail: the map ends in < kVecN
+/// elements after its last whole vector, which threads of block 0 map too (the kernel without
+/// kTail has no such code).
+template <int kVecN, bool kTail, bool kUsePDL, typename T, typename Op, typename... In>
 __global__ void map_decode_kernel(T* __restrict__ dst, const In*... src, std::uint32_t n, Op op) {
+  static_assert(kVecN > 1 || !kTail, "a scalar map has no tail");
   using vec_t = AlignedVector<T, kVecN>;
   const std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x;
   const std::uint32_t num_vecs = n / kVecN;
+  const bool has_vec = idx < num_vecs;
+  const std::uint32_t tail = num_vecs * kVecN + threadIdx.x;
+  const bool has_tail = kTail && blockIdx.x == 0 && tail < n;
+  if (!has_vec && !has_tail) return;
 
-  PDLWaitPrimaryTriggerSecondary<kUsePDL>();
+  PDLTriggerSecondary<kUsePDL>();
+  PDLWaitPrimary<kUsePDL>();
 
-  if (idx < num_vecs) {
-    const vec_t v[] = {load_readonly(reinterpret_cast<const vec_t*>(src) + idx)...};
-    vec_t out;
+  if (has_vec) {
+    const vec_t v[] = {reinterpret_cast<const vec_t*>(src)[idx]...};
+    vec_t result;
 #pragma unroll
     for (int i = 0; i < kVecN; ++i) {
-      out[i] = apply_at(op, v, i, std::index_sequence_for<In...>{});
+      result[i] = apply_at(op, v, i, std::index_sequence_for<In...>{});
     }
-    reinterpret_cast<vec_t*>(dst)[idx] = out;
+    reinterpret_cast<vec_t*>(dst)[idx] = result;
   }
-  if constexpr (kVecN > 1) {
-    if (blockIdx.x == 0) {
-      const std::uint32_t i = num_vecs * kVecN + threadIdx.x;
-      if (i < n) dst[i] = op(load_readonly(src + i)...);
-    }
+  if constexpr (kTail) {
+    if (has_tail) dst[tail] = op(src[tail]...);
   }
 }
 
@@ -142,10 +149,13 @@ namespace host::elementwise {
 /// Threads per block and vectors each thread loads (per input) before it stores any.
 inline constexpr int kBlockSize = 128;
 inline constexpr int kUnroll = 2;
-/// Maps of at most this many vectors (decode batches: 16 rows of 4096 bf16) take the decode
-/// plan, one vector per thread: at most 256 blocks, one wave on any current GPU.
+/// Maps of at most this many 16-byte vectors (decode batches: 16 rows of 4096 bf16) take the
+/// decode plan, one 8-byte vector per thread: at most 512 blocks, one wave on an H100.
 inline constexpr std::size_t kDecodeMaxVectors = std::size_t{1} << 15;
 inline constexpr std::size_t kVecBytes = 16;
+/// The decode plan's vectors: 8 bytes, so that twice the threads share the arithmetic of a map
+/// whose time is latency (measured faster than 16-byte vectors at 2^12 and 2^16 bf16 elements).
+inline constexpr std::size_t kDecodeVecBytes = 8;
 inline constexpr std::size_t kMaxGrid = 1u << 30;
 
 inline bool is_vec_aligned(const void* ptr) {
@@ -164,13 +174,29 @@ void launch_map_impl(T* dst, std::size_t n, Op op, DLDevice device, const In*...
       .enable_pdl(kUsePDL)(kernel, dst, src..., static_cast<Index>(n), op);
 }
 
+/// The decode plan: one vector of kVecN elements per thread, the kernel with tail code only
+/// when n is not a multiple of kVecN.
 template <int kVecN, bool kUsePDL, typename T, typename Op, typename... In>
-void launch_map_vec(T* dst, std::size_t n, Op op, DLDevice device, const In*... src) {
-  if (n / kVecN <= kDecodeMaxVectors) {
-    constexpr auto kernel = device::elementwise::map_decode_kernel<kVecN, kUsePDL, T, Op, In...>;
+void launch_map_decode(T* dst, std::size_t n, Op op, DLDevice device, const In*... src) {
+  const auto launch = [&]<bool kTail>() {
+    constexpr auto kernel =
+        device::elementwise::map_decode_kernel<kVecN, kTail, kUsePDL, T, Op, In...>;
     const std::size_t grid = std::max<std::size_t>(1, div_ceil(n / kVecN, kBlockSize));
     LaunchKernel(static_cast<unsigned>(grid), kBlockSize, device)
         .enable_pdl(kUsePDL)(kernel, dst, src..., static_cast<std::uint32_t>(n), op);
+  };
+  if constexpr (kVecN > 1) {
+    if (n % kVecN != 0) return launch.template operator()<true>();
+  }
+  launch.template operator()<false>();
+}
+
+template <int kVecN, bool kUsePDL, typename T, typename Op, typename... In>
+void launch_map_vec(T* dst, std::size_t n, Op op, DLDevice device, const In*... src) {
+  if (n / kVecN <= kDecodeMaxVectors) {
+    constexpr int kDecodeVecN =
+        std::max(1, std::min(kVecN, static_cast<int>(kDecodeVecBytes / sizeof(T))));
+    launch_map_decode<kDecodeVecN, kUsePDL>(dst, n, op, device, src...);
     return;
   }
   // uint32_t indexing while n plus one tile of slack fits (the tile loop may overshoot by one).

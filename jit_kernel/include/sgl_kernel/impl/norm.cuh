@@ -54,6 +54,25 @@ SGL_DEVICE std::uint32_t pack_pair(fp32x2_t value) {
   return bits;
 }
 
+/// The kPacks packs a thread owns in a row of `num_packs` packs: packs first, first + step, ...
+/// Each as an index clamped into the row (0 past its end, so that a load stays in the row) and
+/// whether it lies inside. kAllInside: the caller guarantees every owned pack is inside (then
+/// no index is checked or clamped, and no loaded pack zeroed).
+template <int kPacks, bool kAllInside = false>
+struct OwnedPacks {
+  std::uint32_t index[kPacks];
+  bool inside[kPacks];
+
+  SGL_DEVICE OwnedPacks(std::uint32_t first, std::uint32_t step, std::uint32_t num_packs) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const std::uint32_t i = first + static_cast<std::uint32_t>(k) * step;
+      inside[k] = kAllInside || i < num_packs;
+      index[k] = inside[k] ? i : 0u;
+    }
+  }
+};
+
 /// The kPacks packs of one row a thread owns: packs first, first + step, ... Packs at or past
 /// `num_packs` are not accessed and read as zeros (they add nothing to the sum of squares).
 template <typename T, int kPacks>
@@ -87,13 +106,17 @@ struct RowSlice {
                                  std::uint32_t first,
                                  std::uint32_t step,
                                  std::uint32_t num_packs) {
+    load_unguarded(row, OwnedPacks<kPacks>(first, step, num_packs));
+  }
+
+  /// load_unguarded() of the packs `owned` names.
+  template <bool kAllInside>
+  SGL_DEVICE void load_unguarded(const T* row, const OwnedPacks<kPacks, kAllInside>& owned) {
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
-      const bool inside = index < num_packs;
-      pack[k].load(static_cast<const void*>(row), inside ? index : 0u);
+      pack[k].load(static_cast<const void*>(row), owned.index[k]);
 #pragma unroll
-      for (int j = 0; j < kWords; ++j) pack[k][j] = inside ? pack[k][j] : 0u;
+      for (int j = 0; j < kWords; ++j) pack[k][j] = owned.inside[k] ? pack[k][j] : 0u;
     }
   }
 
@@ -133,6 +156,15 @@ struct RowSlice {
     for (int k = 0; k < kPacks; ++k) {
       const std::uint32_t index = first + static_cast<std::uint32_t>(k) * step;
       if (index < num_packs) pack[k].store(static_cast<void*>(row), index);
+    }
+  }
+
+  /// Stores the packs `owned` names that lie inside the row.
+  template <bool kAllInside>
+  SGL_DEVICE void store(T* row, const OwnedPacks<kPacks, kAllInside>& owned) const {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      if (owned.inside[k]) pack[k].store(static_cast<void*>(row), owned.index[k]);
     }
   }
 
@@ -409,8 +441,6 @@ inline int decode_packs_per_thread(std::uint32_t num_packs) {
 }
 /// The decode plan's largest CTA (rows of 2048 packs, two per thread).
 inline constexpr std::uint32_t kDecodeMaxThreads = 1024;
-/// Decode grids of at most this many CTAs (rows) release the next kernel before their PDL wait.
-inline constexpr unsigned kDecodeEarlyReleaseRows = 16;
 
 /// Largest row (fp16/bf16 elements) the launch plan supports.
 inline constexpr std::int64_t kMaxRowElems = 8 * kCtaPacks * kCtaMaxThreads;  // 16384
