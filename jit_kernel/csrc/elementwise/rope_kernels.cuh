@@ -148,44 +148,43 @@ SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
   load_cos_sin<kCosSin, kPolicy>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
 }
 
-/// Loads chunk `first` of heads head0, head0 + step, ... (kN of them; those < num_heads) of the
-/// token whose q and k rows start at q_token and k_token.
-template <int kN, typename T, bool kNeox, int kVec>
-SGL_DEVICE void load_heads(HeadChunk<T, kNeox, kVec> (&x)[kN],
-                           const RopeParams<T>& p,
-                           T* q_token,
-                           T* k_token,
-                           int head0,
-                           int step,
-                           int first,
-                           int half) {
-#pragma unroll
-  for (int u = 0; u < kN; ++u) {
-    const int head = head0 + u * step;
-    if (head < p.num_heads) x[u].load(head_address(p, q_token, k_token, head), first, half);
-  }
-}
+/// Heads head0, head0 + step, ... of one token whose q and k rows start at q_token and k_token,
+/// and the chunk (elements from `first`; NeoX: and from first + half) a thread owns of each.
+template <typename T>
+struct TokenHeads {
+  const RopeParams<T>& p;
+  T* q_token;
+  T* k_token;
+  int step;
+  int first;
+  int half;
 
-/// Rotates the chunks load_heads loaded and stores them back to their heads.
-template <int kN, typename T, bool kNeox, int kVec, int kCosSin>
-SGL_DEVICE void rotate_store_heads(HeadChunk<T, kNeox, kVec> (&x)[kN],
-                                   const RopeParams<T>& p,
-                                   T* q_token,
-                                   T* k_token,
-                                   int head0,
-                                   int step,
-                                   int first,
-                                   int half,
-                                   const fp32_t (&cos_v)[kCosSin],
-                                   const fp32_t (&sin_v)[kCosSin]) {
+  /// Loads the chunks of heads head0 + u * step (u < kN; those < num_heads) into x[u].
+  template <int kN, bool kNeox, int kVec>
+  SGL_DEVICE void load(HeadChunk<T, kNeox, kVec> (&x)[kN], int head0) const {
+    for_each<kN>(head0, [&](int u, T* head) { x[u].load(head, first, half); });
+  }
+
+  /// Rotates the chunks load() loaded and stores them back to their heads.
+  template <int kN, bool kNeox, int kVec, int kCosSin>
+  SGL_DEVICE void rotate_store(HeadChunk<T, kNeox, kVec> (&x)[kN],
+                               int head0,
+                               const fp32_t (&cos_v)[kCosSin],
+                               const fp32_t (&sin_v)[kCosSin]) const {
+    for_each<kN>(head0,
+                 [&](int u, T* head) { x[u].rotate_store(head, first, half, cos_v, sin_v); });
+  }
+
+ private:
+  template <int kN, typename Fn>
+  SGL_DEVICE void for_each(int head0, const Fn& fn) const {
 #pragma unroll
-  for (int u = 0; u < kN; ++u) {
-    const int head = head0 + u * step;
-    if (head < p.num_heads) {
-      x[u].rotate_store(head_address(p, q_token, k_token, head), first, half, cos_v, sin_v);
+    for (int u = 0; u < kN; ++u) {
+      const int head = head0 + u * step;
+      if (head < p.num_heads) fn(u, head_address(p, q_token, k_token, head));
     }
   }
-}
+};
 
 /// Threads: blockDim.x = chunks * heads_per_pass for one token, blockDim.y tokens per block; the
 /// grid strides over groups of blockDim.y tokens. Thread (c, slot) owns chunk c of every head
@@ -225,19 +224,20 @@ __global__ void __maxnreg__(Config::kMaxRegs) rope_kernel(const RopeParams<T> p)
     T* const q_token = p.q + token * p.q_token_stride;
     T* const k_token = p.k + token * p.k_token_stride;
 
+    const TokenHeads<T> heads{p, q_token, k_token, heads_step, first, half};
     Chunk x[kUnroll];
     int head0 = slot;  // < num_heads: heads_per_pass <= num_heads
-    load_heads(x, p, q_token, k_token, head0, heads_step, first, half);
+    heads.load(x, head0);
     if (pos < 0 || pos >= p.max_pos) continue;  // left unchanged; the cache is never read
     fp32_t cos_v[kCosSin];
     fp32_t sin_v[kCosSin];
     load_chunk_cos_sin<kCosSin, device::cache::Evict::kNormal>(p, pos, chunk, half, cos_v, sin_v);
 
     while (true) {
-      rotate_store_heads(x, p, q_token, k_token, head0, heads_step, first, half, cos_v, sin_v);
+      heads.rotate_store(x, head0, cos_v, sin_v);
       head0 += heads_step * kUnroll;
       if (head0 >= p.num_heads) break;
-      load_heads(x, p, q_token, k_token, head0, heads_step, first, half);
+      heads.load(x, head0);
     }
   }
 
@@ -273,13 +273,14 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
   const auto pos = static_cast<std::int64_t>(positions[token * p.position_stride]);
   T* const q_token = p.q + token * p.q_token_stride;
   T* const k_token = p.k + token * p.k_token_stride;
+  const TokenHeads<T> heads{p, q_token, k_token, heads_step, first, half};
   Chunk x[kHeads];
-  load_heads(x, p, q_token, k_token, head0, heads_step, first, half);
+  heads.load(x, head0);
   if (pos < 0 || pos >= p.max_pos) return;  // left unchanged; the cache is never read
   fp32_t cos_v[kCosSin];
   fp32_t sin_v[kCosSin];
   load_chunk_cos_sin<kCosSin, device::cache::Evict::kLast>(p, pos, chunk, half, cos_v, sin_v);
-  rotate_store_heads(x, p, q_token, k_token, head0, heads_step, first, half, cos_v, sin_v);
+  heads.rotate_store(x, head0, cos_v, sin_v);
 }
 
 }  // namespace
