@@ -15,8 +15,13 @@
 
 namespace {
 
+/// The fields rmsnorm_decode_kernel reads come first and end by byte kDecodeParamBytes: reading
+/// one placed after it once the PDL wait returned measured 25-40 ns slower per call
+/// (docs/kernels/norm.md, "Decode plan").
 template <typename T>
 struct RMSNormParams {
+  float inv_dim;  // 1 / D
+  float eps;
   T* out;
   const T* input;
   const T* weight;
@@ -24,9 +29,11 @@ struct RMSNormParams {
   std::int64_t input_stride;  // elements between rows
   std::int64_t num_rows;
   std::uint32_t num_packs;  // 16-byte packs per row (D / 8)
-  float inv_dim;            // 1 / D
-  float eps;
 };
+inline constexpr std::size_t kDecodeParamBytes = 48;
+static_assert(offsetof(RMSNormParams<fp16_t>, input_stride) + sizeof(std::int64_t) <=
+                  kDecodeParamBytes,
+              "RMSNormParams: the decode kernel's fields must end by byte 48");
 
 /// Rows are split among groups of kGroup lanes (0: the whole CTA); each thread keeps kPacks
 /// packs of its row in registers: one read, fp32 reduction, one write. Each group takes kRows
@@ -162,6 +169,8 @@ void rmsnorm(tvm::ffi::TensorView out,
       .verify(out, "out");
 
   const auto params = RMSNormParams<T>{
+      .inv_dim = 1.0f / static_cast<float>(dim),
+      .eps = eps,
       .out = static_cast<T*>(data_address(out)),
       .input = static_cast<const T*>(data_address(input)),
       .weight = static_cast<const T*>(data_address(weight)),
@@ -169,8 +178,6 @@ void rmsnorm(tvm::ffi::TensorView out,
       .input_stride = input_stride.unwrap(),
       .num_rows = N.unwrap(),
       .num_packs = static_cast<std::uint32_t>(dim / 8),
-      .inv_dim = 1.0f / static_cast<float>(dim),
-      .eps = eps,
   };
   const DLDevice dev = device.unwrap();
   if (norm::use_decode_plan<Config>(params.num_rows)) {
