@@ -75,6 +75,10 @@ COPY_BYTES = 1 << 30
 OVERHEAD_ROUNDS = 31  # interleaved rounds of the host-overhead measurement
 PEERS = ("torch", "torch_compile", "flashinfer", "upstream")
 DECODE_REPLAY_ITERS = 20_000  # calls per decode timing: ~150 replays, a stable median of ~1 us
+# Decode rows: ours and every peer timed in this many alternating rounds (median reported). One
+# timing of a decode row moved by up to 5 % between repeats (another placement of its rotated
+# inputs); interleaved rounds keep that out of the ours / peer ratio.
+DECODE_ROUNDS = 5
 
 
 def l2_bytes() -> int:
@@ -183,12 +187,19 @@ def verified_peer(
 
 
 def bench_case(
-    case: BandwidthCase, copy_gbps: float | None, timer: str, replay_iters: int | None = None
+    case: BandwidthCase,
+    copy_gbps: float | None,
+    timer: str,
+    replay_iters: int | None = None,
+    rounds: int = 1,
 ) -> BandwidthRow:
     """Time ours and every peer on the same inputs; a failing peer becomes N/A with its error.
 
-    ``replay_iters``: the graph timer's (more for decode rows). A built peer (upstream SGLang)
-    is timed only after the case's check passed on it; if it did not, it is a peer error.
+    ``replay_iters``: the graph timer's (per round). A built peer (upstream SGLang) is timed
+    only after the case's check passed on it; if it did not, it is a peer error. ``rounds`` > 1
+    times ours and every peer once per round, in alternating order, and reports each one's
+    median over the rounds (each timing clones its own rotated inputs, so a round also samples
+    another placement of them in memory).
     """
     inputs = case.make_inputs()
     if case.check is not None:
@@ -202,7 +213,39 @@ def bench_case(
             return time_graph(fn, inputs, case.rotate_args, replay_iters=replay_iters)
         return time_loop(fn, inputs, case.rotate_args)
 
-    ours = timed(case.ours, inputs)
+    peers_na: dict[str, str] = {}
+    peer_errors: dict[str, str] = {}
+    fns: dict[str, Callable[..., Any]] = {"ours": case.ours}
+    built: set[str] = set()
+    for name, peer in case.peers.items():
+        if isinstance(peer, str):
+            peers_na[name] = peer
+            continue
+        if isinstance(peer, upstream.UpstreamPeer):
+            built.add(name)
+            fn = verified_peer(case, peer, inputs)
+            if isinstance(fn, str):
+                peers_na[name] = peer_errors[name] = fn
+                continue
+        else:
+            fn = peer
+        fns[name] = fn
+
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for index in range(rounds):
+        for name in list(fns) if index % 2 == 0 else list(reversed(fns)):
+            if name in peers_na:
+                continue
+            try:
+                samples[name].append(timed(fns[name], inputs))
+            except Exception as error:  # a peer that cannot run is reported, never fatal
+                if name == "ours":
+                    raise
+                peers_na[name] = short_error(error)
+                if name in built:  # asked for, built and verified: it must be timed too
+                    peer_errors[name] = peers_na[name]
+                torch.cuda.synchronize()
+    ours = statistics.median(samples["ours"])
     row = BandwidthRow(
         kernel=case.kernel,
         shape=case.shape,
@@ -211,23 +254,19 @@ def bench_case(
         ours_gbps=case.bytes_moved / ours / GB,
         copy_ratio=None if copy_gbps is None else case.bytes_moved / ours / GB / copy_gbps,
         decode=case.decode,
+        peers_us={
+            name: statistics.median(values) * 1e6
+            for name, values in samples.items()
+            if name != "ours" and name not in peers_na
+        },
+        peers_na=peers_na,
+        peer_errors=peer_errors,
+        rounds_us={
+            name: [round(value * 1e6, 4) for value in values]
+            for name, values in samples.items()
+            if rounds > 1
+        },
     )
-    for name, peer in case.peers.items():
-        if isinstance(peer, str):
-            row.peers_na[name] = peer
-            continue
-        built = isinstance(peer, upstream.UpstreamPeer)
-        fn = verified_peer(case, peer, inputs) if built else peer
-        if isinstance(fn, str):
-            row.peers_na[name] = row.peer_errors[name] = fn
-            continue
-        try:
-            row.peers_us[name] = timed(fn, inputs) * 1e6
-        except Exception as error:  # a peer that cannot run is reported, never fatal
-            row.peers_na[name] = short_error(error)
-            if built:  # asked for, built and verified: it must be timed too
-                row.peer_errors[name] = row.peers_na[name]
-            torch.cuda.synchronize()
     del inputs
     torch.cuda.empty_cache()
     return row
@@ -557,10 +596,10 @@ def main(argv: list[str] | None = None) -> int:
     builds = build_upstream(cases, t0)
     rows: list[BandwidthRow] = []
 
-    def run(selected: list[BandwidthCase], replay_iters: int | None) -> None:
+    def run(selected: list[BandwidthCase], replay_iters: int | None, rounds: int = 1) -> None:
         for case in selected:
             try:
-                rows.append(bench_case(case, copy_gbps, args.timer, replay_iters))
+                rows.append(bench_case(case, copy_gbps, args.timer, replay_iters, rounds))
                 digits = 2 if case.decode else 1
                 progress(f"{case.kernel} {case.shape}: ours {rows[-1].ours_us:.{digits}f} us", t0)
             except Exception:
@@ -579,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         except Exception:
             errors.append(f"launch floor:\n{traceback.format_exc()}")
-    run(decode_cases, DECODE_REPLAY_ITERS)
+    run(decode_cases, DECODE_REPLAY_ITERS // DECODE_ROUNDS, DECODE_ROUNDS)
 
     overheads: list[OverheadRow] = []
     for module in [] if args.skip_overhead or args.decode_only else families:

@@ -30,6 +30,7 @@ class BandwidthRow:
 
     ``copy_ratio`` is None where the copy was not measured (``--decode-only``). ``peer_errors``:
     built peers that failed to build, to load or their check (each also N/A in ``peers_na``).
+    ``rounds_us``: where timed in interleaved rounds (decode rows), every round's figure.
     """
 
     kernel: str
@@ -42,6 +43,7 @@ class BandwidthRow:
     peers_us: dict[str, float] = field(default_factory=dict)
     peers_na: dict[str, str] = field(default_factory=dict)
     peer_errors: dict[str, str] = field(default_factory=dict)
+    rounds_us: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

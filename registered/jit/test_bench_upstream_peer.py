@@ -440,5 +440,40 @@ def test_bench_case_times_an_upstream_peer_only_after_its_check(tmp_path, monkey
     assert timed == [(3, 123), (3, 123)]  # ours and the upstream peer; never the wrong one
 
 
+def test_bench_case_interleaves_rounds_and_reports_medians(monkeypatch):
+    """rounds > 1: ours and each peer once per round, order reversed every other round, the
+    median per implementation; a peer that fails in a later round becomes N/A, never fatal."""
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    order = []
+    seconds = {"ours": iter([3e-6, 1e-6, 2e-6]), "torch": iter([5e-6, 9e-6, 4e-6])}
+
+    def fake_timer(fn, inputs, rotate, replay_iters=None):
+        name = fn(*inputs)
+        order.append(name)
+        if name == "flaky" and order.count("flaky") == 2:
+            raise RuntimeError("launch failed")
+        return next(seconds[name]) if name in seconds else 1e-6
+
+    monkeypatch.setattr(bench_jit_kernels, "time_graph", fake_timer)
+    case = bench_jit_kernels.BandwidthCase(
+        "k",
+        "s",
+        lambda: (),
+        lambda: "ours",
+        8,
+        peers={"torch": lambda: "torch", "flaky": lambda: "flaky", "x": "absent"},
+        decode=True,
+    )
+    row = bench_jit_kernels.bench_case(case, None, "graph", 10, rounds=3)
+    assert order == ["ours", "torch", "flaky", "flaky", "torch", "ours", "ours", "torch"]
+    assert row.ours_us == pytest.approx(2.0)
+    assert row.peers_us == {"torch": pytest.approx(5.0)}
+    assert row.peers_na == {"x": "absent", "flaky": "RuntimeError: launch failed"}
+    assert row.peer_errors == {}  # not a built peer
+    assert row.rounds_us["ours"] == [3.0, 1.0, 2.0]
+    assert row.rounds_us["torch"] == [5.0, 9.0, 4.0]
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
