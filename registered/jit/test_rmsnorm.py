@@ -53,10 +53,11 @@ def assert_matches(actual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
 
 
 # Batches of at most 64 rows take the decode plan (RowConfig): one CTA per row, one pack per
-# thread up to 512 packs (4096 elements), two above; a CTA covering the row exactly (256, 1024,
-# 4096, 16384) has no bounds checks. Rows 64 and 65 sit on both sides; dims 8 and 16384 at the
-# ends of the row sizes, 4096 / 4104 on both sides of the two-pack step, 264 and 4104 guarded.
-@pytest.mark.parametrize("dim", [8, 256, 264, 1024, 4096, 4104, 16384])
+# thread up to 256 packs (2048 elements), two above; a CTA covering the row exactly (256, 1024,
+# 2048, 4096, 16384) has no bounds checks. Rows 64 and 65 sit on both sides; dims 8 and 16384
+# at the ends of the row sizes, 2048 / 2056 on both sides of the two-pack step, 264, 2056 and
+# 4104 guarded.
+@pytest.mark.parametrize("dim", [8, 256, 264, 1024, 2048, 2056, 4096, 4104, 16384])
 @pytest.mark.parametrize("num_rows", [64, 65])
 def test_rmsnorm_on_both_sides_of_the_decode_plan(num_rows: int, dim: int) -> None:
     x = randn(num_rows, dim, dtype=torch.bfloat16)
@@ -185,10 +186,11 @@ def test_rmsnorm_cuda_graph_capture_and_replay() -> None:
 
 
 # Decode CTAs of one warp (rows of at most 256 elements) release the next kernel before their PDL
-# wait, larger ones after their stores; CTAs that cover the row exactly (dims 256, 4096) skip every
-# bounds check, others (264, 4104) keep them. Whichever, a call that reads the previous call's
-# output must see all of it; 65 rows take the row plan.
-@pytest.mark.parametrize("dim", [256, 264, 4096, 4104])
+# wait, larger ones after their stores; CTAs that cover the row exactly (dims 256, 1024, 4096) skip
+# every bounds check, others (264, 4104) keep them; 4096 and 4104 hold two packs per thread.
+# Whichever, a call that reads the previous call's output must see all of it; 65 rows take the
+# row plan.
+@pytest.mark.parametrize("dim", [256, 264, 1024, 4096, 4104])
 @pytest.mark.parametrize("num_rows", [1, 16, 64, 65])
 @pytest.mark.parametrize("capture", [False, True], ids=["eager", "graph"])
 def test_rmsnorm_dependent_calls_back_to_back(num_rows: int, dim: int, capture: bool) -> None:

@@ -168,19 +168,21 @@ struct RowSlice {
     }
   }
 
-  /// This thread's part of the sum of squares, in fp32.
+  /// This thread's part of the sum of squares, in fp32: x^2 + y^2 of each pair (independent of
+  /// the other pairs), then one running sum. Two running fmaf chains instead measured 2 % slower
+  /// in rmsnorm's two-pack decode kernel, where ptxas then issued a weight load only after the
+  /// sum (docs/kernels/norm.md).
   SGL_DEVICE float sum_squares() const {
-    float even = 0.0f, odd = 0.0f;  // two chains for instruction-level parallelism
+    float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
       for (int j = 0; j < kWords; ++j) {
         const fp32x2_t v = unpack_pair<T>(pack[k][j]);
-        even = fmaf(v.x, v.x, even);
-        odd = fmaf(v.y, v.y, odd);
+        sum += v.x * v.x + v.y * v.y;
       }
     }
-    return even + odd;
+    return sum;
   }
 
   /// this = round(fp32(this) + fp32(other)): the residual add of fused_add_rmsnorm.
@@ -434,10 +436,12 @@ inline bool use_decode_plan(std::int64_t num_rows) {
   return num_rows <= Config::kDecodeMaxRows;
 }
 
-/// Packs per thread of the decode plan: one while a CTA of one thread per pack fits in 512
-/// threads, else two (rows of up to 2048 packs, 16384 elements, in at most 1024 threads).
+/// Packs per thread of the decode plan: one up to kDecodeOnePackMaxPacks packs (2048 elements),
+/// two above (rows of up to 2048 packs, 16384 elements, in at most 1024 threads). Rows of 4096
+/// elements in 256 threads x 2 packs measured within 1 % of 512 x 1 (docs/kernels/norm.md).
+inline constexpr std::uint32_t kDecodeOnePackMaxPacks = 256;
 inline int decode_packs_per_thread(std::uint32_t num_packs) {
-  return num_packs <= kCtaMaxThreads ? 1 : 2;
+  return num_packs <= kDecodeOnePackMaxPacks ? 1 : 2;
 }
 /// The decode plan's largest CTA (rows of 2048 packs, two per thread).
 inline constexpr std::uint32_t kDecodeMaxThreads = 1024;
