@@ -262,10 +262,10 @@ def bench_case(
         peers_na=peers_na,
         peer_errors=peer_errors,
         rounds_us={
-            name: [round(value * 1e6, 4) for value in values]
-            for name, values in samples.items()
-            if rounds > 1
-        },
+            name: [round(value * 1e6, 4) for value in values] for name, values in samples.items()
+        }
+        if rounds > 1
+        else {},
     )
     del inputs
     torch.cuda.empty_cache()

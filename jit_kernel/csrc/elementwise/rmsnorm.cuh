@@ -15,8 +15,8 @@
 
 namespace {
 
-/// The fields rmsnorm_decode_kernel reads come first and end by byte kDecodeParamBytes: reading
-/// one placed after it once the PDL wait returned measured 25-40 ns slower per call
+/// The fields rmsnorm_decode_kernel reads come first and end by byte kDecodeParamBytes: one
+/// placed after it was read only after the PDL wait, on every call's critical path
 /// (docs/kernels/norm.md, "Decode plan").
 template <typename T>
 struct RMSNormParams {
@@ -96,8 +96,7 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
 /// The decode plan (few rows): CTA b normalises row b, thread t holding packs t, t + blockDim.x,
 /// ... (kPacks of them; kAllInside: the CTA covers the row exactly, no checks). No row loop and
 /// no staging. A one-warp CTA releases the next kernel before its PDL wait, larger ones after
-/// their stores (measured: the early release is faster for rows of at most 32 packs, slower
-/// from 128 packs on, most at 64 rows).
+/// their stores (the faster placement for each, docs/kernels/norm.md).
 template <int kPacks, bool kAllInside, bool kUsePDL, typename T>
 __global__ void __launch_bounds__(host::norm::kDecodeMaxThreads)
     rmsnorm_decode_kernel(const __grid_constant__ RMSNormParams<T> p) {
