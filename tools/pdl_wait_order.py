@@ -8,7 +8,7 @@ global loads, stores and atomics placed before the first wait in program order. 
 races with the previous kernel: a load may read its output before it is written, a store may
 overwrite what it still reads. The compiler may move a non-coherent load (``__ldg``) there on its
 own. Prints the offending instructions per module and a summary line; exit 1 when any is found,
-2 when cuobjdump is not found or the cache holds no module.
+2 when cuobjdump is not found, the cache holds no module or cuobjdump cannot read one (named).
 """
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ def early_accesses(sass: str) -> dict[str, list[str]]:
     return found
 
 
+class UnreadableModule(Exception):
+    """cuobjdump failed on a module of the cache; the message names it and quotes the tool."""
+
+
 def check_cache(cache: Path, cuobjdump: str) -> tuple[list[str], int, int]:
     """(report lines, kernels with a wait, offending kernels) over every module of ``cache``."""
     lines: list[str] = []
@@ -58,9 +62,13 @@ def check_cache(cache: Path, cuobjdump: str) -> tuple[list[str], int, int]:
     for library in sorted(cache.glob("*/*.so")):
         if library.parent.name.startswith("."):
             continue
-        sass = subprocess.run(
-            [cuobjdump, "-sass", str(library)], capture_output=True, text=True, check=True
-        ).stdout
+        result = subprocess.run([cuobjdump, "-sass", str(library)], capture_output=True, text=True)
+        if result.returncode != 0:
+            said = (result.stderr.strip().splitlines() or ["no message"])[-1]
+            raise UnreadableModule(
+                f"cuobjdump cannot read {library} (exit {result.returncode}: {said})"
+            )
+        sass = result.stdout
         kernels = early_accesses(sass)
         waiting += len(kernels)
         for kernel, accesses in sorted(kernels.items()):
@@ -83,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
             f"pdl_wait_order: {args.cache} holds no built module (*/<module>.so)", file=sys.stderr
         )
         return 2
-    lines, waiting, offending = check_cache(args.cache, cuobjdump)
+    try:
+        lines, waiting, offending = check_cache(args.cache, cuobjdump)
+    except UnreadableModule as error:
+        print(f"pdl_wait_order: {error}", file=sys.stderr)
+        return 2
     summary = f"{waiting} kernels wait for the previous one; {offending} touch global memory"
     print("\n".join([*lines, f"{summary} before the wait"]))
     return 1 if offending else 0

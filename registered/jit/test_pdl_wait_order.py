@@ -90,5 +90,21 @@ def test_missing_tool_or_empty_cache_is_a_usage_error(tmp_path, monkeypatch, cap
     assert "holds no built module" in capsys.readouterr().err
 
 
+def test_a_module_cuobjdump_cannot_read_is_named(tmp_path, monkeypatch, capsys):
+    tool = tmp_path / "bin" / "cuobjdump"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho 'cuobjdump fatal   : Could not open input file' >&2\nexit 1\n")
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    library = tmp_path / "cache" / "jit_x_0123" / "jit_x.so"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"not an ELF")
+    assert main([str(tmp_path / "cache")]) == 2
+    assert capsys.readouterr().err == (
+        f"pdl_wait_order: cuobjdump cannot read {library} "
+        "(exit 1: cuobjdump fatal   : Could not open input file)\n"
+    )
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
