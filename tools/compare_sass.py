@@ -8,9 +8,9 @@ disassembles each kernel (``cuobjdump -sass``), drops addresses and encodings, a
 multisets of (instruction text, ``cuobjdump -res-usage`` line): kernel names may differ (a new
 template argument), their code and registers/stack/local may not. Prints one line per module
 (``SASS identical (N kernels, ...)`` or what exists on one side only); exit 1 when any module
-differs, 2 when cuobjdump (with nvdisasm) is not found or a cache has no modules. cuobjdump and
-nvdisasm come with the CUDA toolkit (``$CUDA_HOME/bin``) or the pip packages
-``nvidia-cuda-cuobjdump`` and ``nvidia-cuda-nvdisasm``.
+differs, 2 when cuobjdump (with nvdisasm) is not found, a cache has no modules or cuobjdump
+cannot read one (named). cuobjdump and nvdisasm come with the CUDA toolkit (``$CUDA_HOME/bin``)
+or the pip packages ``nvidia-cuda-cuobjdump`` and ``nvidia-cuda-nvdisasm``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,25 @@ def kernels_of(sass: str, usage: str) -> Counter[tuple[str, str]]:
     )
 
 
+class UnreadableModule(Exception):
+    """cuobjdump failed on a module of a cache; the message names it and quotes the tool."""
+
+
+def cuobjdump_output(
+    cuobjdump: str, flag: str, library: Path, env: dict[str, str] | None = None
+) -> str:
+    """``cuobjdump flag library``'s output; UnreadableModule when it fails."""
+    result = subprocess.run(
+        [cuobjdump, flag, str(library)], capture_output=True, text=True, env=env
+    )
+    if result.returncode != 0:
+        said = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        raise UnreadableModule(
+            f"cuobjdump cannot read {library} (exit {result.returncode}: {said})"
+        )
+    return result.stdout
+
+
 def modules_of(cache: Path, cuobjdump: str, nvdisasm: str) -> dict[str, Counter[tuple[str, str]]]:
     """Module name (without its key) -> its kernels, for every built module of ``cache``."""
     env = {**os.environ, "NVDISASM_PATH": str(Path(nvdisasm).parent)}
@@ -54,10 +73,7 @@ def modules_of(cache: Path, cuobjdump: str, nvdisasm: str) -> dict[str, Counter[
         if library.parent.name.startswith("."):
             continue
         dumps = [
-            subprocess.run(
-                [cuobjdump, flag, str(library)], capture_output=True, text=True, check=True, env=env
-            ).stdout
-            for flag in ("-sass", "-res-usage")
+            cuobjdump_output(cuobjdump, flag, library, env) for flag in ("-sass", "-res-usage")
         ]
         found[library.stem] = kernels_of(*dumps)
     return found
@@ -107,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    old = modules_of(args.old, cuobjdump, nvdisasm)
-    new = modules_of(args.new, cuobjdump, nvdisasm)
+    try:
+        old = modules_of(args.old, cuobjdump, nvdisasm)
+        new = modules_of(args.new, cuobjdump, nvdisasm)
+    except UnreadableModule as error:
+        print(f"compare_sass: {error}", file=sys.stderr)
+        return 2
     if not old or not new:
         empty = args.old if not old else args.new
         print(f"compare_sass: {empty} holds no built module (*/<module>.so)", file=sys.stderr)

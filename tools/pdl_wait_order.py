@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-from tools.compare_sass import find_tool
+from tools.compare_sass import UnreadableModule, cuobjdump_output, find_tool
 
 _FUNCTION = re.compile(r"^\s*Function : (\S+)")
 _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s*(.*?)\s*;")
@@ -51,10 +50,6 @@ def early_accesses(sass: str) -> dict[str, list[str]]:
     return found
 
 
-class UnreadableModule(Exception):
-    """cuobjdump failed on a module of the cache; the message names it and quotes the tool."""
-
-
 def check_cache(cache: Path, cuobjdump: str) -> tuple[list[str], int, int]:
     """(report lines, kernels with a wait, offending kernels) over every module of ``cache``."""
     lines: list[str] = []
@@ -62,13 +57,7 @@ def check_cache(cache: Path, cuobjdump: str) -> tuple[list[str], int, int]:
     for library in sorted(cache.glob("*/*.so")):
         if library.parent.name.startswith("."):
             continue
-        result = subprocess.run([cuobjdump, "-sass", str(library)], capture_output=True, text=True)
-        if result.returncode != 0:
-            said = (result.stderr.strip().splitlines() or ["no message"])[-1]
-            raise UnreadableModule(
-                f"cuobjdump cannot read {library} (exit {result.returncode}: {said})"
-            )
-        sass = result.stdout
+        sass = cuobjdump_output(cuobjdump, "-sass", library)
         kernels = early_accesses(sass)
         waiting += len(kernels)
         for kernel, accesses in sorted(kernels.items()):

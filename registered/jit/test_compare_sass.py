@@ -52,5 +52,24 @@ def test_missing_tools_are_a_usage_error(tmp_path, monkeypatch, capsys):
     )
 
 
+def test_a_module_cuobjdump_cannot_read_is_named(tmp_path, monkeypatch, capsys):
+    for tool in ("cuobjdump", "nvdisasm"):
+        path = tmp_path / "bin" / tool
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(
+            "#!/bin/sh\necho 'cuobjdump fatal   : Could not open input file' >&2\nexit 1\n"
+        )
+        path.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    library = tmp_path / "cache" / "jit_x_0123" / "jit_x.so"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"not an ELF")
+    assert main([str(tmp_path / "cache"), str(tmp_path / "cache")]) == 2
+    assert capsys.readouterr().err == (
+        f"compare_sass: cuobjdump cannot read {library} "
+        "(exit 1: cuobjdump fatal   : Could not open input file)\n"
+    )
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
