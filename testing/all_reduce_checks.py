@@ -37,6 +37,7 @@ import torch
 from jit_kernel.all_reduce import (
     ALGORITHMS,
     DEFAULT_MAX_BYTES,
+    MAX_BYTES_LIMIT,
     CustomAllReduce,
 )
 
@@ -53,6 +54,7 @@ GROUPS = (
     "mixed",
     "graph",
     "second_communicator",
+    "largest_communicator",
     "epoch",
     "bad_inputs",
     "close",
@@ -550,6 +552,24 @@ def _second_communicator(runner: _Runner) -> None:
     runner.record("second_communicator", "closed", [] if other.closed else ["still open"])
 
 
+def _largest_communicator(runner: _Runner) -> None:
+    """A communicator at the largest ``max_bytes`` (``MAX_BYTES_LIMIT``: 2 x 1 GiB of buffers
+    per rank) is accepted by both the Python and the C++ check, and reduces."""
+    largest = CustomAllReduce(max_bytes=MAX_BYTES_LIMIT)
+    try:
+        for algo in ("one_shot", "two_shot"):
+            runner.checked_call(
+                "largest_communicator",
+                f"max_bytes={MAX_BYTES_LIMIT}: bfloat16 numel=4099 {algo}",
+                4099,
+                torch.bfloat16,
+                algo,
+                car=largest,
+            )
+    finally:
+        largest.close()
+
+
 def _epoch(runner: _Runner) -> None:
     car = runner.car
     before = car.epoch()
@@ -743,6 +763,7 @@ _GROUP_FUNCTIONS: dict[str, Callable[[_Runner], None]] = {
     "mixed": _mixed,
     "graph": _graph,
     "second_communicator": _second_communicator,
+    "largest_communicator": _largest_communicator,
     "epoch": _epoch,
     "bad_inputs": _bad_inputs,
     "close": _close,

@@ -17,6 +17,7 @@ group of them, with the rank, case, dtype, and the max error / first bad index o
 * mixed: different sizes, dtypes and algorithms back to back;
 * graph: CUDA-graph capture, replays with new data, eager calls between replays;
 * second_communicator: a second communicator (3 blocks, always two-shot) interleaved;
+* largest_communicator: one at max_bytes = MAX_BYTES_LIMIT (2 GiB of buffers per rank) reduces;
 * bad_inputs: wrong dtype, too large, non-contiguous, misaligned, CPU, another GPU, non-tensor
   input/out, mismatched out, overlapping out, unknown algo: each a clear error, and the next good
   call still works; close: calls after close() raise.
