@@ -76,8 +76,8 @@ OVERHEAD_ROUNDS = 31  # interleaved rounds of the host-overhead measurement
 PEERS = ("torch", "torch_compile", "flashinfer", "upstream")
 DECODE_REPLAY_ITERS = 20_000  # calls per decode timing: ~150 replays, a stable median of ~1 us
 # Decode rows: ours and every peer timed in this many alternating rounds (median reported). One
-# timing of a decode row moved by up to 5 % between repeats (another placement of its rotated
-# inputs); interleaved rounds keep that out of the ours / peer ratio.
+# timing of a decode row moves between repeats with the placement of its rotated inputs;
+# interleaved rounds keep that out of the ours / peer ratio (bench_jit_kernels.md).
 DECODE_ROUNDS = 5
 
 
