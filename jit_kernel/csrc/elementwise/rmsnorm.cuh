@@ -108,13 +108,15 @@ __global__ void __launch_bounds__(host::norm::kDecodeMaxThreads)
   const T* weight = p.weight;
   const float inv_dim = p.inv_dim, eps = p.eps;
   const OwnedPacks<kPacks, kAllInside> owned(threadIdx.x, blockDim.x, p.num_packs);
+  CtaSumSlots slots(scratch, 0);
+  slots.compute_here();
   const bool one_warp = blockDim.x == device::kWarpThreads;
   if (one_warp) device::PDLTriggerSecondary<kUsePDL>();
   device::PDLWaitPrimary<kUsePDL>();
   RowSlice<T, kPacks> x, w;
   x.load_unguarded(input, owned);
   w.load_unguarded(weight, owned);
-  const float sum = cta_sum(x.sum_squares(), scratch, 0);
+  const float sum = cta_sum(x.sum_squares(), slots);
   x.scale(w, rms_scale(sum, inv_dim, eps));
   x.store(p.out + blockIdx.x * p.out_stride, owned);
   if (!one_warp) device::PDLTriggerSecondary<kUsePDL>();

@@ -9,11 +9,12 @@
 // reduction). The row is read once, reduced in fp32, scaled and written from registers.
 #pragma once
 
-#include <sgl_kernel/cp_async.cuh>  // For cp_async::copy16, cp_async::wait_all
-#include <sgl_kernel/runtime.cuh>   // For runtime::get_sm_count
-#include <sgl_kernel/type.cuh>      // For packed_t, device::cast, fp32x2_t
-#include <sgl_kernel/utils.cuh>     // For SGL_DEVICE, kWarpThreads, kFullMask, LaunchKernel
-#include <sgl_kernel/vec.cuh>       // For AlignedVector
+#include <sgl_kernel/cp_async.cuh>       // For cp_async::copy16, cp_async::wait_all
+#include <sgl_kernel/runtime.cuh>        // For runtime::get_sm_count
+#include <sgl_kernel/shared_memory.cuh>  // For shared_address, store_shared, load_shared
+#include <sgl_kernel/type.cuh>           // For packed_t, device::cast, fp32x2_t
+#include <sgl_kernel/utils.cuh>          // For SGL_DEVICE, kWarpThreads, kFullMask, LaunchKernel
+#include <sgl_kernel/vec.cuh>            // For AlignedVector
 
 #include <dlpack/dlpack.h>
 
@@ -274,23 +275,45 @@ struct CtaSumScratch {
   float partial[2][kWarpThreads];
 };
 
+/// The two words of a CtaSumScratch buffer one thread touches in cta_sum, as shared-window
+/// addresses: its warp's partial sum (lane 0 writes it) and the one this lane reads after the
+/// barrier.
+struct CtaSumSlots {
+  std::uint32_t warp_partial;
+  std::uint32_t lane_partial;
+
+  /// The slots of buffer `call % 2` (see cta_sum for `call`).
+  SGL_DEVICE CtaSumSlots(CtaSumScratch& scratch, std::uint32_t call)
+      : warp_partial(shared_address(&scratch.partial[call & 1u][threadIdx.x / kWarpThreads])),
+        lane_partial(shared_address(&scratch.partial[call & 1u][threadIdx.x % kWarpThreads])) {}
+
+  /// Computes the addresses where this is called instead of at their use after the warp's sum:
+  /// call it before the loads, so reading the CTA's shared window overlaps them rather than
+  /// delaying the barrier (docs/kernels/norm.md, "Decode plan").
+  SGL_DEVICE void compute_here() { asm volatile("" : "+r"(warp_partial), "+r"(lane_partial)); }
+};
+
 /// Sum over the CTA (blockDim.x a multiple of 32, at most 1024) with one __syncthreads (none for
 /// a single warp); every thread gets the same result. Every thread of the CTA must call it the same
-/// number of times; `call` counts the calls (0, 1, 2, ...) and selects the buffer.
+/// number of times, each call with the slots of the next buffer (CtaSumSlots(scratch, call) for
+/// call = 0, 1, 2, ...).
 ///
 /// Why two buffers suffice: call c writes buffer c % 2 before its barrier and reads it after. The
 /// next write of that buffer (call c + 2) comes after the barrier of call c + 1, which every
 /// thread reaches only after finishing its reads of call c.
-SGL_DEVICE float cta_sum(float value, CtaSumScratch& scratch, std::uint32_t call) {
-  const std::uint32_t warp = threadIdx.x / kWarpThreads;
+SGL_DEVICE float cta_sum(float value, const CtaSumSlots& slots) {
   const std::uint32_t lane = threadIdx.x % kWarpThreads;
-  float* partial = scratch.partial[call & 1u];
   value = group_sum<kWarpThreads>(value);
   if (blockDim.x == kWarpThreads) return value;  // one warp: no barrier, no shared memory
-  if (lane == 0) partial[warp] = value;
+  if (lane == 0) store_shared(slots.warp_partial, value);
   __syncthreads();
   const std::uint32_t num_warps = blockDim.x / kWarpThreads;
-  return group_sum<kWarpThreads>(lane < num_warps ? partial[lane] : 0.0f);
+  return group_sum<kWarpThreads>(lane < num_warps ? load_shared(slots.lane_partial) : 0.0f);
+}
+
+/// cta_sum for call number `call` (0, 1, 2, ...) of this thread, slots computed at the call.
+SGL_DEVICE float cta_sum(float value, CtaSumScratch& scratch, std::uint32_t call) {
+  return cta_sum(value, CtaSumSlots(scratch, call));
 }
 
 /// 1 / sqrt(mean of squares + eps) from the row's sum of squares (inv_dim = 1 / D).
