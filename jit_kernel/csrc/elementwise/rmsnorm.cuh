@@ -110,14 +110,19 @@ __global__ void __launch_bounds__(host::norm::kDecodeMaxThreads)
   const OwnedPacks<kPacks, kAllInside> owned(threadIdx.x, blockDim.x, p.num_packs);
   CtaSumSlots slots(scratch, 0);
   slots.compute_here();
-  const bool one_warp = blockDim.x == device::kWarpThreads;
+  // Two packs per thread means rows of more than kDecodeOnePackMaxPacks packs, so more than one
+  // warp: known at compile time, the wait need not wait for blockDim (docs/kernels/norm.md).
+  static_assert(host::norm::kDecodeOnePackMaxPacks / 2 >= device::kWarpThreads);
+  const bool one_warp = kPacks == 1 && blockDim.x == device::kWarpThreads;
   if (one_warp) device::PDLTriggerSecondary<kUsePDL>();
   device::PDLWaitPrimary<kUsePDL>();
   RowSlice<T, kPacks> x, w;
   x.load_unguarded(input, owned);
   w.load_unguarded(weight, owned);
-  const float sum = cta_sum(x.sum_squares(), slots);
-  x.scale(w, rms_scale(sum, inv_dim, eps));
+  const float sum_squares = x.sum_squares();
+  const WeightedSlice<T, kPacks> weighted(x, w);
+  const float sum = cta_sum(sum_squares, slots);
+  weighted.scale_into(x, rms_scale(sum, inv_dim, eps));
   x.store(p.out + blockIdx.x * p.out_stride, owned);
   if (!one_warp) device::PDLTriggerSecondary<kUsePDL>();
 }

@@ -212,6 +212,40 @@ struct RowSlice {
   }
 };
 
+/// A slice times its weight, element by element in fp32, kept until the row's scale is known:
+/// out = round((x * w) * scale), fp32 inside, one rounding. The decode kernel forms it before the
+/// row's reduction, so the weight is needed as early as the row and ptxas issues both loads
+/// together; otherwise it may issue the weight's after the warp's sum (docs/kernels/norm.md).
+template <typename T, int kPacks>
+struct WeightedSlice {
+  static constexpr int kWords = RowSlice<T, kPacks>::kWords;
+
+  fp32x2_t product[kPacks][kWords];
+
+  SGL_DEVICE WeightedSlice(const RowSlice<T, kPacks>& x, const RowSlice<T, kPacks>& weight) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < kWords; ++j) {
+        const fp32x2_t a = unpack_pair<T>(x.pack[k][j]);
+        const fp32x2_t b = unpack_pair<T>(weight.pack[k][j]);
+        product[k][j] = fp32x2_t{a.x * b.x, a.y * b.y};
+      }
+    }
+  }
+
+  /// out = round(this * scale).
+  SGL_DEVICE void scale_into(RowSlice<T, kPacks>& out, float scale) const {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < kWords; ++j) {
+        out.pack[k][j] = pack_pair<T>(fp32x2_t{product[k][j].x * scale, product[k][j].y * scale});
+      }
+    }
+  }
+};
+
 /// Whether the plan of kGroup-lane row groups (0: the CTA plan) keeps its weight packs in
 /// registers: the warp-group plans do; the CTA plan stages them (its rows are long).
 template <std::uint32_t kGroup>
