@@ -11,6 +11,7 @@ Checks README.md, docs/**/*.md and the measured-figure files (benchmarks/, tools
 * every ``python ...`` command of a shell code block exits 0 when run in a throwaway copy of
   the tree, unless it is marked ``# gpu-only`` or ``# no-check: <reason>``
   (docs/ci-wiring.md#the-docs-check);
+* every header of jit_kernel/include/sgl_kernel/ has a row in docs/header-library.md;
 * README.md's setup installs exactly what ``.ci/run`` installs.
 
 The last tests run the same checks on small broken documents, so each check is shown to fail.
@@ -157,6 +158,19 @@ def test_every_kernel_module_is_in_the_kernel_index():
         f"`jit_kernel.{path.stem}.<function>(...)` to the index"
         for path in (ROOT / "jit_kernel").glob("*.py")
         if path.stem not in NOT_KERNELS and f"jit_kernel.{path.stem}." not in index
+    )
+    assert not missing, "\n" + "\n".join(missing)
+
+
+def test_every_header_is_in_the_header_reference():
+    reference = (ROOT / "docs" / "header-library.md").read_text(encoding="utf-8")
+    include = ROOT / "jit_kernel" / "include" / "sgl_kernel"
+    missing = sorted(
+        f"docs/header-library.md:1: {path.relative_to(include).as_posix()} has no row in the "
+        "header reference table: add one (header, namespace, API)"
+        for path in include.rglob("*")
+        if path.suffix in (".h", ".cuh")
+        and f"| `{path.relative_to(include).as_posix()}`" not in reference
     )
     assert not missing, "\n" + "\n".join(missing)
 
