@@ -112,7 +112,8 @@ __global__ void __launch_bounds__(host::norm::kDecodeMaxThreads)
   slots.compute_here();
   // Two packs per thread means rows of more than kDecodeOnePackMaxPacks packs, so more than one
   // warp: known at compile time, the wait need not wait for blockDim (docs/kernels/norm.md).
-  static_assert(host::norm::kDecodeOnePackMaxPacks / 2 >= device::kWarpThreads);
+  static_assert(host::norm::kDecodeOnePackMaxPacks / 2 >= device::kWarpThreads,
+                "two packs per thread: a decode CTA of more than one warp");
   const bool one_warp = kPacks == 1 && blockDim.x == device::kWarpThreads;
   if (one_warp) device::PDLTriggerSecondary<kUsePDL>();
   device::PDLWaitPrimary<kUsePDL>();

@@ -4,7 +4,8 @@
 // to an ordinary 16-byte load and store (same results, not asynchronous).
 #pragma once
 
-#include <sgl_kernel/utils.cuh>  // For SGL_DEVICE
+#include <sgl_kernel/shared_memory.cuh>  // For shared_address
+#include <sgl_kernel/utils.cuh>          // For SGL_DEVICE
 
 #include <cstdint>
 
@@ -16,7 +17,7 @@ namespace device::cp_async {
 /// wait_all() and a barrier.
 SGL_DEVICE void copy16(void* shared_dst, const void* global_src, bool fill = true) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const auto dst = static_cast<std::uint32_t>(__cvta_generic_to_shared(shared_dst));
+  const std::uint32_t dst = shared_address(shared_dst);
   const std::uint32_t src_bytes = fill ? 16u : 0u;
   asm volatile(
       "cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(global_src), "r"(src_bytes)
