@@ -15,7 +15,9 @@ Each kernel family contributes a module in ``benchmarks/cases/`` (interface:
   N/A with the reason where a peer cannot run). ``--timer graph`` (default) replays a CUDA graph
   of back-to-back calls through our ``do_bench``, which rotates clones of the read inputs so the
   working set never sits in L2; ``--timer loop`` records CUDA events around a Python loop of
-  eager calls over rotated input sets, which also counts each call's launch gap;
+  eager calls over rotated input sets, which also counts each call's launch gap. Ours and every
+  peer of a row are timed over the same input sets (one group per round), so where the sets lie
+  in memory cannot favour one of them;
 * every kernel at decode sizes (<= 64 rows or tokens) against the same peers, in the same
   harness with more replays, and an empty kernel there (the launch floor);
 * host time per call at a small size: the public wrapper, a bare tvm-ffi call doing the same work
@@ -67,7 +69,8 @@ from benchmarks.bench_jit_report import (  # noqa: E402
 from benchmarks.cases.case import BandwidthCase, Call, OverheadCase  # noqa: E402
 from benchmarks.upstream_sglang import kernels as upstream  # noqa: E402
 from benchmarks.upstream_sglang import source as upstream_source  # noqa: E402
-from jit_kernel.benchmark.marker import do_bench  # noqa: E402
+from jit_kernel.benchmark.marker import do_bench, make_input_sets  # noqa: E402
+from jit_kernel.benchmark.timing import InputSet  # noqa: E402
 from jit_kernel.compiler import ArchError, build_only, get_jit_cuda_arch  # noqa: E402
 
 GB = 1e9
@@ -75,9 +78,9 @@ COPY_BYTES = 1 << 30
 OVERHEAD_ROUNDS = 31  # interleaved rounds of the host-overhead measurement
 PEERS = ("torch", "torch_compile", "flashinfer", "upstream")
 DECODE_REPLAY_ITERS = 20_000  # calls per decode timing: ~150 replays, a stable median of ~1 us
-# Decode rows: ours and every peer timed in this many alternating rounds (median reported). One
-# timing of a decode row moves between repeats with the placement of its rotated inputs;
-# interleaved rounds keep that out of the ours / peer ratio (bench_jit_kernels.md).
+# Decode rows: ours and every peer timed in this many alternating rounds (median reported), each
+# round over a fresh group of input sets: a decode timing moves with where its sets lie in
+# memory, so every round samples another placement (bench_jit_kernels.md).
 DECODE_ROUNDS = 5
 
 
@@ -93,17 +96,23 @@ def time_graph(
     *,
     replay_iters: int | None = None,
     warmup_iters: int | None = None,
+    sets: tuple[InputSet, ...] | None = None,
 ) -> float:
     """Median seconds per call from CUDA-graph replays of ``fn(*inputs)`` (our do_bench).
 
-    ``replay_iters``/``warmup_iters``: do_bench's, when given (else its defaults).
+    ``replay_iters``/``warmup_iters``: do_bench's, when given (else its defaults). ``sets``:
+    input sets from :func:`shared_sets` to rotate through instead of clones of ``rotate``.
     """
-    counts = {"replay_iters": replay_iters, "warmup_iters": warmup_iters}
+    options: dict[str, Any] = {"replay_iters": replay_iters, "warmup_iters": warmup_iters}
+    options = {name: value for name, value in options.items() if value is not None}
+    if sets is None:
+        options["graph_clone_args"] = rotate
+    else:
+        options["graph_input_sets"] = sets
     result = do_bench(
         fn,
         input_args=inputs,
-        graph_clone_args=rotate,
-        **{name: value for name, value in counts.items() if value is not None},
+        **options,
         metrics=(0.5,),
         memory_args=None,
         memory_output=None,
@@ -127,9 +136,25 @@ def _rotated_sets(inputs: tuple[Any, ...], rotate: Any, min_bytes: int) -> list[
     return sets
 
 
-def time_loop(fn: Callable[..., Any], inputs: tuple[Any, ...], rotate: Any) -> float:
-    """Median seconds per call of eager calls over rotated input sets, timed with CUDA events."""
-    sets = _rotated_sets(inputs, rotate, 4 * l2_bytes())
+def shared_sets(timer: str, inputs: tuple[Any, ...], rotate: Any) -> Any:
+    """One group of rotated input sets for ``timer``, to time several implementations over."""
+    if timer == "graph":
+        return make_input_sets(inputs, graph_clone_args=rotate)
+    return _rotated_sets(inputs, rotate, 4 * l2_bytes())
+
+
+def time_loop(
+    fn: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    rotate: Any,
+    sets: list[tuple[Any, ...]] | None = None,
+) -> float:
+    """Median seconds per call of eager calls over rotated input sets, timed with CUDA events.
+
+    ``sets``: input sets from :func:`shared_sets` instead of new clones of ``rotate``.
+    """
+    if sets is None:
+        sets = _rotated_sets(inputs, rotate, 4 * l2_bytes())
     for s in sets:
         fn(*s)
     torch.cuda.synchronize()
@@ -196,10 +221,10 @@ def bench_case(
     """Time ours and every peer on the same inputs; a failing peer becomes N/A with its error.
 
     ``replay_iters``: the graph timer's (per round). A built peer (upstream SGLang) is timed
-    only after the case's check passed on it; if it did not, it is a peer error. ``rounds`` > 1
-    times ours and every peer once per round, in alternating order, and reports each one's
-    median over the rounds (each timing clones its own rotated inputs, so a round also samples
-    another placement of them in memory).
+    only after the case's check passed on it; if it did not, it is a peer error. Every round
+    makes one group of rotated input sets and times ours and every peer over it, so they run on
+    the same memory. ``rounds`` > 1 alternates the order between rounds and reports each one's
+    median over the rounds (a round's new group samples another placement in memory).
     """
     inputs = case.make_inputs()
     if case.check is not None:
@@ -208,10 +233,10 @@ def bench_case(
         case.ours(*inputs)
     torch.cuda.synchronize()
 
-    def timed(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> float:
+    def timed(fn: Callable[..., Any], inputs: tuple[Any, ...], sets: Any) -> float:
         if timer == "graph":
-            return time_graph(fn, inputs, case.rotate_args, replay_iters=replay_iters)
-        return time_loop(fn, inputs, case.rotate_args)
+            return time_graph(fn, inputs, case.rotate_args, replay_iters=replay_iters, sets=sets)
+        return time_loop(fn, inputs, case.rotate_args, sets=sets)
 
     peers_na: dict[str, str] = {}
     peer_errors: dict[str, str] = {}
@@ -233,11 +258,12 @@ def bench_case(
 
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for index in range(rounds):
+        sets = shared_sets(timer, inputs, case.rotate_args)
         for name in list(fns) if index % 2 == 0 else list(reversed(fns)):
             if name in peers_na:
                 continue
             try:
-                samples[name].append(timed(fns[name], inputs))
+                samples[name].append(timed(fns[name], inputs, sets))
             except Exception as error:  # a peer that cannot run is reported, never fatal
                 if name == "ours":
                     raise
@@ -245,6 +271,7 @@ def bench_case(
                 if name in built:  # asked for, built and verified: it must be timed too
                     peer_errors[name] = peers_na[name]
                 torch.cuda.synchronize()
+        del sets  # free this round's clones before the next round makes its own
     ours = statistics.median(samples["ours"])
     row = BandwidthRow(
         kernel=case.kernel,

@@ -19,7 +19,7 @@ The manual is docs/benchmarks.md.
 from jit_kernel.benchmark.results import BenchResult, BenchSkip, skip
 from jit_kernel.benchmark.runner import Benchmark, benchmark
 from jit_kernel.benchmark.sweep import BenchmarkDefinitionError, parametrize
-from jit_kernel.benchmark.timing import DoBenchError, do_bench
+from jit_kernel.benchmark.timing import DoBenchError, do_bench, make_input_sets
 
 __all__ = [
     "BenchResult",
@@ -29,6 +29,7 @@ __all__ = [
     "DoBenchError",
     "benchmark",
     "do_bench",
+    "make_input_sets",
     "parametrize",
     "skip",
 ]

@@ -7,6 +7,9 @@ rotating working set is several times the L2 and cannot stay resident. One graph
 ``calls`` invocations cycling through the sets (``calls`` = the multiple of ``n`` at or above
 100); each replay, bracketed by CUDA events, gives one sample (elapsed / calls). Replays run
 back to back; since ``calls`` is a multiple of ``n`` the rotation continues across replays.
+The sets exist before the ``warmup_iters`` eager calls, which come right before the capture.
+``make_input_sets`` makes the sets once, to time several functions over the same memory
+(``graph_input_sets``).
 
 Eager mode (``use_cuda_graph=False``): before every timed call a buffer of
 ``EAGER_FLUSH_FACTOR * L2`` bytes is zeroed to evict the L2; each call is one sample.
@@ -30,6 +33,8 @@ TARGET_CALLS_PER_REPLAY = 100
 MIN_REPLAYS = 10
 EAGER_FLUSH_FACTOR = 2  # eager mode zeroes this many L2 sizes before each call
 PASS_THROUGH_TYPES = (bool, int, float, complex, str, bytes, type(None), torch.dtype, torch.device)
+
+InputSet = tuple[list[Any], dict[str, Any]]  # one call's (args, kwargs) in the graph rotation
 
 _side_streams: dict[int, torch.cuda.Stream] = {}
 _flush_buffers: dict[int, torch.Tensor] = {}
@@ -155,10 +160,44 @@ def deep_clone(obj: Any, where: str) -> Any:
     )
 
 
-def _check_count(name: str, value: object, minimum: int) -> int:
+def _check_count(name: str, value: object, minimum: int, where: str = "do_bench") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise DoBenchError(f"do_bench: {name} must be an int >= {minimum}, got {value!r}")
+        raise DoBenchError(f"{where}: {name} must be an int >= {minimum}, got {value!r}")
     return value
+
+
+def _check_inputs(input_args: object, input_kwargs: object, where: str) -> dict[str, Any]:
+    """``input_kwargs`` as a dict, once both inputs have the right types (else DoBenchError)."""
+    if isinstance(input_args, str | bytes) or not isinstance(input_args, Sequence):
+        raise DoBenchError(f"{where}: input_args must be a tuple or list, got {input_args!r}")
+    kwargs = {} if input_kwargs is None else input_kwargs
+    if not isinstance(kwargs, Mapping):
+        raise DoBenchError(f"{where}: input_kwargs must be a dict, got {input_kwargs!r}")
+    return dict(kwargs)
+
+
+def _check_rotation(rotation_factor: object, max_input_sets: object, where: str) -> None:
+    _check_count("max_input_sets", max_input_sets, 2, where)
+    if not isinstance(rotation_factor, int | float) or rotation_factor <= 0:
+        raise DoBenchError(f"{where}: rotation_factor must be > 0, got {rotation_factor!r}")
+
+
+def check_input_sets(sets: object) -> tuple[InputSet, ...]:
+    """Validate ``graph_input_sets``: a non-empty tuple or list of ``(args, kwargs)`` pairs."""
+    if isinstance(sets, str | bytes) or not isinstance(sets, Sequence) or not sets:
+        raise DoBenchError(
+            "do_bench: graph_input_sets must be a non-empty tuple or list of (args, kwargs) "
+            f"pairs (make_input_sets makes one), got {sets!r}"
+        )
+    checked = []
+    for index, pair in enumerate(sets):
+        if not (isinstance(pair, tuple | list) and len(pair) == 2):
+            raise DoBenchError(
+                f"do_bench: graph_input_sets[{index}] must be an (args, kwargs) pair, got {pair!r}"
+            )
+        kwargs = _check_inputs(pair[0], pair[1], f"do_bench: graph_input_sets[{index}]")
+        checked.append((list(pair[0]), kwargs))
+    return tuple(checked)
 
 
 def _memory_footprint(
@@ -212,23 +251,21 @@ def _flush_buffer(device: torch.device, nbytes: int) -> torch.Tensor:
     return buffer
 
 
-def _time_graph(
-    fn: Callable[..., Any],
+def _clone_sets(
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
     clone_indices: tuple[int, ...],
     clone_keys: tuple[str, ...],
-    stream: torch.cuda.Stream,
     l2_bytes: int,
-    replay_iters: int,
     rotation_factor: float,
     max_input_sets: int,
-) -> tuple[list[float], int, int]:
+) -> tuple[InputSet, ...]:
+    """Set 0 = ``args``/``kwargs``; then clones of the selected ones, ``choose_input_sets`` in all."""
     set_bytes = count_bytes([args[i] for i in clone_indices]) + count_bytes(
         [kwargs[k] for k in clone_keys]
     )
     input_sets = choose_input_sets(set_bytes, l2_bytes, rotation_factor, max_input_sets)
-    sets: list[tuple[list[Any], dict[str, Any]]] = [(list(args), dict(kwargs))]
+    sets: list[InputSet] = [(list(args), dict(kwargs))]
     for _ in range(input_sets - 1):
         cloned_args = [
             deep_clone(a, f"input_args[{i}]") if i in clone_indices else a
@@ -239,6 +276,16 @@ def _time_graph(
             for k, v in kwargs.items()
         }
         sets.append((cloned_args, cloned_kwargs))
+    return tuple(sets)
+
+
+def _time_graph(
+    fn: Callable[..., Any],
+    sets: Sequence[InputSet],
+    stream: torch.cuda.Stream,
+    replay_iters: int,
+) -> tuple[list[float], int, int]:
+    input_sets = len(sets)
     calls = calls_per_replay(input_sets)
     graph = torch.cuda.CUDAGraph()
     try:
@@ -284,6 +331,35 @@ def _time_eager(
     return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
 
+def make_input_sets(
+    input_args: Sequence[Any] = (),
+    input_kwargs: Mapping[str, Any] | None = None,
+    *,
+    graph_clone_args: Iterable[int] | str | None = "all",
+    graph_clone_kwargs: Iterable[str] | str | None = "all",
+    rotation_factor: float = ROTATION_FACTOR,
+    max_input_sets: int = MAX_INPUT_SETS,
+) -> tuple[InputSet, ...]:
+    """The input sets do_bench's CUDA-graph mode would rotate through, made once.
+
+    Set 0 is the given inputs, the rest are clones of the selected ones (same rules and count
+    as do_bench). Pass them as ``graph_input_sets`` to time several functions over the same
+    memory; ``del`` them to free the clones.
+    """
+    kwargs = _check_inputs(input_args, input_kwargs, "make_input_sets")
+    _check_rotation(rotation_factor, max_input_sets, "make_input_sets")
+    clone_indices = select_clone_indices(graph_clone_args, input_args)
+    clone_keys = select_clone_keys(graph_clone_kwargs, kwargs)
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            "make_input_sets needs a CUDA device, but torch.cuda.is_available() is False"
+        )
+    l2_bytes = l2_cache_bytes(_find_device(input_args, kwargs))
+    return _clone_sets(
+        input_args, kwargs, clone_indices, clone_keys, l2_bytes, rotation_factor, max_input_sets
+    )
+
+
 def do_bench(
     fn: Callable[..., Any],
     *,
@@ -304,6 +380,7 @@ def do_bench(
     extra_memory_footprint: int = 0,
     rotation_factor: float = ROTATION_FACTOR,
     max_input_sets: int = MAX_INPUT_SETS,
+    graph_input_sets: Sequence[InputSet] | None = None,
 ) -> BenchResult:
     """Time ``fn(*input_args, **input_kwargs)``; see the module docstring for the method.
 
@@ -313,14 +390,13 @@ def do_bench(
     ``extra_memory_args``/``extra_memory_footprint`` give the bytes per call behind GB/s;
     ``disable_log_bandwidth`` (default: ``SGLANG_KERNEL_DISABLE_LOG_BANDWIDTH``, read now)
     skips that accounting and leaves ``memory_footprint`` None.
+    ``graph_input_sets`` (from ``make_input_sets``): the graph rotates through these sets
+    instead of its own clones; ``input_args``/``input_kwargs`` still serve the warm-up calls and
+    the byte count.
     """
     if not callable(fn):
         raise DoBenchError(f"do_bench: fn must be callable, got {fn!r}")
-    if isinstance(input_args, str | bytes) or not isinstance(input_args, Sequence):
-        raise DoBenchError(f"do_bench: input_args must be a tuple or list, got {input_args!r}")
-    kwargs = {} if input_kwargs is None else input_kwargs
-    if not isinstance(kwargs, Mapping):
-        raise DoBenchError(f"do_bench: input_kwargs must be a dict, got {input_kwargs!r}")
+    kwargs = _check_inputs(input_args, input_kwargs, "do_bench")
     try:
         chosen_metrics = normalize_metrics(metrics)
     except ValueError as error:
@@ -328,10 +404,8 @@ def do_bench(
     _check_count("warmup_iters", warmup_iters, 0)
     _check_count("replay_iters", replay_iters, 1)
     _check_count("eager_iters", eager_iters, 1)
-    _check_count("max_input_sets", max_input_sets, 2)
     _check_count("extra_memory_footprint", extra_memory_footprint, 0)
-    if not isinstance(rotation_factor, int | float) or rotation_factor <= 0:
-        raise DoBenchError(f"do_bench: rotation_factor must be > 0, got {rotation_factor!r}")
+    _check_rotation(rotation_factor, max_input_sets, "do_bench")
     if isinstance(memory_args, str) and memory_args != "all":
         raise DoBenchError(
             f"do_bench: memory_args must be 'all', None or tensors, got {memory_args!r}"
@@ -342,6 +416,19 @@ def do_bench(
         )
     clone_indices = select_clone_indices(graph_clone_args, input_args)
     clone_keys = select_clone_keys(graph_clone_kwargs, kwargs)
+    given_sets = None
+    if graph_input_sets is not None:
+        if not use_cuda_graph:
+            raise DoBenchError(
+                "do_bench: graph_input_sets needs use_cuda_graph=True "
+                "(eager mode times input_args alone)"
+            )
+        if graph_clone_args != "all" or graph_clone_kwargs != "all":
+            raise DoBenchError(
+                "do_bench: graph_input_sets already holds the rotation; leave graph_clone_args "
+                "and graph_clone_kwargs at their default"
+            )
+        given_sets = check_input_sets(graph_input_sets)
     if disable_log_bandwidth is None:
         disable_log_bandwidth = get_bool_env(DISABLE_LOG_BANDWIDTH)
     if not torch.cuda.is_available():
@@ -353,21 +440,24 @@ def do_bench(
         run_stream.wait_stream(torch.cuda.current_stream(device))
         l2_bytes = l2_cache_bytes(device)
         with torch.cuda.stream(run_stream):
-            for _ in range(warmup_iters):
-                fn(*input_args, **kwargs)
+            sets = None
             if use_cuda_graph:
-                samples, input_sets, calls = _time_graph(
-                    fn,
+                sets = given_sets or _clone_sets(
                     input_args,
                     kwargs,
                     clone_indices,
                     clone_keys,
-                    run_stream,
                     l2_bytes,
-                    replay_iters,
                     rotation_factor,
                     max_input_sets,
                 )
+            # The warm-up is the last step before capture, whoever made the sets: a graph
+            # captured right after the clones were made times differently (bench_jit_kernels.md).
+            for _ in range(warmup_iters):
+                fn(*input_args, **kwargs)
+            if sets is not None:
+                samples, input_sets, calls = _time_graph(fn, sets, run_stream, replay_iters)
+                del sets
             else:
                 flush = _flush_buffer(device, EAGER_FLUSH_FACTOR * l2_bytes)
                 samples = _time_eager(fn, input_args, kwargs, run_stream, flush, eager_iters)

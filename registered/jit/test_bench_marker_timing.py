@@ -13,6 +13,7 @@ from jit_kernel.benchmark.metrics import compute_metrics, metric_label, normaliz
 from jit_kernel.benchmark.timing import (
     DoBenchError,
     calls_per_replay,
+    check_input_sets,
     choose_input_sets,
     clone_tensor,
     count_bytes,
@@ -161,6 +162,12 @@ def test_deep_clone():
         ({"memory_output": "return"}, "memory_output must be 'out', None or tensors"),
         ({"graph_clone_args": (1,)}, "graph_clone_args index 1 is out of range for 1"),
         ({"graph_clone_kwargs": ("z",)}, "graph_clone_kwargs key 'z' is not in input_kwargs"),
+        ({"graph_input_sets": []}, r"graph_input_sets must be a non-empty tuple or list"),
+        ({"graph_input_sets": [((1,), {})], "use_cuda_graph": False}, "needs use_cuda_graph=True"),
+        (
+            {"graph_input_sets": [((1,), {})], "graph_clone_args": (0,)},
+            "graph_input_sets already holds the rotation; leave graph_clone_args",
+        ),
     ],
 )
 def test_do_bench_rejects_bad_arguments_before_touching_the_gpu(kwargs, message):
@@ -172,6 +179,47 @@ def test_do_bench_rejects_bad_arguments_before_touching_the_gpu(kwargs, message)
 def test_do_bench_rejects_a_non_callable():
     with pytest.raises(DoBenchError, match="fn must be callable, got 3"):
         marker.do_bench(3)
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        ("ab", r"graph_input_sets must be a non-empty tuple or list of \(args, kwargs\) pairs"),
+        ((), "make_input_sets makes one"),
+        ([((1,), {}), (1,)], r"graph_input_sets\[1\] must be an \(args, kwargs\) pair, got \(1,\)"),
+        ([("x", {})], r"graph_input_sets\[0\]: input_args must be a tuple or list, got 'x'"),
+        ([((1,), [2])], r"graph_input_sets\[0\]: input_kwargs must be a dict, got \[2\]"),
+    ],
+)
+def test_bad_graph_input_sets_name_the_set_and_what_was_expected(sets, message):
+    with pytest.raises(DoBenchError, match=message):
+        check_input_sets(sets)
+
+
+def test_good_graph_input_sets_become_lists_and_dicts():
+    t = torch.zeros(2)
+    assert check_input_sets([((t, 1), None), [[t], {"k": 2}]]) == (([t, 1], {}), ([t], {"k": 2}))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"input_args": 3}, "make_input_sets: input_args must be a tuple or list, got 3"),
+        ({"max_input_sets": 1}, "make_input_sets: max_input_sets must be an int >= 2, got 1"),
+        ({"rotation_factor": -1}, "make_input_sets: rotation_factor must be > 0, got -1"),
+        ({"graph_clone_args": (4,)}, "graph_clone_args index 4 is out of range for 1"),
+    ],
+)
+def test_make_input_sets_rejects_bad_arguments_before_touching_the_gpu(kwargs, message):
+    call = {"input_args": (torch.zeros(1),), **kwargs}
+    with pytest.raises(DoBenchError, match=message):
+        marker.make_input_sets(**call)
+
+
+def test_make_input_sets_without_cuda_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="make_input_sets needs a CUDA device"):
+        marker.make_input_sets((torch.zeros(4),))
 
 
 def test_do_bench_reads_the_bandwidth_switch_at_call_time(monkeypatch):

@@ -406,11 +406,12 @@ def test_bench_case_times_an_upstream_peer_only_after_its_check(tmp_path, monkey
     monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
     timed = []
 
-    def fake_timer(fn, inputs, rotate, replay_iters=None):
+    def fake_timer(fn, inputs, rotate, replay_iters=None, sets=None):
         timed.append((fn(*inputs), replay_iters))
         return 2e-6
 
     monkeypatch.setattr(bench_jit_kernels, "time_graph", fake_timer)
+    monkeypatch.setattr(bench_jit_kernels, "shared_sets", lambda timer, inputs, rotate: ())
     monkeypatch.setattr(kernels, "load", lambda spec, upstream, arch: "the module")
     upstream = source.locate(fake_wheel(tmp_path), "--sglang-src")
     spec = build.ModuleSpec(("fake", "1"), "elementwise/fake.cuh", (("value", "host_value<1>"),))
@@ -448,7 +449,7 @@ def test_bench_case_interleaves_rounds_and_reports_medians(monkeypatch):
     order = []
     seconds = {"ours": iter([3e-6, 1e-6, 2e-6]), "torch": iter([5e-6, 9e-6, 4e-6])}
 
-    def fake_timer(fn, inputs, rotate, replay_iters=None):
+    def fake_timer(fn, inputs, rotate, replay_iters=None, sets=None):
         name = fn(*inputs)
         order.append(name)
         if name == "flaky" and order.count("flaky") == 2:
@@ -456,6 +457,7 @@ def test_bench_case_interleaves_rounds_and_reports_medians(monkeypatch):
         return next(seconds[name]) if name in seconds else 1e-6
 
     monkeypatch.setattr(bench_jit_kernels, "time_graph", fake_timer)
+    monkeypatch.setattr(bench_jit_kernels, "shared_sets", lambda timer, inputs, rotate: ())
     case = bench_jit_kernels.BandwidthCase(
         "k",
         "s",
@@ -473,6 +475,53 @@ def test_bench_case_interleaves_rounds_and_reports_medians(monkeypatch):
     assert row.peer_errors == {}  # not a built peer
     assert row.rounds_us["ours"] == [3.0, 1.0, 2.0]
     assert row.rounds_us["torch"] == [5.0, 9.0, 4.0]
+
+
+@pytest.mark.parametrize("timer", ["graph", "loop"])
+def test_bench_case_times_every_implementation_of_a_round_over_one_group_of_sets(
+    timer, monkeypatch
+):
+    """A round makes one group of rotated input sets (from the case's inputs and rotate_args)
+    and times ours and every peer over that group; the next round makes a new group."""
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    groups, used = [], []
+
+    def make_group(timer_name, inputs, rotate):
+        groups.append((timer_name, inputs, rotate))
+        return [f"group {len(groups)}"]
+
+    def fake_timer(fn, inputs, rotate, replay_iters=None, sets=None):
+        used.append((fn(*inputs), sets))
+        return 1e-6
+
+    def fake_loop(fn, inputs, rotate, sets=None):
+        used.append((fn(*inputs), sets))
+        return 1e-6
+
+    monkeypatch.setattr(bench_jit_kernels, "shared_sets", make_group)
+    monkeypatch.setattr(bench_jit_kernels, "time_graph", fake_timer)
+    monkeypatch.setattr(bench_jit_kernels, "time_loop", fake_loop)
+    case = bench_jit_kernels.BandwidthCase(
+        "k",
+        "s",
+        lambda: ("x",),
+        lambda x: "ours",
+        8,
+        peers={"torch": lambda x: "torch", "flashinfer": lambda x: "flashinfer"},
+        decode=True,
+        rotate_args=(0,),
+    )
+    bench_jit_kernels.bench_case(case, None, timer, 10, rounds=2)
+    assert groups == [(timer, ("x",), (0,))] * 2
+    assert used == [
+        ("ours", ["group 1"]),
+        ("torch", ["group 1"]),
+        ("flashinfer", ["group 1"]),
+        ("flashinfer", ["group 2"]),
+        ("torch", ["group 2"]),
+        ("ours", ["group 2"]),
+    ]
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ci_runner import register_cuda_ci
-from jit_kernel.benchmark import marker
+from jit_kernel.benchmark import marker, timing
 from jit_kernel.benchmark.timing import calls_per_replay, choose_input_sets, l2_cache_bytes
 from testing.skip import skip_module_unless
 
@@ -119,6 +119,51 @@ def test_clone_kwargs_and_no_clones():
     seen.clear()
     result = marker.do_bench(record, input_kwargs={"x": x}, graph_clone_kwargs=None)
     assert result.input_sets == 1 and seen == {x.data_ptr()}
+
+
+def test_functions_timed_over_made_sets_run_on_the_same_memory():
+    src = torch.randn(2 * MB // 4, device="cuda")  # 2 MB
+    scale = torch.randn(4, device="cuda")
+    sets = marker.make_input_sets((src, scale), graph_clone_args=(0,))
+    assert len(sets) == choose_input_sets(src.nbytes, L2)
+    assert sets[0][0][0] is src and sets[0][1] == {}  # set 0 is the caller's inputs
+    assert all(s[0][1] is scale and torch.equal(s[0][0], src) for s in sets)
+    seen = {"mul": set(), "add": set()}
+
+    def recorder(name, op):
+        def record(s, k):
+            seen[name].add(s.data_ptr())
+            return op(s, k[0])
+
+        return record
+
+    for name, op in (("mul", torch.mul), ("add", torch.add)):
+        result = marker.do_bench(
+            recorder(name, op), input_args=(src, scale), graph_input_sets=sets, warmup_iters=1
+        )
+        assert result.input_sets == len(sets)
+        assert result.calls_per_sample == calls_per_replay(len(sets))
+    assert seen["mul"] == seen["add"] == {s[0][0].data_ptr() for s in sets}
+
+
+def test_the_warm_up_comes_after_the_clones_right_before_the_capture(monkeypatch):
+    """A graph captured right after its clones were made times differently; the warm-up calls
+    therefore run after the sets exist (bench_jit_kernels.md, tenth session)."""
+    x = torch.randn(1 << 16, device="cuda")
+    log = []
+    clone_sets = timing._clone_sets
+
+    def logged_clone_sets(*args, **kwargs):
+        log.append("sets")
+        return clone_sets(*args, **kwargs)
+
+    def record(t):
+        log.append("call")
+        return t + 1
+
+    monkeypatch.setattr(timing, "_clone_sets", logged_clone_sets)
+    marker.do_bench(record, input_args=(x,), warmup_iters=3, disable_log_bandwidth=True)
+    assert log[:4] == ["sets", "call", "call", "call"]
 
 
 def test_graph_and_eager_agree_on_a_large_copy():
