@@ -62,10 +62,7 @@ __global__ void __launch_bounds__(kThreads) qknorm_kernel(const QKNormParams<T> 
   using Rows = RowGroups<kGroup>;
   using Slice = RowSlice<T, kPacks>;
 
-  // Release the next kernel before waiting: its launch overlaps this kernel's wait as well as
-  // its work (its own PDLWaitPrimary still waits for this grid to end). Faster at decode sizes.
-  device::PDLTriggerSecondary<kUsePDL>();
-  device::PDLWaitPrimary<kUsePDL>();
+  device::PDLWaitPrimary<kUsePDL>();  // q and k may come from the previous kernel
 
   const std::uint32_t rank = Rows::rank();
   const std::uint32_t groups_per_cta = Rows::per_cta();
@@ -100,6 +97,9 @@ __global__ void __launch_bounds__(kThreads) qknorm_kernel(const QKNormParams<T> 
       x[j].store(row[j], rank, kGroup, packs[j]);
     }
   }
+  // Release the next kernel after the stores: faster at decode sizes than before the wait, when
+  // the graph was warmed up right before its capture (docs/kernels/norm.md, "PDL").
+  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// True for the head sizes fused_inplace_qknorm supports.
