@@ -79,8 +79,7 @@ OVERHEAD_ROUNDS = 31  # interleaved rounds of the host-overhead measurement
 PEERS = ("torch", "torch_compile", "flashinfer", "upstream")
 DECODE_REPLAY_ITERS = 20_000  # calls per decode timing: ~150 replays, a stable median of ~1 us
 # Decode rows: ours and every peer timed in this many alternating rounds (median reported), each
-# round over a fresh group of input sets: a decode timing moves with where its sets lie in
-# memory, so every round samples another placement (bench_jit_kernels.md).
+# round over its own group of input sets, shared by all of them (bench_jit_kernels.md).
 DECODE_ROUNDS = 5
 
 
@@ -224,7 +223,7 @@ def bench_case(
     only after the case's check passed on it; if it did not, it is a peer error. Every round
     makes one group of rotated input sets and times ours and every peer over it, so they run on
     the same memory. ``rounds`` > 1 alternates the order between rounds and reports each one's
-    median over the rounds (a round's new group samples another placement in memory).
+    median over the rounds.
     """
     inputs = case.make_inputs()
     if case.check is not None:
