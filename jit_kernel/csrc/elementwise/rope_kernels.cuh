@@ -2,10 +2,9 @@
 // parameters and per-chunk helpers. The launch plans and checks are in rope.cuh.
 #pragma once
 
-#include <sgl_kernel/cache_hint.cuh>  // For cache::load_hinted, cache::Evict
-#include <sgl_kernel/type.cuh>        // For device::cast, fp32_t
-#include <sgl_kernel/utils.cuh>       // For SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
-#include <sgl_kernel/vec.cuh>         // For AlignedVector
+#include <sgl_kernel/type.cuh>   // For device::cast, fp32_t
+#include <sgl_kernel/utils.cuh>  // For SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
+#include <sgl_kernel/vec.cuh>    // For AlignedVector
 
 #include <cstdint>
 
@@ -38,36 +37,28 @@ struct RopeParams {
   int cs_vec_bytes;    // widest aligned load of the cos/sin cache: 16, 8 or 4
 };
 
-/// dst[0..N) = src[0..N) from the fp32 cache, with the widest loads `vec_bytes` allows and the L2
-/// eviction priority kPolicy.
-template <int N, device::cache::Evict kPolicy>
+/// dst[0..N) = src[0..N) in loads of kWidth floats (src aligned to kWidth * 4 bytes).
+template <int kWidth, int N>
+SGL_DEVICE void load_floats(const fp32_t* src, fp32_t (&dst)[N]) {
+  device::AlignedVector<fp32_t, kWidth> v;
+#pragma unroll
+  for (int i = 0; i < N; i += kWidth) {
+    v.load(src + i);
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) dst[i + j] = v[j];
+  }
+}
+
+/// dst[0..N) = src[0..N) from the fp32 cache, with the widest loads `vec_bytes` allows.
+template <int N>
 SGL_DEVICE void load_cos_sin(const fp32_t* src, fp32_t (&dst)[N], int vec_bytes) {
   if constexpr (N % 4 == 0) {
-    if (vec_bytes == 16) {
-#pragma unroll
-      for (int i = 0; i < N; i += 4) {
-        device::AlignedVector<fp32_t, 4> v;
-        device::cache::load_hinted<kPolicy>(v, reinterpret_cast<const decltype(v)*>(src + i));
-#pragma unroll
-        for (int j = 0; j < 4; ++j) dst[i + j] = v[j];
-      }
-      return;
-    }
+    if (vec_bytes == 16) return load_floats<4>(src, dst);
   }
   if constexpr (N % 2 == 0) {
-    if (vec_bytes >= 8) {
-#pragma unroll
-      for (int i = 0; i < N; i += 2) {
-        device::AlignedVector<fp32_t, 2> v;
-        device::cache::load_hinted<kPolicy>(v, reinterpret_cast<const decltype(v)*>(src + i));
-        dst[i] = v[0];
-        dst[i + 1] = v[1];
-      }
-      return;
-    }
+    if (vec_bytes >= 8) return load_floats<2>(src, dst);
   }
-#pragma unroll
-  for (int i = 0; i < N; ++i) device::cache::load_hinted<kPolicy>(dst[i], src + i);
+  load_floats<1>(src, dst);
 }
 
 /// (a, b) -> (a cos - b sin, b cos + a sin) in fp32 with every product and sum rounded on its
@@ -136,7 +127,7 @@ SGL_DEVICE T* head_address(const RopeParams<T>& p, T* q_token, T* k_token, int h
 
 /// The cos and sin values of `chunk` at position `pos` (in range) from the fp32 cache (half =
 /// rope_dim / 2).
-template <int kCosSin, device::cache::Evict kPolicy, typename T>
+template <int kCosSin, typename T>
 SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
                                    std::int64_t pos,
                                    int chunk,
@@ -144,8 +135,8 @@ SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
                                    fp32_t (&cos_v)[kCosSin],
                                    fp32_t (&sin_v)[kCosSin]) {
   const fp32_t* row = p.cos_sin + pos * p.rope_dim;
-  load_cos_sin<kCosSin, kPolicy>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
-  load_cos_sin<kCosSin, kPolicy>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
+  load_cos_sin(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
+  load_cos_sin(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
 }
 
 /// Heads head0, head0 + step, ... of one token whose q and k rows start at q_token and k_token,
@@ -231,7 +222,7 @@ __global__ void __maxnreg__(Config::kMaxRegs) rope_kernel(const RopeParams<T> p)
     if (pos < 0 || pos >= p.max_pos) continue;  // left unchanged; the cache is never read
     fp32_t cos_v[kCosSin];
     fp32_t sin_v[kCosSin];
-    load_chunk_cos_sin<kCosSin, device::cache::Evict::kNormal>(p, pos, chunk, half, cos_v, sin_v);
+    load_chunk_cos_sin(p, pos, chunk, half, cos_v, sin_v);
 
     while (true) {
       heads.rotate_store(x, head0, cos_v, sin_v);
@@ -248,8 +239,9 @@ __global__ void __maxnreg__(Config::kMaxRegs) rope_kernel(const RopeParams<T> p)
 /// (chunks, heads per block), grid (tokens, head blocks): thread (c, y) of block (t, b) rotates
 /// chunk c (as in rope_kernel) of heads b * H + y + u * blockDim.y (u < kLeanHeads, H =
 /// blockDim.y * kLeanHeads) of token t, so a warp covers neighbouring heads of one token and the
-/// heads of a block share one row of the cos/sin cache. Its q/k loads are issued before its
-/// position arrives. The cos/sin loads are evict-last: every head block of a token reads them.
+/// heads of a block share one row of the cos/sin cache. The position is read first; the q/k
+/// loads go out with the cos/sin loads once it arrives (earlier q/k loads were slower on H100,
+/// docs/kernels/rope.md). Plain loads: an L2 evict-last hint on cos/sin slowed decode calls.
 template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopeParams<T> p) {
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
@@ -279,7 +271,7 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
   if (pos < 0 || pos >= p.max_pos) return;  // left unchanged; the cache is never read
   fp32_t cos_v[kCosSin];
   fp32_t sin_v[kCosSin];
-  load_chunk_cos_sin<kCosSin, device::cache::Evict::kLast>(p, pos, chunk, half, cos_v, sin_v);
+  load_chunk_cos_sin(p, pos, chunk, half, cos_v, sin_v);
   heads.rotate_store(x, head0, cos_v, sin_v);
 }
 
