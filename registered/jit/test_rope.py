@@ -109,7 +109,8 @@ def test_rope_matches_reference(dtype, num_tokens, hq, hk, head_dim, rope_dim, i
 # Launch plans (docs/kernels/rope.md): the lean plan (one thread per chunk, head and token; block
 # (chunks, heads), grid (tokens, head blocks)) takes GPT-J and NeoX below 2**21 (token, head)
 # pairs, the looping plan NeoX at or above it and any call whose lean grid would have more than
-# 65535 head blocks. NeoX calls of at most 8192 pairs take 8-byte vectors, larger ones 16-byte.
+# 65535 head blocks. NeoX calls of at most 8192 pairs take 8-byte vectors, larger ones 16-byte;
+# lean calls of at most 8192 pairs load cos/sin plainly, larger ones evict-last in L2.
 # At fp32, 128 chunks per head (NeoX head_dim 1024, GPT-J 512) fill a lean block, so the grid's
 # limit is 65535 heads. The other tests are mostly lean.
 PLAN_CASES = [
@@ -123,6 +124,8 @@ PLAN_CASES = [
     (2, 60000, 10000, 8, True, torch.bfloat16),  # 70000 small heads: 547 lean head blocks
     (256, 24, 8, 128, True, torch.bfloat16),  # 8192 pairs: 8-byte vectors
     (257, 24, 8, 128, True, torch.bfloat16),  # 8224 pairs: 16-byte vectors
+    (256, 24, 8, 128, False, torch.bfloat16),  # 8192 pairs: plain cos/sin loads
+    (257, 24, 8, 128, False, torch.bfloat16),  # 8224 pairs: evict-last cos/sin loads
     (5, 18, 0, 128, True, torch.float16),  # 18 heads over 3 head blocks of 6
 ]
 

@@ -103,12 +103,19 @@ template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, 
 void launch_rope(const RopeParams<T>& params, bool lean, DLDevice device) {
   using namespace host;
   if (lean) {
+    using device::cache::Evict;
     const LeanGrid g = lean_grid<Config>(params.num_heads, params.chunks);
+    // Larger calls stream q/k through L2: evict-last keeps the cos/sin rows that every head block
+    // of a token reads again. Decode calls stay in L2, and there the hint only cost time.
+    const bool decode = params.num_tokens * params.num_heads <= kDecodePairs;
+    const auto kernel =
+        decode ? rope_lean_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL, Evict::kNormal>
+               : rope_lean_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL, Evict::kLast>;
     LaunchKernel(
         dim3(static_cast<unsigned>(params.num_tokens), static_cast<unsigned>(g.head_blocks)),
         dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(g.block_y)),
         device)
-        .enable_pdl(kUsePDL)(rope_lean_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL>, params);
+        .enable_pdl(kUsePDL)(kernel, params);
     return;
   }
   constexpr auto kernel = rope_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL>;
@@ -245,11 +252,11 @@ void apply_rope_inplace(tvm::ffi::TensorView q,
   };
   const auto heads = static_cast<int>(hq + hk);
   // The plan: GPT-J, and NeoX below kLeanNeoxLimit (token, head) pairs, take the lean plan where
-  // its grid fits, the rest the looping plan. NeoX calls of at most kNarrowNeoxPairs pairs
+  // its grid fits, the rest the looping plan. NeoX calls of at most kDecodePairs pairs
   // (decode batches) take at most 8-byte vectors: twice the threads per head and half the
   // cos/sin loads per thread shorten each thread's chain; larger calls stream faster with 16.
   const bool lean_size = !is_neox || tokens * heads < Config::kLeanNeoxLimit;
-  std::int64_t vec_bytes = widest_vector(is_neox && tokens * heads <= kNarrowNeoxPairs ? 8 : 16);
+  std::int64_t vec_bytes = widest_vector(is_neox && tokens * heads <= kDecodePairs ? 8 : 16);
   const bool lean = lean_size && lean_grid_fits<Config>(tokens, heads, chunks_of(vec_bytes));
   if (!lean) vec_bytes = widest_vector(16);
   if (!is_neox && vec_bytes < 2 * kElem) {

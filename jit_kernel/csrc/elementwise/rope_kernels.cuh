@@ -2,9 +2,10 @@
 // parameters and per-chunk helpers. The launch plans and checks are in rope.cuh.
 #pragma once
 
-#include <sgl_kernel/type.cuh>   // For device::cast, fp32_t
-#include <sgl_kernel/utils.cuh>  // For SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
-#include <sgl_kernel/vec.cuh>    // For AlignedVector
+#include <sgl_kernel/cache_hint.cuh>  // For cache::load_hinted, cache::Evict
+#include <sgl_kernel/type.cuh>        // For device::cast, fp32_t
+#include <sgl_kernel/utils.cuh>       // For SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
+#include <sgl_kernel/vec.cuh>         // For AlignedVector
 
 #include <cstdint>
 
@@ -12,9 +13,10 @@ namespace {
 
 inline constexpr int kRopeMaxBlock = 512;  // one head's chunks alone may need up to 512 threads
 inline constexpr std::int64_t kRopeMaxDim = 1024;
-/// NeoX calls of at most this many (token, head) pairs (64 tokens of 128 heads) take at most
-/// 8-byte vectors (see apply_rope_inplace).
-inline constexpr std::int64_t kNarrowNeoxPairs = 8192;
+/// Decode calls: at most this many (token, head) pairs (64 tokens of 128 heads; their q/k stay in
+/// L2). NeoX ones take at most 8-byte vectors (apply_rope_inplace) and all load cos/sin without
+/// an L2 hint (launch_rope).
+inline constexpr std::int64_t kDecodePairs = 8192;
 
 template <typename T>
 struct RopeParams {
@@ -37,28 +39,30 @@ struct RopeParams {
   int cs_vec_bytes;    // widest aligned load of the cos/sin cache: 16, 8 or 4
 };
 
-/// dst[0..N) = src[0..N) in loads of kWidth floats (src aligned to kWidth * 4 bytes).
-template <int kWidth, int N>
+/// dst[0..N) = src[0..N) in loads of kWidth floats (src aligned to kWidth * 4 bytes) with the L2
+/// eviction priority kPolicy.
+template <int kWidth, device::cache::Evict kPolicy, int N>
 SGL_DEVICE void load_floats(const fp32_t* src, fp32_t (&dst)[N]) {
   device::AlignedVector<fp32_t, kWidth> v;
 #pragma unroll
   for (int i = 0; i < N; i += kWidth) {
-    v.load(src + i);
+    device::cache::load_hinted<kPolicy>(v, reinterpret_cast<const decltype(v)*>(src + i));
 #pragma unroll
     for (int j = 0; j < kWidth; ++j) dst[i + j] = v[j];
   }
 }
 
-/// dst[0..N) = src[0..N) from the fp32 cache, with the widest loads `vec_bytes` allows.
-template <int N>
+/// dst[0..N) = src[0..N) from the fp32 cache, with the widest loads `vec_bytes` allows and the L2
+/// eviction priority kPolicy.
+template <device::cache::Evict kPolicy, int N>
 SGL_DEVICE void load_cos_sin(const fp32_t* src, fp32_t (&dst)[N], int vec_bytes) {
   if constexpr (N % 4 == 0) {
-    if (vec_bytes == 16) return load_floats<4>(src, dst);
+    if (vec_bytes == 16) return load_floats<4, kPolicy>(src, dst);
   }
   if constexpr (N % 2 == 0) {
-    if (vec_bytes >= 8) return load_floats<2>(src, dst);
+    if (vec_bytes >= 8) return load_floats<2, kPolicy>(src, dst);
   }
-  load_floats<1>(src, dst);
+  load_floats<1, kPolicy>(src, dst);
 }
 
 /// (a, b) -> (a cos - b sin, b cos + a sin) in fp32 with every product and sum rounded on its
@@ -126,8 +130,8 @@ SGL_DEVICE T* head_address(const RopeParams<T>& p, T* q_token, T* k_token, int h
 }
 
 /// The cos and sin values of `chunk` at position `pos` (in range) from the fp32 cache (half =
-/// rope_dim / 2).
-template <int kCosSin, typename T>
+/// rope_dim / 2) with the L2 eviction priority kPolicy.
+template <device::cache::Evict kPolicy, int kCosSin, typename T>
 SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
                                    std::int64_t pos,
                                    int chunk,
@@ -135,8 +139,8 @@ SGL_DEVICE void load_chunk_cos_sin(const RopeParams<T>& p,
                                    fp32_t (&cos_v)[kCosSin],
                                    fp32_t (&sin_v)[kCosSin]) {
   const fp32_t* row = p.cos_sin + pos * p.rope_dim;
-  load_cos_sin(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
-  load_cos_sin(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
+  load_cos_sin<kPolicy>(row + chunk * kCosSin, cos_v, p.cs_vec_bytes);
+  load_cos_sin<kPolicy>(row + half + chunk * kCosSin, sin_v, p.cs_vec_bytes);
 }
 
 /// Heads head0, head0 + step, ... of one token whose q and k rows start at q_token and k_token,
@@ -222,7 +226,7 @@ __global__ void __maxnreg__(Config::kMaxRegs) rope_kernel(const RopeParams<T> p)
     if (pos < 0 || pos >= p.max_pos) continue;  // left unchanged; the cache is never read
     fp32_t cos_v[kCosSin];
     fp32_t sin_v[kCosSin];
-    load_chunk_cos_sin(p, pos, chunk, half, cos_v, sin_v);
+    load_chunk_cos_sin<device::cache::Evict::kNormal>(p, pos, chunk, half, cos_v, sin_v);
 
     while (true) {
       heads.rotate_store(x, head0, cos_v, sin_v);
@@ -241,8 +245,14 @@ __global__ void __maxnreg__(Config::kMaxRegs) rope_kernel(const RopeParams<T> p)
 /// blockDim.y * kLeanHeads) of token t, so a warp covers neighbouring heads of one token and the
 /// heads of a block share one row of the cos/sin cache. The position is read first; the q/k
 /// loads go out with the cos/sin loads once it arrives (earlier q/k loads were slower on H100,
-/// docs/kernels/rope.md). Plain loads: an L2 evict-last hint on cos/sin slowed decode calls.
-template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
+/// docs/kernels/rope.md). kCosSinPolicy: the L2 eviction priority of the cos/sin loads.
+template <typename Config,
+          typename T,
+          bool kNeox,
+          int kVecBytes,
+          typename Pos,
+          bool kUsePDL,
+          device::cache::Evict kCosSinPolicy>
 __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopeParams<T> p) {
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
   using Chunk = HeadChunk<T, kNeox, kVec>;
@@ -271,7 +281,7 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
   if (pos < 0 || pos >= p.max_pos) return;  // left unchanged; the cache is never read
   fp32_t cos_v[kCosSin];
   fp32_t sin_v[kCosSin];
-  load_chunk_cos_sin(p, pos, chunk, half, cos_v, sin_v);
+  load_chunk_cos_sin<kCosSinPolicy>(p, pos, chunk, half, cos_v, sin_v);
   heads.rotate_store(x, head0, cos_v, sin_v);
 }
 
