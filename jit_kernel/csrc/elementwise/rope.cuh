@@ -6,14 +6,15 @@
 #include <sgl_kernel/tensor.h>     // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>      // For panic, DebugInfo, div_ceil
 #include <sgl_kernel/vec_width.h>  // For widest_common_alignment, address_bits
-#include <sgl_kernel/runtime.cuh>  // For runtime::get_sm_count, runtime::get_blocks_per_sm
-#include <sgl_kernel/type.cuh>     // For device::cast, fp16_t, bf16_t, fp32_t
+#include <sgl_kernel/cache_hint.cuh>  // For cache::Evict
+#include <sgl_kernel/runtime.cuh>     // For runtime::get_sm_count, runtime::get_blocks_per_sm
+#include <sgl_kernel/type.cuh>        // For device::cast, fp16_t, bf16_t, fp32_t
 #include <sgl_kernel/utils.cuh>  // For LaunchKernel, SGL_DEVICE, PDLWaitPrimary, PDLTriggerSecondary
 
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
 
-#include "rope_kernels.cuh"  // rope_kernel, rope_lean_kernel, RopeParams, kRopeMaxBlock
+#include "rope_kernels.cuh"  // rope_kernel, rope_lean_kernel, RopeParams, kRopeMaxBlock, kDecodePairs
 
 #include <algorithm>
 #include <cstdint>
