@@ -189,15 +189,44 @@ def test_rope_misaligned_views(dtype, offset: int, is_neox: bool) -> None:
     ), "elements outside the views changed"
 
 
-def test_rope_out_of_range_positions_leave_tokens_unchanged() -> None:
-    _, q, k, v = fused_qkv(10, 8, 2, 128, torch.float16)
-    cache = make_cos_sin_cache(100, 128)
-    positions = torch.randint(0, 100, (10,), device="cuda")
-    positions[[1, 4, 7, 9]] = torch.tensor([-1, 100, 2**40, -(2**40)], device="cuda")
+# Decode calls (at most 8192 (token, head) pairs) with rope_dim 64 or 128 take the decode kernel
+# (compile-time rotary size), other rope_dims the lean kernel; both check positions.
+@pytest.mark.parametrize("is_neox", [True, False])
+@pytest.mark.parametrize("pos_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("head_dim,rope_dim", [(128, 128), (128, 64), (96, 96)])
+def test_rope_out_of_range_positions_leave_tokens_unchanged(
+    head_dim, rope_dim, pos_dtype, is_neox
+) -> None:
+    _, q, k, v = fused_qkv(10, 8, 2, head_dim, torch.float16)
+    cache = make_cos_sin_cache(100, rope_dim)
+    positions = torch.randint(0, 100, (10,), dtype=pos_dtype, device="cuda")
+    outside = [-1, 100, 2**31 - 1, -(2**31)]
+    if pos_dtype == torch.int64:
+        outside[2:] = [2**40, -(2**40)]
+    positions[[1, 4, 7, 9]] = torch.tensor(outside, dtype=pos_dtype, device="cuda")
+    positions[2] = 99  # the last row of the cache
     q_before, k_before = q.clone(), k.clone()
-    run_and_check(q, k, cache, positions, True, "out-of-range positions", v=v)
+    what = f"out-of-range {pos_dtype} positions, rope_dim {rope_dim}, neox={is_neox}"
+    run_and_check(q, k, cache, positions, is_neox, what, v=v)
     for t in (1, 4, 7, 9):
         assert torch.equal(q[t], q_before[t]) and torch.equal(k[t], k_before[t])
+
+
+@pytest.mark.parametrize("is_neox", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("offset", [1, 2])
+def test_rope_cos_sin_cache_at_an_offset(offset: int, dtype, is_neox: bool) -> None:
+    """A cache view 4 or 8 bytes past a 16-byte boundary: narrower cos/sin loads. Decode calls
+    whose chunks need 16-byte loads leave the decode kernel for the lean one (fp32 chunks of 8
+    bytes stay at offset 2)."""
+    rope_dim = 128
+    flat = torch.zeros(MAX_POSITION * rope_dim + offset, device="cuda")
+    flat[offset:] = make_cos_sin_cache(MAX_POSITION, rope_dim).flatten()
+    cache = flat[offset:].view(MAX_POSITION, rope_dim)
+    assert cache.data_ptr() % 16 == 4 * offset
+    _, q, k, v = fused_qkv(16, 32, 8, rope_dim, dtype)
+    positions = torch.randint(0, MAX_POSITION, (16,), device="cuda")
+    run_and_check(q, k, cache, positions, is_neox, f"{dtype} cache offset {offset}", v=v)
 
 
 def test_rope_explicit_rope_dim_and_empty_inputs() -> None:

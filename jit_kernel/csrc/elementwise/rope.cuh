@@ -14,7 +14,7 @@
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
 
-#include "rope_kernels.cuh"  // rope_kernel, rope_lean_kernel, RopeParams, kRopeMaxBlock, kDecodePairs
+#include "rope_kernels.cuh"  // rope_kernel, rope_lean_kernel, rope_decode_kernel, RopeParams, ...
 
 #include <algorithm>
 #include <cstdint>
@@ -76,7 +76,7 @@ template <typename... Args>
 }
 
 /// The lean plan's block (chunks, block_y) and grid (tokens, head_blocks): at most
-/// Config::kLeanBlock threads (one head's chunks at least), each rotating Config::kLeanHeads heads
+/// Config::kLeanBlock threads (one head's chunks at least), each rotating heads_per_thread heads
 /// of one token, the heads spread evenly over the head blocks (no block mostly idle).
 struct LeanGrid {
   int block_y;
@@ -84,10 +84,10 @@ struct LeanGrid {
 };
 
 template <typename Config>
-LeanGrid lean_grid(int heads, int chunks) {
+LeanGrid lean_grid(int heads, int chunks, int heads_per_thread = Config::kLeanHeads) {
   using host::div_ceil;
   const std::int64_t per_block = std::int64_t{std::max(1, Config::kLeanBlock / chunks)};
-  const std::int64_t slots = div_ceil(std::int64_t{heads}, std::int64_t{Config::kLeanHeads});
+  const std::int64_t slots = div_ceil(std::int64_t{heads}, std::int64_t{heads_per_thread});
   const std::int64_t head_blocks = div_ceil(slots, per_block);
   return {static_cast<int>(div_ceil(slots, head_blocks)), head_blocks};
 }
@@ -98,17 +98,49 @@ bool lean_grid_fits(std::int64_t tokens, int heads, int chunks) {
   return lean_grid<Config>(heads, chunks).head_blocks <= 65535 && tokens <= 0x7fffffff;
 }
 
-/// Launches the lean plan (`lean`, its grid fits) or the looping plan, a persistent grid (at
-/// most one wave of resident blocks striding over groups of tokens).
+/// Launches rope_decode_kernel for a decode call whose rotary size it is built for (64 or 128)
+/// and whose cos/sin rows allow its loads; returns false (nothing launched) otherwise.
+template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
+bool launch_rope_decode(const RopeParams<T>& params, DLDevice device) {
+  constexpr int kCosSin = HeadChunk<T, kNeox, kVecBytes / static_cast<int>(sizeof(T))>::kCosSin;
+  if (params.cs_vec_bytes < kCosSinWidth<kCosSin> * 4) return false;
+  const auto launch = [&](auto kernel) {
+    const LeanGrid g = lean_grid<Config>(params.num_heads, params.chunks, 1);
+    host::LaunchKernel(
+        dim3(static_cast<unsigned>(params.num_tokens), static_cast<unsigned>(g.head_blocks)),
+        dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(g.block_y)),
+        device)
+        .enable_pdl(kUsePDL)(kernel, params);
+    return true;
+  };
+  switch (params.rope_dim) {
+    case 64:
+      return launch(rope_decode_kernel<T, kNeox, kVecBytes, 64, Pos, kUsePDL>);
+    case 128:
+      return launch(rope_decode_kernel<T, kNeox, kVecBytes, 128, Pos, kUsePDL>);
+    default:
+      return false;
+  }
+}
+
+/// Launches the lean plan (`lean`, its grid fits; decode calls in its decode form where it
+/// applies) or the looping plan, a persistent grid (at most one wave of resident blocks striding
+/// over groups of tokens).
 template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
 void launch_rope(const RopeParams<T>& params, bool lean, DLDevice device) {
   using namespace host;
   if (lean) {
     using device::cache::Evict;
+    const bool decode = params.num_tokens * params.num_heads <= kDecodePairs;
+    // Decode calls at the vector width they take when q/k are aligned (NeoX 8 bytes, GPT-J 16).
+    if constexpr (kVecBytes == (kNeox ? 8 : 16)) {
+      if (decode && launch_rope_decode<Config, T, kNeox, kVecBytes, Pos, kUsePDL>(params, device)) {
+        return;
+      }
+    }
     const LeanGrid g = lean_grid<Config>(params.num_heads, params.chunks);
     // Larger calls stream q/k through L2: evict-last keeps the cos/sin rows that every head block
     // of a token reads again. Decode calls stay in L2, and there the hint only cost time.
-    const bool decode = params.num_tokens * params.num_heads <= kDecodePairs;
     const auto kernel =
         decode ? rope_lean_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL, Evict::kNormal>
                : rope_lean_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL, Evict::kLast>;

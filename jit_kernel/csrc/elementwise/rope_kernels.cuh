@@ -1,5 +1,6 @@
-// The rope kernels: the looping plan (rope_kernel) and the lean plan (rope_lean_kernel), their
-// parameters and per-chunk helpers. The launch plans and checks are in rope.cuh.
+// The rope kernels: the looping plan (rope_kernel), the lean plan (rope_lean_kernel) and its
+// decode form (rope_decode_kernel), their parameters and per-chunk helpers. The launch plans and
+// checks are in rope.cuh.
 #pragma once
 
 #include <sgl_kernel/cache_hint.cuh>  // For cache::load_hinted, cache::Evict
@@ -51,6 +52,11 @@ SGL_DEVICE void load_floats(const fp32_t* src, fp32_t (&dst)[N]) {
     for (int j = 0; j < kWidth; ++j) dst[i + j] = v[j];
   }
 }
+
+/// Floats per cos/sin load of the decode kernel for kCosSin values per chunk: the widest vector
+/// (at most 16 bytes) a chunk's values fill.
+template <int kCosSin>
+inline constexpr int kCosSinWidth = kCosSin % 4 == 0 ? 4 : (kCosSin % 2 == 0 ? 2 : 1);
 
 /// dst[0..N) = src[0..N) from the fp32 cache, with the widest loads `vec_bytes` allows and the L2
 /// eviction priority kPolicy.
@@ -283,6 +289,53 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
   fp32_t sin_v[kCosSin];
   load_chunk_cos_sin<kCosSinPolicy>(p, pos, chunk, half, cos_v, sin_v);
   heads.rotate_store(x, head0, cos_v, sin_v);
+}
+
+/// The decode kernel: the lean plan for decode calls with the rotary size kRopeDim known at
+/// compile time (a power of two) and one head per thread. With the half-row offset and the
+/// cos/sin row stride as constants, nothing between the position's arrival and the q/k and
+/// cos/sin loads reads a parameter or forms an address; the runtime-size lean kernel spends
+/// 0.03-0.06 us more there at 16 tokens x (32 + 8) heads (docs/kernels/rope.md). cos/sin rows
+/// must be aligned to kCosSinWidth floats (the launch checks). Tokens whose position is outside
+/// [0, max_pos) are left unchanged.
+template <typename T, bool kNeox, int kVecBytes, int kRopeDim, typename Pos, bool kUsePDL>
+__global__ void __launch_bounds__(kRopeMaxBlock) rope_decode_kernel(const RopeParams<T> p) {
+  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
+  using Chunk = HeadChunk<T, kNeox, kVec>;
+  constexpr int kCosSin = Chunk::kCosSin;
+  constexpr int kHalf = kRopeDim / 2;
+  static_assert(kRopeDim > 0 && (kRopeDim & (kRopeDim - 1)) == 0, "kRopeDim: a power of two");
+
+  // Addresses and parameters before the PDL calls, so they are ready when the wait ends.
+  const int chunk = static_cast<int>(threadIdx.x);
+  const int first = chunk * kVec;
+  const int head0 = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  const std::int64_t token = blockIdx.x;
+  const int num_heads = p.num_heads;
+  const auto max_pos = static_cast<std::uint64_t>(p.max_pos);
+  const auto* const position = static_cast<const Pos*>(p.positions) + token * p.position_stride;
+  const bool is_q = head0 < p.num_q_heads;
+  const std::int64_t head_in_tensor = is_q ? head0 : head0 - p.num_q_heads;
+  T* const head = (is_q ? p.q : p.k) + token * (is_q ? p.q_token_stride : p.k_token_stride) +
+                  head_in_tensor * (is_q ? p.q_head_stride : p.k_head_stride);
+  const fp32_t* const cos_sin = p.cos_sin + chunk * kCosSin;
+  // Pinned here: otherwise the compiler forms them after the position check (SASS).
+  asm volatile("" ::"l"(position), "l"(head), "l"(cos_sin), "l"(max_pos), "r"(first));
+
+  device::PDLTriggerSecondary<kUsePDL>();  // as rope_lean_kernel
+  device::PDLWaitPrimary<kUsePDL>();
+  if (head0 >= num_heads) return;
+  // Negative positions become large unsigned values: one comparison covers both ends.
+  const auto pos = static_cast<std::uint64_t>(static_cast<std::int64_t>(*position));
+  if (pos >= max_pos) return;
+  Chunk x;
+  x.load(head, first, kHalf);
+  fp32_t cos_v[kCosSin];
+  fp32_t sin_v[kCosSin];
+  const fp32_t* const row = cos_sin + pos * kRopeDim;
+  load_floats<kCosSinWidth<kCosSin>, device::cache::Evict::kNormal>(row, cos_v);
+  load_floats<kCosSinWidth<kCosSin>, device::cache::Evict::kNormal>(row + kHalf, sin_v);
+  x.rotate_store(head, first, kHalf, cos_v, sin_v);
 }
 
 }  // namespace
