@@ -15,8 +15,8 @@ namespace {
 inline constexpr int kRopeMaxBlock = 512;  // one head's chunks alone may need up to 512 threads
 inline constexpr std::int64_t kRopeMaxDim = 1024;
 /// Decode calls: at most this many (token, head) pairs (64 tokens of 128 heads; their q/k stay in
-/// L2). NeoX ones take at most 8-byte vectors (apply_rope_inplace) and all load cos/sin without
-/// an L2 hint (launch_rope).
+/// L2). NeoX ones take at most 8-byte vectors (apply_rope_inplace); all load cos/sin without an
+/// L2 hint, and those with rope_dim 64 or 128 take rope_decode_kernel (launch_rope).
 inline constexpr std::int64_t kDecodePairs = 8192;
 
 template <typename T>
