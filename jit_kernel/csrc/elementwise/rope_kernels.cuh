@@ -294,10 +294,10 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_lean_kernel(const RopePara
 /// The decode kernel: the lean plan for decode calls with the rotary size kRopeDim known at
 /// compile time (a power of two) and one head per thread. With the half-row offset and the
 /// cos/sin row stride as constants, nothing between the position's arrival and the q/k and
-/// cos/sin loads reads a parameter or forms an address; the runtime-size lean kernel spends
-/// 0.03-0.06 us more there at 16 tokens x (32 + 8) heads (docs/kernels/rope.md). cos/sin rows
-/// must be aligned to kCosSinWidth floats (the launch checks). Tokens whose position is outside
-/// [0, max_pos) are left unchanged.
+/// cos/sin loads reads a parameter or forms an address, where the runtime-size lean kernel does
+/// both and is slower at decode sizes (docs/kernels/rope.md). cos/sin rows must be aligned to
+/// kCosSinWidth floats (the launch checks). Tokens whose position is outside [0, max_pos) are
+/// left unchanged.
 template <typename T, bool kNeox, int kVecBytes, int kRopeDim, typename Pos, bool kUsePDL>
 __global__ void __launch_bounds__(kRopeMaxBlock) rope_decode_kernel(const RopeParams<T> p) {
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(T));
@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(kRopeMaxBlock) rope_decode_kernel(const RopePa
   T* const head = (is_q ? p.q : p.k) + token * (is_q ? p.q_token_stride : p.k_token_stride) +
                   head_in_tensor * (is_q ? p.q_head_stride : p.k_head_stride);
   const fp32_t* const cos_sin = p.cos_sin + chunk * kCosSin;
-  // Pinned here: otherwise the compiler forms them after the position check (SASS).
+  // Pinned here: without it the compiler forms them after the wait and the position check.
   asm volatile("" ::"l"(position), "l"(head), "l"(cos_sin), "l"(max_pos), "r"(first));
 
   device::PDLTriggerSecondary<kUsePDL>();  // as rope_lean_kernel
