@@ -98,6 +98,20 @@ bool lean_grid_fits(std::int64_t tokens, int heads, int chunks) {
   return lean_grid<Config>(heads, chunks).head_blocks <= 65535 && tokens <= 0x7fffffff;
 }
 
+/// Launches `kernel` (the lean or decode kernel) on the lean grid `g`: block (chunks, block_y),
+/// grid (tokens, head_blocks).
+template <bool kUsePDL, typename T, typename Kernel>
+void launch_on_lean_grid(Kernel kernel,
+                         const RopeParams<T>& params,
+                         const LeanGrid& g,
+                         DLDevice device) {
+  host::LaunchKernel(
+      dim3(static_cast<unsigned>(params.num_tokens), static_cast<unsigned>(g.head_blocks)),
+      dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(g.block_y)),
+      device)
+      .enable_pdl(kUsePDL)(kernel, params);
+}
+
 /// Launches rope_decode_kernel for a decode call whose rotary size it is built for (64 or 128)
 /// and whose cos/sin rows allow its loads; returns false (nothing launched) otherwise.
 template <typename Config, typename T, bool kNeox, int kVecBytes, typename Pos, bool kUsePDL>
@@ -105,12 +119,8 @@ bool launch_rope_decode(const RopeParams<T>& params, DLDevice device) {
   constexpr int kCosSin = HeadChunk<T, kNeox, kVecBytes / static_cast<int>(sizeof(T))>::kCosSin;
   if (params.cs_vec_bytes < kCosSinWidth<kCosSin> * 4) return false;
   const auto launch = [&](auto kernel) {
-    const LeanGrid g = lean_grid<Config>(params.num_heads, params.chunks, 1);
-    host::LaunchKernel(
-        dim3(static_cast<unsigned>(params.num_tokens), static_cast<unsigned>(g.head_blocks)),
-        dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(g.block_y)),
-        device)
-        .enable_pdl(kUsePDL)(kernel, params);
+    launch_on_lean_grid<kUsePDL>(
+        kernel, params, lean_grid<Config>(params.num_heads, params.chunks, 1), device);
     return true;
   };
   switch (params.rope_dim) {
@@ -138,17 +148,13 @@ void launch_rope(const RopeParams<T>& params, bool lean, DLDevice device) {
         return;
       }
     }
-    const LeanGrid g = lean_grid<Config>(params.num_heads, params.chunks);
     // Larger calls stream q/k through L2: evict-last keeps the cos/sin rows that every head block
     // of a token reads again. Decode calls stay in L2, and there the hint only cost time.
     const auto kernel =
         decode ? rope_lean_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL, Evict::kNormal>
                : rope_lean_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL, Evict::kLast>;
-    LaunchKernel(
-        dim3(static_cast<unsigned>(params.num_tokens), static_cast<unsigned>(g.head_blocks)),
-        dim3(static_cast<unsigned>(params.chunks), static_cast<unsigned>(g.block_y)),
-        device)
-        .enable_pdl(kUsePDL)(kernel, params);
+    launch_on_lean_grid<kUsePDL>(
+        kernel, params, lean_grid<Config>(params.num_heads, params.chunks), device);
     return;
   }
   constexpr auto kernel = rope_kernel<Config, T, kNeox, kVecBytes, Pos, kUsePDL>;
