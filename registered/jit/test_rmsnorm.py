@@ -53,11 +53,15 @@ def assert_matches(actual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
 
 
 # Batches of at most 64 rows take the decode plan (RowConfig): one CTA per row, one pack per
-# thread up to 256 packs (2048 elements), two above; a CTA covering the row exactly (256, 1024,
-# 2048, 4096, 16384) has no bounds checks. Rows 64 and 65 sit on both sides; dims 8 and 16384
-# at the ends of the row sizes, 2048 / 2056 on both sides of the two-pack step, 264, 2056 and
-# 4104 guarded.
-@pytest.mark.parametrize("dim", [8, 256, 264, 1024, 2048, 2056, 4096, 4104, 16384])
+# thread up to 256 packs (2048 elements), two above; a CTA covering the row exactly (256, 768,
+# 1024, 2048, 3584, 4096, 5120, 16384) has no bounds checks. CTAs of up to 8 warps sum with
+# WarpSums (1, 2, 4, 8 warps at compile time; 3, 5 and 7 warps zero the missing warps' sums:
+# 520, 768, 2056, 3584), larger ones with cta_sum (4104, 5120, 16384). Rows 64 and 65 sit on both
+# sides; dims 8 and 16384 at the ends of the row sizes, 2048 / 2056 on both sides of the
+# two-pack step, 8, 264, 520, 2056 and 4104 guarded.
+@pytest.mark.parametrize(
+    "dim", [8, 256, 264, 520, 768, 1024, 2048, 2056, 3584, 4096, 4104, 5120, 16384]
+)
 @pytest.mark.parametrize("num_rows", [64, 65])
 def test_rmsnorm_on_both_sides_of_the_decode_plan(num_rows: int, dim: int) -> None:
     x = randn(num_rows, dim, dtype=torch.bfloat16)

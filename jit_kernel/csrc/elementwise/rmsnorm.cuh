@@ -3,8 +3,8 @@
 #include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
-#include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows, rows_per_group
-#include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimaryTriggerSecondary
+#include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, row_sum, dispatch_rows, WarpSums
+#include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLWaitPrimary, PDLTriggerSecondary
 
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
@@ -95,37 +95,32 @@ __global__ void __launch_bounds__(host::norm::max_threads(kGroup, kWarpThreads),
 
 /// The decode plan (few rows): CTA b normalises row b, thread t holding packs t, t + blockDim.x,
 /// ... (kPacks of them; kAllInside: the CTA covers the row exactly, no checks). No row loop and
-/// no staging. A one-warp CTA releases the next kernel before its PDL wait, larger ones after
-/// their stores (the faster placement for each, docs/kernels/norm.md).
-template <int kPacks, bool kAllInside, bool kUsePDL, typename T>
-__global__ void __launch_bounds__(host::norm::kDecodeMaxThreads)
+/// no staging. kWarps: the CTA's warps rounded up to a power of two, at most 8 (the row sum is a
+/// WarpSums), or 0 for larger CTAs (cta_sum). Every CTA releases the next kernel after its
+/// stores (measured faster than before the wait, docs/kernels/norm.md).
+template <int kPacks, bool kAllInside, std::uint32_t kWarps, bool kUsePDL, typename T>
+__global__ void __launch_bounds__(kWarps == 0 ? host::norm::kDecodeMaxThreads
+                                              : kWarps * device::kWarpThreads)
     rmsnorm_decode_kernel(const __grid_constant__ RMSNormParams<T> p) {
   using namespace device::norm;
-  __shared__ CtaSumScratch scratch;
-  // Addresses and parameters first, in source order before the PDL calls: measured faster than
+  __shared__ DecodeSumScratch<kWarps> scratch;
+  // Addresses and parameters first, in source order before the PDL wait: measured faster than
   // the same statements after the wait (docs/kernels/norm.md).
   const T* input = p.input + blockIdx.x * p.input_stride;
   const T* weight = p.weight;
   const float inv_dim = p.inv_dim, eps = p.eps;
   const OwnedPacks<kPacks, kAllInside> owned(threadIdx.x, blockDim.x, p.num_packs);
-  CtaSumSlots slots(scratch, 0);
-  slots.compute_here();
-  // Two packs per thread means rows of more than kDecodeOnePackMaxPacks packs, so more than one
-  // warp: known at compile time, the wait need not wait for blockDim (docs/kernels/norm.md).
-  static_assert(host::norm::kDecodeOnePackMaxPacks / 2 >= device::kWarpThreads,
-                "two packs per thread: a decode CTA of more than one warp");
-  const bool one_warp = kPacks == 1 && blockDim.x == device::kWarpThreads;
-  if (one_warp) device::PDLTriggerSecondary<kUsePDL>();
+  decltype(auto) sum_slots = decode_sum_slots(scratch);
   device::PDLWaitPrimary<kUsePDL>();
   RowSlice<T, kPacks> x, w;
   x.load_unguarded(input, owned);
   w.load_unguarded(weight, owned);
   const float sum_squares = x.sum_squares();
   const WeightedSlice<T, kPacks> weighted(x, w);
-  const float sum = cta_sum(sum_squares, slots);
+  const float sum = decode_row_sum(sum_squares, sum_slots);
   weighted.scale_into(x, rms_scale(sum, inv_dim, eps));
   x.store(p.out + blockIdx.x * p.out_stride, owned);
-  if (!one_warp) device::PDLTriggerSecondary<kUsePDL>();
+  device::PDLTriggerSecondary<kUsePDL>();
 }
 
 /// out = rmsnorm(input) * weight.
@@ -190,12 +185,15 @@ void rmsnorm(tvm::ffi::TensorView out,
   if (norm::use_decode_plan<Config>(params.num_rows)) {
     const auto launch = [&]<int kPacks>() {
       const std::uint32_t warps = div_ceil(div_ceil(params.num_packs, std::uint32_t{kPacks}), 32u);
-      const auto kernel_for = [&]<bool kAllInside>() {
-        LaunchKernel(static_cast<unsigned>(params.num_rows), warps * 32u, dev)
-            .enable_pdl(kUsePDL)(rmsnorm_decode_kernel<kPacks, kAllInside, kUsePDL, T>, params);
-      };
-      if (params.num_packs == warps * 32u * kPacks) return kernel_for.template operator()<true>();
-      kernel_for.template operator()<false>();
+      norm::dispatch_decode_warps<kPacks>(warps, [&]<std::uint32_t kWarps>() {
+        const auto kernel_for = [&]<bool kAllInside>() {
+          LaunchKernel(static_cast<unsigned>(params.num_rows), warps * 32u, dev)
+              .enable_pdl(kUsePDL)(rmsnorm_decode_kernel<kPacks, kAllInside, kWarps, kUsePDL, T>,
+                                   params);
+        };
+        if (params.num_packs == warps * 32u * kPacks) return kernel_for.template operator()<true>();
+        kernel_for.template operator()<false>();
+      });
     };
     if (norm::decode_packs_per_thread(params.num_packs) == 1)
       return launch.template operator()<1>();

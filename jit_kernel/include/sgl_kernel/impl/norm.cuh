@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace device::norm {
 
@@ -350,6 +351,74 @@ SGL_DEVICE float cta_sum(float value, CtaSumScratch& scratch, std::uint32_t call
   return cta_sum(value, CtaSumSlots(scratch, call));
 }
 
+/// The row sum of a decode CTA (one row, blockDim.x a multiple of 32) of at most kWarps warps,
+/// kWarps a power of two up to 8: lane 0 of each warp writes its warp's sum, and after one
+/// barrier every thread reads all kWarps sums with vector loads and adds them in one fixed order
+/// (the same bits everywhere). That replaces cta_sum's second shuffle tree, a chain of five
+/// shuffles on the critical path (docs/kernels/norm.md, "Decode plan"). One warp: shuffles
+/// only, no barrier. Declare it `__shared__`; every thread calls sum() once.
+template <std::uint32_t kWarps>
+struct WarpSums {
+  static_assert(kWarps >= 1 && kWarps <= 8 && (kWarps & (kWarps - 1)) == 0,
+                "WarpSums: a power of two of at most 8 warps");
+  /// Sums read per vector load.
+  static constexpr std::uint32_t kPerLoad = kWarps < 4 ? kWarps : 4;
+  using Loaded = AlignedVector<float, kPerLoad>;
+
+  alignas(Loaded::kBytes) float warp_sum[kWarps];
+
+  SGL_DEVICE float sum(float value) {
+    value = group_sum<kWarpThreads>(value);
+    if constexpr (kWarps == 1) return value;
+    const std::uint32_t tid = threadIdx.x;
+    if (tid % kWarpThreads == 0) warp_sum[tid / kWarpThreads] = value;
+    // A CTA of fewer than kWarps warps: warp 0 zeroes the sums that no warp writes.
+    if (tid < kWarps && tid >= blockDim.x / kWarpThreads) warp_sum[tid] = 0.0f;
+    __syncthreads();
+    float sums[kWarps];
+#pragma unroll
+    for (std::uint32_t i = 0; i < kWarps / kPerLoad; ++i) {
+      Loaded loaded;
+      loaded.load(warp_sum, i);
+#pragma unroll
+      for (std::uint32_t j = 0; j < kPerLoad; ++j) sums[i * kPerLoad + j] = loaded[j];
+    }
+#pragma unroll
+    for (std::uint32_t width = kWarps; width > 1; width /= 2) {
+#pragma unroll
+      for (std::uint32_t i = 0; i < width / 2; ++i) sums[i] = sums[2 * i] + sums[2 * i + 1];
+    }
+    return sums[0];
+  }
+};
+
+/// Shared memory of a decode CTA's row sum: WarpSums<kWarps> for a CTA of at most kWarps (1, 2,
+/// 4, 8) warps; cta_sum's CtaSumScratch for kWarps == 0 (up to 32 warps).
+template <std::uint32_t kWarps>
+using DecodeSumScratch =
+    std::conditional_t<kWarps == 0, CtaSumScratch, WarpSums<(kWarps == 0 ? 1 : kWarps)>>;
+
+/// What a thread of a decode CTA needs for its row sum, formed before its loads: cta_sum's slot
+/// addresses (pinned there, CtaSumSlots::compute_here), or the WarpSums itself.
+SGL_DEVICE CtaSumSlots decode_sum_slots(CtaSumScratch& scratch) {
+  CtaSumSlots slots(scratch, 0);
+  slots.compute_here();
+  return slots;
+}
+template <std::uint32_t kWarps>
+SGL_DEVICE WarpSums<kWarps>& decode_sum_slots(WarpSums<kWarps>& sums) {
+  return sums;
+}
+
+/// The row's sum over a decode CTA, from what decode_sum_slots returned.
+SGL_DEVICE float decode_row_sum(float value, const CtaSumSlots& slots) {
+  return cta_sum(value, slots);
+}
+template <std::uint32_t kWarps>
+SGL_DEVICE float decode_row_sum(float value, WarpSums<kWarps>& sums) {
+  return sums.sum(value);
+}
+
 /// 1 / sqrt(mean of squares + eps) from the row's sum of squares (inv_dim = 1 / D).
 SGL_DEVICE float rms_scale(float sum_squares, float inv_dim, float eps) {
   return rsqrtf(sum_squares * inv_dim + eps);
@@ -501,6 +570,29 @@ inline int decode_packs_per_thread(std::uint32_t num_packs) {
 }
 /// The decode plan's largest CTA (rows of 2048 packs, two per thread).
 inline constexpr std::uint32_t kDecodeMaxThreads = 1024;
+/// The decode plan's CTAs of at most kDecodeWarpSumsMaxWarps warps sum their row with
+/// device::norm::WarpSums (warps rounded up to a power of two at compile time); larger ones with
+/// cta_sum, which measured faster there (docs/kernels/norm.md).
+inline constexpr std::uint32_t kDecodeWarpSumsMaxWarps = 8;
+
+/// Calls `launch.template operator()<kWarps>()` for a decode CTA of `warps` warps holding kPacks
+/// packs per thread: kWarps is `warps` rounded up to a power of two while that is at most
+/// kDecodeWarpSumsMaxWarps, else 0. Only the values a row can reach are instantiated: one pack
+/// per thread means at most 256 packs (1..8 warps), two mean more (5..32 warps).
+template <int kPacks, typename Launch>
+void dispatch_decode_warps(std::uint32_t warps, Launch&& launch) {
+  static_assert(kDecodeOnePackMaxPacks == kDecodeWarpSumsMaxWarps * device::kWarpThreads,
+                "one pack per thread: at most kDecodeWarpSumsMaxWarps warps");
+  if constexpr (kPacks == 1) {
+    if (warps == 1) return launch.template operator()<1>();
+    if (warps == 2) return launch.template operator()<2>();
+    if (warps <= 4) return launch.template operator()<4>();
+    return launch.template operator()<8>();
+  } else {
+    if (warps <= kDecodeWarpSumsMaxWarps) return launch.template operator()<8>();
+    return launch.template operator()<0>();
+  }
+}
 
 /// Largest row (fp16/bf16 elements) the launch plan supports.
 inline constexpr std::int64_t kMaxRowElems = 8 * kCtaPacks * kCtaMaxThreads;  // 16384
