@@ -227,6 +227,13 @@ _EXPECTED = {
 }
 
 
+def registration_value_problem(name: str, value: object) -> str | None:
+    """Why ``value`` is no valid ``name`` (est_time, suite, nightly, disabled, min_gpus) of a
+    registration, else None: the check a marker argument passes, applied to a cached value."""
+    check = _CHECKS.get(name)
+    return None if check is None else check(value)
+
+
 def _checker(name: str, syntax: RegistrationSyntax) -> Callable[[object], str | None]:
     if name in _CHECKS:
         return _CHECKS[name]

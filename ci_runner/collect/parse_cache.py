@@ -1,8 +1,9 @@
 """A content-keyed cache of :class:`~ci_runner.collect.file_scan.FileScan` results.
 
 A warm run reads each file and hashes it instead of parsing it. The cache lives in
-``$CI_RUNNER_CACHE_DIR``, else ``$XDG_CACHE_HOME/ci-runner``, else ``~/.cache/ci-runner``, never
-in the repository; ``CI_RUNNER_PARSE_CACHE=0`` turns it off. One JSON file per (repository root,
+:func:`~ci_runner.cache_location.cache_location` (``$CI_RUNNER_CACHE_DIR``, else
+``$XDG_CACHE_HOME/ci-runner``, else ``~/.cache/ci-runner``), never in the repository, and is off
+(one notice) where there is no such place; ``CI_RUNNER_PARSE_CACHE=0`` turns it off. One JSON file per (repository root,
 registration syntax, runner code): an entry is used only when its file's path and BLAKE2 content
 digest match, and the file name holds a digest of the syntax and of the runner's own sources, so
 a changed catalog syntax or an upgraded runner never reads an old result.
@@ -12,8 +13,9 @@ one recorded with its entry is not read again (git's index does the same): its r
 stands. A stat is recorded only when both times are more than ``RACY_SECONDS`` old at the time,
 so a file rewritten within the clock's granularity of the recording is always read and hashed.
 
-Safe by construction: a file that does not load, or an entry that does not decode, is a miss
-(rewritten at the end of the run), never an error; the file is replaced atomically (write to a
+Safe by construction: a file that does not load, or an entry that does not decode or holds a
+value no scan produces (an ``est_time`` of ``Infinity``, a negative line), is a miss (rewritten at
+the end of the run, with one notice naming the first damage), never an error; the file is replaced atomically (write to a
 temporary file, then rename), so concurrent runs each leave a whole file and the last one wins.
 Only the entries of the files this run saw are written, so a file does not grow, and only the
 ``KEPT_FILES`` most recently written files are kept.
@@ -32,12 +34,15 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from ci_runner.cache_location import CACHE_DIR_VARIABLE, announce_no_cache, cache_location
+from ci_runner.catalog.limits import number_text
 from ci_runner.catalog.syntax import RegistrationSyntax
+from ci_runner.collect.arguments import registration_value_problem
 from ci_runner.collect.file_scan import FileScan
 from ci_runner.env import get_bool_env
 from ci_runner.model import Problem, Registration
+from ci_runner.safe_text import one_line
 
-CACHE_DIR_VARIABLE = "CI_RUNNER_CACHE_DIR"
 ENABLED_VARIABLE = "CI_RUNNER_PARSE_CACHE"
 FORMAT = 3  # bump when the JSON layout changes
 RACY_SECONDS = 2  # a file changed this recently has its content hashed, whatever its stat
@@ -59,14 +64,14 @@ def digest(data: bytes) -> str:
 
 
 def cache_directory(environ: Mapping[str, str] | None = None) -> Path | None:
-    """Where the cache lives, or None when ``CI_RUNNER_PARSE_CACHE`` turns it off."""
+    """Where the cache lives, or None when ``CI_RUNNER_PARSE_CACHE`` turns it off or no cache
+    directory can be found (then one notice says why)."""
     env = os.environ if environ is None else environ
     if not get_bool_env(ENABLED_VARIABLE, default=True, environ=env):
         return None
-    if env.get(CACHE_DIR_VARIABLE):
-        return Path(env[CACHE_DIR_VARIABLE])
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ci-runner"
+    location = cache_location(env)
+    announce_no_cache(location)
+    return location.directory
 
 
 @functools.cache
@@ -103,6 +108,8 @@ class ParseCache:
                 for part in (str(FORMAT), code, str(root.resolve()), _syntax_key(syntax)):
                     key.update(part.encode("utf-8", "surrogateescape") + b"\0")
                 self.path = directory / f"scans-{key.hexdigest()}.json"
+        self.backends = frozenset(syntax.markers.values())
+        self.damage: list[str] = []  # what was found damaged, ignored and is rewritten
         self._old: dict[str, object] = self._load()
         self._new: dict[str, object] = {}
         self.hits = 0
@@ -116,12 +123,17 @@ class ParseCache:
             return {}
         try:
             data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError, RecursionError):
-            return {}  # missing or corrupt: every lookup misses, and the file is rewritten
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
+        except FileNotFoundError:
             return {}
-        entries = data.get("entries")
-        return entries if isinstance(entries, dict) else {}
+        except (OSError, ValueError, RecursionError) as exc:
+            # unreadable or corrupt: every lookup misses, and the file is rewritten
+            self.damage.append(f"the file ({type(exc).__name__})")
+            return {}
+        entries = data.get("entries") if isinstance(data, dict) else None
+        if not isinstance(entries, dict) or data.get("format") != FORMAT:
+            self.damage.append(f"the file (not a format-{FORMAT} parse cache)")
+            return {}
+        return entries
 
     def digest_by_stat(self, rel_path: str, st: os.stat_result) -> str | None:
         """The recorded digest of this path when its stat is the recorded one, else None."""
@@ -139,17 +151,15 @@ class ParseCache:
         """The cached scan of this path with this content, or None. ``st``: the file's stat,
         recorded with the entry (see :func:`stat_key`)."""
         entry = self._old.get(rel_path)
-        if not isinstance(entry, dict) or entry.get("digest") != content_digest:
+        if rel_path in self._old and not isinstance(entry, dict):
+            self.damage.append(f"{rel_path}: the entry is not an object")
+            return None
+        if entry is None or entry.get("digest") != content_digest:
             return None
         try:
-            scan = FileScan(
-                tuple(_registration(item) for item in entry["registrations"]),
-                tuple(_problem(item) for item in entry["problems"]),
-                tuple(_problem(item) for item in entry["entry_problems"]),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None  # a damaged entry: parse again, and the entry is rewritten
-        if any(r.path != rel_path for r in scan.registrations):
+            scan = _scan(entry, rel_path, self.backends)
+        except DamagedEntry as exc:  # parse again, and the entry is rewritten
+            self.damage.append(f"{rel_path}: {exc}")
             return None
         self._new[rel_path] = {**entry, "stat": None if st is None else stat_key(st)}
         self.hits += 1
@@ -172,6 +182,14 @@ class ParseCache:
 
     def save(self) -> None:
         """Write this run's entries, atomically; a cache that cannot be written is a warning."""
+        if self.damage:
+            more = f" (and {len(self.damage) - 1} more)" if len(self.damage) > 1 else ""
+            print(
+                f"notice: parse cache {self.path}: damaged, ignored and rewritten: "
+                f"{one_line(self.damage[0])[:200]}{more}",
+                file=sys.stderr,
+            )
+            self.damage = []
         if self.path is None or self._new == self._old:
             return
         text = json.dumps({"format": FORMAT, "entries": self._new}, separators=(",", ":"))
@@ -214,39 +232,99 @@ def _registration_data(reg: Registration) -> dict[str, object]:
     return data
 
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "path": (str,),
-    "backend": (str,),
-    "suite": (str,),
-    "est_time": (int, float),
-    "nightly": (bool,),
-    "disabled": (str, type(None)),
-    "line": (int,),
-    "col": (int,),
-    "min_gpus": (int, type(None)),
-    "message": (str,),
-    "lint": (bool,),
-}
+MAX_POSITION = 2**31  # a line or column number beyond this is no parse's
 
 
-def _checked(item: dict) -> dict:
-    """``item`` when every field has its type (a damaged entry raises ValueError)."""
-    for key, value in item.items():
-        kinds = _TYPES.get(key)
-        if kinds is not None and (
-            not isinstance(value, kinds) or isinstance(value, bool) != (bool in kinds)
-        ):
-            raise ValueError(f"field {key!r} of a cached entry has the wrong type")
+class DamagedEntry(ValueError):
+    """A cached entry holds something no scan produces; the message says what."""
+
+
+def _position(item: dict, key: str) -> int:
+    value = item.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_POSITION:
+        raise DamagedEntry(f"{key} {number_text(value)} is not a line or column number")
+    return value
+
+
+def _text(item: dict, key: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str):
+        raise DamagedEntry(f"{key} {number_text(value)} is not a string")
+    return value
+
+
+def _fields(item: object, known: set[str]) -> dict:
+    if not isinstance(item, dict):
+        raise DamagedEntry(f"{number_text(item)} is not an object")
+    unknown = sorted(str(key) for key in item if key not in known)
+    if unknown:
+        raise DamagedEntry(f"unknown field {unknown[0]!r}")
     return item
 
 
-def _problem(item: dict) -> Problem:
-    return Problem(**_checked(item))
+def _problem(item: object, rel_path: str) -> Problem:
+    fields = _fields(item, {"path", "line", "col", "message", "lint"})
+    if _text(fields, "path") != rel_path:
+        raise DamagedEntry(f"a problem of {fields['path']!r} cached for {rel_path!r}")
+    lint = fields.get("lint", False)
+    if not isinstance(lint, bool):
+        raise DamagedEntry(f"lint {number_text(lint)} is not true or false")
+    line, col = _position(fields, "line"), _position(fields, "col")
+    return Problem(rel_path, line, col, _text(fields, "message"), lint)
 
 
-def _registration(item: dict) -> Registration:
-    fields = _checked(dict(item))
-    fields["composed_from"] = tuple(
-        (str(key), str(value)) for key, value in fields.get("composed_from", ())
+_REGISTRATION_FIELDS = {
+    "path", "backend", "suite", "est_time", "nightly", "disabled", "line", "col", "min_gpus",
+    "composed_from",
+}  # fmt: skip
+
+
+def _registration(item: object, rel_path: str, backends: frozenset[str]) -> Registration:
+    """The registration of a cached item, checked as a marker call's arguments are checked."""
+    fields = _fields(item, _REGISTRATION_FIELDS)
+    if _text(fields, "path") != rel_path:
+        raise DamagedEntry(f"a registration of {fields['path']!r} cached for {rel_path!r}")
+    if _text(fields, "backend") not in backends:
+        raise DamagedEntry(f"backend {fields['backend']!r} is no marker's of this catalog")
+    for name in ("est_time", "suite", "nightly", "disabled", "min_gpus"):
+        value = fields.get(name)
+        if name not in fields and name not in ("est_time", "suite"):
+            continue  # an optional field at its default
+        if name == "min_gpus" and value is None:
+            continue
+        problem = registration_value_problem(name, value)
+        if problem:
+            raise DamagedEntry(f"{name} {problem}")
+    pairs = fields.get("composed_from", [])
+    if not isinstance(pairs, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        for pair in pairs
+    ):
+        raise DamagedEntry("composed_from is not a list of [field, value] string pairs")
+    return Registration(
+        path=rel_path,
+        backend=fields["backend"],
+        suite=fields["suite"],
+        est_time=float(fields["est_time"]),
+        nightly=fields.get("nightly", False),
+        disabled=fields.get("disabled"),
+        line=_position(fields, "line"),
+        col=_position(fields, "col"),
+        min_gpus=fields.get("min_gpus"),
+        composed_from=tuple((key, value) for key, value in pairs),
     )
-    return Registration(**fields)
+
+
+def _scan(entry: dict, rel_path: str, backends: frozenset[str]) -> FileScan:
+    """The scan a cached entry holds (:class:`DamagedEntry` when it holds anything else)."""
+    lists = {}
+    for key in ("registrations", "problems", "entry_problems"):
+        value = entry.get(key)
+        if not isinstance(value, list):
+            raise DamagedEntry(f"{key} {number_text(value)} is not a list")
+        lists[key] = value
+    return FileScan(
+        tuple(_registration(item, rel_path, backends) for item in lists["registrations"]),
+        tuple(_problem(item, rel_path) for item in lists["problems"]),
+        tuple(_problem(item, rel_path) for item in lists["entry_problems"]),
+    )

@@ -309,3 +309,66 @@ def _unique(values: list) -> list:
             seen.add(key)
             kept.append(value)
     return kept
+
+
+_STRINGS = ("names", "paths", "words", "enumerators")
+_KINDS = {
+    "dynamic": frozenset({"module", "prefix", "unresolved"}),
+    "kernel": frozenset({"file", "glob", "local", "unresolved"}),
+}
+MAX_LEVEL = 10_000  # a relative import's dots (Python's parser allows no more anyway)
+
+
+def _whole(value: object, maximum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= maximum
+
+
+def _row_problem(key: str, row: object) -> str | None:
+    """Why one row of ``facts[key]`` is not of the shape :func:`file_facts` writes."""
+    if key in _STRINGS:
+        return None if isinstance(row, str) else "is not a string"
+    if not isinstance(row, list):
+        return "is not a list"
+    if key == "imports":
+        ok = (
+            len(row) == 3
+            and _whole(row[0], MAX_LEVEL)
+            and isinstance(row[1], str)
+            and (row[2] is None or (isinstance(row[2], list) and all(isinstance(n, str) for n in row[2])))
+        )  # fmt: skip
+        return None if ok else "is not [level, module, names]"
+    if key in _KINDS:
+        ok = len(row) == 3 and row[0] in _KINDS[key] and isinstance(row[1], str)
+        return None if ok and _whole(row[2], 2**31) else "is not [kind, text, line]"
+    if key == "listings":
+        ok = len(row) == 2 and isinstance(row[0], str) and _whole(row[1], 2**31)
+        return None if ok else "is not [text, line]"
+    ok = len(row) == 2 and all(isinstance(part, str) for part in row)  # calls
+    return None if ok else "is not [function, name]"
+
+
+FACT_KEYS = ("imports", "dynamic", "names", "paths", "words", "kernel", "listings", "enumerators", "calls")  # fmt: skip
+
+
+def facts_problem(facts: object) -> str | None:
+    """Why ``facts`` (read from a cache) is not of the shape :func:`file_facts` returns, else
+    None; the dependency graph reads only facts that pass."""
+    if not isinstance(facts, dict):
+        return "the facts are not an object"
+    unknown = sorted(str(key) for key in facts if key not in (*FACT_KEYS, "error"))
+    if unknown:
+        return f"unknown key {unknown[0]!r}"
+    error = facts.get("error", ...)
+    if isinstance(error, str) and error:
+        return None  # a file that could not be read: nothing else is used
+    if error is not None:
+        return "'error' is neither null nor a reason"
+    for key in FACT_KEYS:
+        rows = facts.get(key)
+        if not isinstance(rows, list):
+            return f"{key!r} is not a list"
+        for index, row in enumerate(rows):
+            problem = _row_problem(key, row)
+            if problem:
+                return f"{key}[{index}] {problem}"
+    return None

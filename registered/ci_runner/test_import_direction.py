@@ -28,6 +28,7 @@ SHARED = (
     "env",
     "exit_codes",
     "cli_errors",
+    "cache_location",
     "file_safety",
     "safe_text",
     "lazy_exports",
