@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ci_runner.catalog import CatalogError, find_root, load_syntax
-from ci_runner.catalog.limits import MAX_SECONDS
+from ci_runner.catalog.limits import MAX_SECONDS, is_finite_number, number_text
 from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
 from ci_runner.cli_errors import (
     StoreOnce,
@@ -38,11 +38,12 @@ from ci_runner.collect.calls import read_marker_calls
 from ci_runner.file_safety import read_regular_text, why, write_atomic
 from ci_runner.maintenance.junit_files import (
     JUnitReadError,
-    attribute,
     number,
     properties,
+    raw_attributes,
     read_testsuites,
 )
+from ci_runner.model import STATUSES
 
 PASSING = frozenset({"passed", "flaky"})
 Key = tuple[str, str]  # (path, suite)
@@ -115,17 +116,37 @@ def checked_path(text: object, where: str) -> str:
     return path.as_posix()
 
 
-def _elapsed(value: object, where: str) -> float:
-    seconds = number(value)
+class DroppedSample(Exception):
+    """One sample is not usable (its elapsed is no number of seconds in range, its status none
+    the runner writes); the message names the key. The row is left out with a note."""
+
+
+def _elapsed(value: object, text: bool = False) -> float:
+    """A sample's elapsed seconds: a JSON number (never ``true``, which Python counts as 1) or,
+    from JUnit (``text``), the text of one; finite, from 0 to a week."""
+    if text and isinstance(value, str):
+        seconds = number(value.strip())
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        seconds = None
+    else:
+        seconds = float(value) if is_finite_number(value) else None
     if seconds is None or not 0 <= seconds <= MAX_SECONDS:
-        raise EstTimeInputError(
-            f"{where}: elapsed must be a number of seconds from 0 to {MAX_SECONDS}, got "
-            f"{repr(value)[:40]}"
+        raise DroppedSample(
+            f"elapsed must be a number of seconds from 0 to {MAX_SECONDS}, got "
+            f"{number_text(value)} ({type(value).__name__})"
         )
     return seconds
 
 
-def _jsonl_samples(path: Path) -> Iterable[tuple[Key, str, float]]:
+def _status(value: object) -> str:
+    if value not in STATUSES:
+        raise DroppedSample(
+            f"status must be one of {', '.join(STATUSES)}, got {number_text(value)}"
+        )
+    return str(value)
+
+
+def _jsonl_samples(path: Path, notes: list[str]) -> Iterable[tuple[Key, str, float]]:
     try:
         text = read_regular_text(path)
     except (OSError, UnicodeDecodeError) as exc:
@@ -136,40 +157,69 @@ def _jsonl_samples(path: Path) -> Iterable[tuple[Key, str, float]]:
         where = f"{path}:{line_number}"
         try:
             row = json.loads(line)
-            key = (checked_path(row["path"], where), str(row["suite"]))
-            status, elapsed = str(row.get("status", "passed")), row["elapsed"]
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            if not isinstance(row, dict) or not all(
+                isinstance(row[key], str) for key in ("path", "suite")
+            ):
+                raise TypeError("path and suite must be strings")
+            key = (checked_path(row["path"], where), row["suite"])
+            elapsed = row["elapsed"]
+        except (json.JSONDecodeError, KeyError, TypeError, RecursionError) as exc:
             raise EstTimeInputError(
                 f"{where}: expected a JSON object with path, suite, elapsed, status "
                 f"({type(exc).__name__}: {str(exc)[:200]})"
             ) from None
-        yield key, status, _elapsed(elapsed, where)
+        try:
+            yield key, _status(row.get("status", "passed")), _elapsed(elapsed)
+        except DroppedSample as exc:
+            notes.append(f"{where}: {exc}; this sample is left out")
 
 
-def _junit_samples(path: Path) -> Iterable[tuple[Key, str, float]]:
+def _junit_samples(path: Path, notes: list[str]) -> Iterable[tuple[Key, str, float]]:
     try:
         suites = read_testsuites(path)
     except JUnitReadError as exc:
         raise EstTimeInputError(str(exc)) from None
+    foreign = 0
     for suite in suites:
         props = properties(suite)
         if "suite" not in props:
-            continue  # not written by run_suite.py
+            foreign += 1
+            continue
         where = f"{path}: testsuite {str(suite.name)[:80]!r}"
-        elapsed = props.get("elapsed") or attribute(suite, "time") or 0.0
         rel_path = checked_path(props.get("path") or suite.name or "", where)
-        yield (rel_path, props["suite"]), props.get("status", ""), _elapsed(elapsed, where)
+        elapsed = props.get("elapsed")
+        if elapsed is None:  # a report of another writer: its time attribute
+            elapsed = raw_attributes(suite).get("time")
+        try:
+            if elapsed is None:
+                raise DroppedSample("it has neither an elapsed property nor a time attribute")
+            sample = (
+                (rel_path, props["suite"]),
+                _status(props.get("status")),
+                _elapsed(elapsed, text=True),
+            )
+        except DroppedSample as exc:
+            notes.append(f"{where}: {exc}; this sample is left out")
+            continue
+        yield sample
+    if foreign:
+        notes.append(
+            f"{path}: {foreign} testsuite(s) without a suite property (not written by "
+            "run_suite.py) left out"
+        )
 
 
-def load_samples(paths: Iterable[Path]) -> dict[Key, list[float]]:
-    """Elapsed seconds of passing runs per (path, suite), from JSONL and/or JUnit files."""
+def load_samples(paths: Iterable[Path], notes: list[str] | None = None) -> dict[Key, list[float]]:
+    """Elapsed seconds of passing runs per (path, suite), from JSONL and/or JUnit files; a
+    sample that is left out is a line of ``notes``."""
+    notes = [] if notes is None else notes
     samples: dict[Key, list[float]] = defaultdict(list)
     files = _timing_files(paths)
     if not files:
         raise EstTimeInputError("no timings files found (pass --timings FILE_OR_DIR)")
     for path in files:
-        rows = _junit_samples(path) if path.suffix == ".xml" else _jsonl_samples(path)
-        for key, status, elapsed in rows:
+        read = _junit_samples if path.suffix == ".xml" else _jsonl_samples
+        for key, status, elapsed in read(path, notes):
             if status in PASSING:
                 samples[key].append(elapsed)
     return dict(samples)
@@ -317,13 +367,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         root = args.root.resolve() if args.root else find_root(Path.cwd())
         syntax = load_syntax(root)
-        samples = load_samples(args.timings)
+        notes: list[str] = []
+        samples = load_samples(args.timings, notes)
     except (CatalogError, EstTimeInputError) as exc:
         return usage_error(exc, prog="update-est-time")
 
     drifts: list[Drift] = []
     edits: dict[str, list[tuple[EstTimeLiteral, int]]] = defaultdict(list)
-    notes: list[str] = []
     for (path, suite), values in sorted(samples.items()):
         if len(values) < args.min_samples:
             notes.append(f"{path} [{suite}]: {len(values)} sample(s) < {args.min_samples}, kept")

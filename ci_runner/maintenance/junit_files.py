@@ -1,13 +1,15 @@
 """Reading JUnit XML reports written by shards (or anyone): every failure is one message.
 
 A report is read only when it is a regular file (a FIFO would block), parsed with junitparser,
-and its numbers are read leniently: a count or a time that is not a number is ``None``, never a
-traceback from inside junitparser.
+and its attributes are read as written (:func:`raw_attributes`), so a count or a time that is not
+a number is the caller's to judge, never a traceback from inside junitparser.
 """
 
 from __future__ import annotations
 
+import html
 import math
+import re
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
@@ -46,9 +48,11 @@ def number(text: object) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def attribute(suite: TestSuite, name: str) -> float | None:
-    """A numeric attribute of the testsuite (``tests``, ``errors``, ``time``, ...), leniently."""
-    try:
-        return number(getattr(suite, name))
-    except (TypeError, ValueError):  # junitparser converts on access: errors="lots" raises
-        return None
+_ATTRIBUTE = re.compile(r'\s([\w.:-]+)="([^"]*)"')
+
+
+def raw_attributes(suite: TestSuite) -> dict[str, str]:
+    """The testsuite's attributes as written. Read them so, not through junitparser's
+    attributes: reading a missing count makes it recount the whole testsuite and rewrite them."""
+    start = suite.tostring().split(b">", 1)[0].decode("utf-8", "replace")
+    return {name: html.unescape(value) for name, value in _ATTRIBUTE.findall(start)}

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from junitparser import JUnitXml, TestSuite
 
+from ci_runner.catalog.limits import MAX_SECONDS
 from ci_runner.cli_errors import StoreOnce, robust_output, usage_error
 from ci_runner.file_safety import (
     append_regular,
@@ -33,9 +34,9 @@ from ci_runner.file_safety import (
 )
 from ci_runner.maintenance.junit_files import (
     JUnitReadError,
-    attribute,
     number,
     properties,
+    raw_attributes,
     read_testsuites,
 )
 from ci_runner.safe_text import one_line, xml_safe
@@ -59,7 +60,7 @@ class Entry:
     path: str
     suite: str | None
     status: str
-    elapsed: float
+    elapsed: float | None  # None: the report holds no number of seconds in range
     shard: str
     report: str
     element: TestSuite
@@ -142,20 +143,59 @@ def load_plan(paths: Iterable[Path]) -> Plan:
     return plan
 
 
-def _status_of(suite: TestSuite, props: dict[str, str]) -> str:
+UNREADABLE = "unreadable"  # a report of another writer whose counts are not counts
+
+
+def _count(text: str | None) -> int | None:
+    """A count attribute (``tests``, ``errors``, ...): absent is 0; one that is not a whole
+    number from 0 is None."""
+    if text is None:
+        return 0
+    value = number(text.strip())
+    return int(value) if value is not None and value.is_integer() and value >= 0 else None
+
+
+def _status_of(attributes: dict[str, str], props: dict[str, str]) -> tuple[str, str]:
+    """(status, reason): the ``status`` property of a run_suite report, else the one its counts
+    give; counts that are not counts make it ``unreadable`` (never passed)."""
     status = props.get("status")
     if status:
-        return status
-    if (attribute(suite, "errors") or 0) + (attribute(suite, "failures") or 0):
-        return "failed"
-    tests = attribute(suite, "tests")
-    if tests and attribute(suite, "skipped") == tests:
-        return DISABLED
-    return "passed"
+        return status, props.get("reason", "")
+    names = ("tests", "errors", "failures", "skipped")
+    counts = {name: _count(attributes.get(name)) for name in names}
+    bad = [f"{name}={attributes[name][:20]!r}" for name, value in counts.items() if value is None]
+    if bad:
+        return UNREADABLE, f"{', '.join(bad)} is not a count: its outcome cannot be told"
+    if counts["errors"] or counts["failures"]:
+        return "failed", ""
+    if counts["tests"] and counts["skipped"] == counts["tests"]:
+        return DISABLED, ""
+    return "passed", ""
 
 
-def load_reports(directory: Path) -> list[Entry]:
-    """Every ``<testsuite>`` of every ``*.xml`` under ``directory`` (recursively)."""
+def _elapsed(
+    attributes: dict[str, str], props: dict[str, str], where: str, notes: list[str]
+) -> float | None:
+    """The seconds a file took: its ``elapsed`` property, else the ``time`` attribute; a value
+    that is no number of seconds from 0 to a week is a note, and shown as unknown."""
+    text = props["elapsed"] if "elapsed" in props else attributes.get("time")
+    if text is None:
+        return None
+    seconds = number(text.strip())
+    if seconds is None or not 0 <= seconds <= MAX_SECONDS:
+        key = "elapsed" if "elapsed" in props else "time"
+        notes.append(
+            f"{where}: {key} {one_line(text[:40])!r} is not a number of seconds from 0 to "
+            f"{MAX_SECONDS}; shown as unknown"
+        )
+        return None
+    return seconds
+
+
+def load_reports(directory: Path, notes: list[str] | None = None) -> list[Entry]:
+    """Every ``<testsuite>`` of every ``*.xml`` under ``directory`` (recursively); a value
+    shown as unknown is a line of ``notes``."""
+    notes = [] if notes is None else notes
     if not directory.is_dir():
         raise MergeInputError(f"{directory}: JUnit directory not found (--junit-dir)")
     entries: list[Entry] = []
@@ -169,17 +209,19 @@ def load_reports(directory: Path) -> list[Entry]:
             path = props.get("path") or suite.name
             if not path:
                 raise MergeInputError(f"{report}: a <testsuite> has neither a name nor a path")
-            elapsed = number(props.get("elapsed")) or attribute(suite, "time") or 0.0
+            where = f"{report}: testsuite {one_line(path[:80])!r}"
+            attributes = raw_attributes(suite)
+            status, reason = _status_of(attributes, props)
             entries.append(
                 Entry(
                     path=path,
                     suite=props.get("suite"),
-                    status=_status_of(suite, props),
-                    elapsed=elapsed,
+                    status=status,
+                    elapsed=_elapsed(attributes, props, where, notes),
                     shard=props.get("shard", "?"),
                     report=str(report.relative_to(directory)),
                     element=suite,
-                    reason=props.get("reason", ""),
+                    reason=reason,
                 )
             )
     return entries
@@ -241,6 +283,10 @@ def _name(key: Key) -> str:
     return one_line(f"{key[0]} [{key[1]}]" if key[1] else key[0])
 
 
+def _seconds(elapsed: float | None) -> str:
+    return "elapsed unknown" if elapsed is None else f"{elapsed:.1f}s"
+
+
 def summary_lines(result: MergeResult, markdown: bool = False) -> list[str]:
     """A human summary; ``markdown`` for ``$GITHUB_STEP_SUMMARY``."""
     bullet = "- " if markdown else "  "
@@ -264,7 +310,7 @@ def summary_lines(result: MergeResult, markdown: bool = False) -> list[str]:
         lines.append(f"NOT PASSING: {len(result.not_passing)} file(s):")
         lines += [
             f"{bullet}{_name((e.path, e.suite))}: {one_line(e.status)} (shard {one_line(e.shard)}, "
-            f"{e.elapsed:.1f}s)"
+            f"{_seconds(e.elapsed)}){': ' + one_line(e.reason) if e.status == UNREADABLE else ''}"
             for e in result.not_passing
         ]
     if result.skipped:
@@ -305,13 +351,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     robust_output()
+    notes: list[str] = []
     try:
         plan = load_plan(args.plan)
-        entries = load_reports(args.junit_dir)
+        entries = load_reports(args.junit_dir, notes)
         if args.out is not None:
             _check_out(args.out, set(args.junit_dir.rglob("*.xml")))
     except MergeInputError as exc:
         return usage_error(exc, prog="merge-junit")
+    for note in notes:
+        print(f"merge-junit: note: {note}", file=sys.stderr)
     result = check(plan, entries)
     if args.out is not None:
         buffer = io.BytesIO()

@@ -57,13 +57,21 @@ def test_merge_a_report_that_is_no_junit(tmp_path, capsys, report, message):
     assert message in err_line(capsys)
 
 
-def test_merge_counts_that_are_not_numbers_are_read_leniently(tmp_path, capsys):
+def test_merge_counts_that_are_not_numbers_make_the_outcome_unreadable(tmp_path, capsys):
     report = (
         '<testsuites><testsuite name="a.py" tests="x" errors="lots" failures="-" time="n/a">'
         '<testcase name="t"/></testsuite></testsuites>'
     )
-    assert merge(tmp_path, report) == 0
-    assert "OK: every planned file ran exactly once and passed" in capsys.readouterr().out
+    assert merge(tmp_path, report) == 1  # never counted as passed
+    out, err = capsys.readouterr()
+    assert (
+        "  a.py: unreadable (shard ?, elapsed unknown): tests='x', errors='lots', failures='-' "
+        "is not a count: its outcome cannot be told"
+    ) in out
+    assert err.strip().endswith(
+        "r.xml: testsuite 'a.py': time 'n/a' is not a number of seconds from 0 to 604800; "
+        "shown as unknown"
+    )
 
 
 def test_merge_a_report_that_is_a_fifo(tmp_path, capsys):
