@@ -3,15 +3,21 @@
 The handlers only set a flag (a cancelled CI job sends SIGTERM, a closed terminal or SSH session
 SIGHUP, Ctrl-C SIGINT); the executor polls it, kills the running files' process trees, marks the
 rest not_run, writes every report and exits ``128 + signal``. They are installed only for the duration of
-:func:`ci_runner.execution.execute_shard` and restored afterwards.
+:func:`ci_runner.execution.execute_shard` and restored afterwards. A reader that closes stdout or
+stderr (``run_suite.py ... | head``) stops the shard the same way, as SIGPIPE (exit 141).
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 from types import FrameType, TracebackType
 from typing import Any
+
+from ci_runner.cli_errors import on_output_closed
+
+PIPE_CLOSED = getattr(signal, "SIGPIPE", 13)  # what a closed stdout or stderr stops a shard as
 
 HANDLED_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name)
@@ -33,6 +39,7 @@ class StopRequest:
         self.event = threading.Event()
         self.signum: int | None = None
         self._previous: dict[int, Any] = {}
+        self._output = contextlib.ExitStack()
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.signum is None:
@@ -47,6 +54,7 @@ class StopRequest:
         if threading.current_thread() is threading.main_thread():
             for signum in HANDLED_SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
+        self._output.enter_context(on_output_closed(lambda: self._handle(PIPE_CLOSED, None)))
         return self
 
     def __exit__(
@@ -58,3 +66,4 @@ class StopRequest:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
+        self._output.close()

@@ -10,6 +10,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from ci_runner.cli_errors import robust_output
+
 # command -> (module in ci_runner.maintenance, its entry function)
 COMMANDS: dict[str, tuple[str, str]] = {
     "check-no-registered-tests-in-package": ("registration_lints", "main_no_tests_in_package"),
@@ -21,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    robust_output()  # before anything prints: usage, --help, a closed pipe
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in COMMANDS:
         asked_for_help = bool(args) and args[0] in ("-h", "--help")
