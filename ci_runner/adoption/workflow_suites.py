@@ -46,6 +46,7 @@ def read_workflows(root: Path) -> WorkflowFacts:
     # init runs no repository script, so partitions computed by one stay unknown
     scan = scan_workflows(root, lambda _yml: UNKNOWN, size_optional=True)
     facts.notes += [f"workflow not read: {error}" for error in scan.errors]
+    facts.notes += [f"workflow partly read: {note}" for note in scan.notes]
     facts.notes += [
         f"{item.where}: run_suite.py call not resolved: {_without_via(item.reason)}"
         for item in scan.unresolved

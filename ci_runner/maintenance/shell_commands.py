@@ -1,4 +1,4 @@
-"""Shell commands of a workflow step: logical lines, simple commands, and which of them launch
+"""Shell commands of a workflow step: simple commands, and which of them launch
 the runner (``run_suite.py``, ``run-suite``, ``python -m ci_runner.cli``), for
 :mod:`ci_runner.maintenance.workflow_coverage`.
 
@@ -21,21 +21,6 @@ RUN_SUITE_MODULES = ("ci_runner.cli", "ci_runner")
 PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
 PYTHON_OPTIONS_WITH_VALUE = frozenset({"-X", "-W"})
 SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "{", "}"})
-
-
-def logical_lines(script: str) -> Iterator[str]:
-    """Lines with backslash continuations joined; blank lines dropped."""
-    pending = ""
-    for line in script.splitlines():
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-            continue
-        joined = pending + line
-        pending = ""
-        if joined.strip():
-            yield joined
-    if pending.strip():
-        yield pending
 
 
 def simple_commands(line: str) -> Iterator[list[str]]:

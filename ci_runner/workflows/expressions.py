@@ -5,14 +5,24 @@ It knows literals, context lookups (``inputs.x``, ``matrix['y']``), ``!``, ``==`
 ``startsWith``, ``endsWith`` and ``join``. A context the caller does not provide (``github``,
 ``secrets``, ``steps``, ...) and a status function (``always()``) evaluate to :data:`UNKNOWN`,
 which propagates, so a caller can tell "resolved to a value" from "depends on the run".
+
+Untrusted text is bounded: an expression longer than :data:`MAX_EXPRESSION_CHARS` or nested
+deeper than :data:`MAX_DEPTH`, a function called with the wrong number of arguments (``format``
+with a ``{3}`` it is not given), and a value that would grow past :data:`MAX_VALUE_CHARS` are an
+:class:`ExpressionError` naming what is wrong, which the callers treat as unknown.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+MAX_EXPRESSION_CHARS = 20_000
+MAX_DEPTH = 50  # parentheses, brackets, calls and ``!`` inside one another
+MAX_VALUE_CHARS = 1_000_000  # a text an expression or a substitution produces
 
 
 class _Unknown:
@@ -55,10 +65,13 @@ class ExpressionError(ValueError):
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ExpressionError(
+            f"an expression of {len(text):,} characters, more than {MAX_EXPRESSION_CHARS:,}"
+        )
     tokens, pos = [], 0
-    while pos < len(text):
-        if text[pos:].strip() == "":
-            break
+    end = len(text.rstrip())
+    while pos < end:
         match = _TOKEN.match(text, pos)
         if not match or match.end() == pos:
             raise ExpressionError(f"cannot parse {text.strip()!r} at {text[pos:].strip()!r}")
@@ -69,8 +82,16 @@ def _tokens(text: str) -> list[tuple[str, str]]:
 
 
 def truthy(value: Any) -> bool:
-    """GitHub's truthiness: false, 0, '', null are falsy."""
+    """GitHub's truthiness: false, 0, -0, NaN, '', null are falsy."""
+    if isinstance(value, float) and math.isnan(value):
+        return False
     return value not in (False, 0, "", None)
+
+
+def _bounded(text: str) -> str:
+    if len(text) > MAX_VALUE_CHARS:
+        raise ExpressionError(f"a value of more than {MAX_VALUE_CHARS:,} characters")
+    return text
 
 
 def to_text(value: Any) -> str:
@@ -95,7 +116,13 @@ def member(value: Any, key: Any) -> Any:
         if key in value:
             return value[key]
         return UNKNOWN if isinstance(value, Partial) else None
-    if isinstance(value, list) and isinstance(key, int | float) and 0 <= int(key) < len(value):
+    if (
+        isinstance(value, list)
+        and isinstance(key, int | float)
+        and not isinstance(key, bool)
+        and math.isfinite(key)
+        and 0 <= int(key) < len(value)
+    ):
         return value[int(key)]
     return None
 
@@ -103,9 +130,11 @@ def member(value: Any, key: Any) -> Any:
 def _from_json(text: Any) -> Any:
     if text is UNKNOWN:
         return UNKNOWN
+    if not isinstance(text, str):
+        text = to_text(text)
     try:
         return json.loads(text)
-    except (TypeError, ValueError):
+    except (ValueError, RecursionError):
         return UNKNOWN
 
 
@@ -113,15 +142,34 @@ def _to_json(value: Any) -> Any:
     if value is UNKNOWN or isinstance(value, Partial):
         return UNKNOWN
     try:
-        return json.dumps(value)
-    except TypeError:  # holds an unknown value
+        return _bounded(json.dumps(value))
+    except (TypeError, ValueError, RecursionError):  # holds an unknown value, or a cycle
         return UNKNOWN
+
+
+_FORMAT_PART = re.compile(r"\{\{|\}\}|\{(\d{1,4})\}")
 
 
 def _format(template: Any, *args: Any) -> Any:
     if template is UNKNOWN or any(a is UNKNOWN for a in args):
         return UNKNOWN
-    return re.sub(r"\{(\d+)\}", lambda m: to_text(args[int(m.group(1))]), str(template))
+
+    def part(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return match.group(0)[0]  # {{ and }} stand for a brace
+        index = int(match.group(1))
+        if index >= len(args):
+            raise ExpressionError(f"format() has no argument {{{index}}} ({len(args)} given)")
+        return to_text(args[index])
+
+    return _bounded(_FORMAT_PART.sub(part, to_text(template)))
+
+
+def _join(values: Any, separator: Any = ",") -> Any:
+    if values is UNKNOWN or separator is UNKNOWN:
+        return UNKNOWN
+    items = values if isinstance(values, list) else [values]
+    return _bounded(to_text(separator).join(to_text(item) for item in items))
 
 
 def _text_test(test: Callable[[str, str], bool]) -> Callable[[Any, Any], Any]:
@@ -142,11 +190,23 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "contains": _text_test(lambda a, b: b in a),
     "startswith": _text_test(str.startswith),
     "endswith": _text_test(str.endswith),
-    "join": lambda v, sep=",": (
-        UNKNOWN
-        if v is UNKNOWN
-        else str(sep).join(to_text(x) for x in (v if isinstance(v, list) else [v]))
-    ),
+    "join": _join,
+}
+# (fewest, most) arguments of each function GitHub has (None: any number); the status
+# functions and hashFiles depend on the run, so they are unknown whatever they are given
+ARITY: dict[str, tuple[int, int | None]] = {
+    "fromjson": (1, 1),
+    "tojson": (1, 1),
+    "format": (1, None),
+    "contains": (2, 2),
+    "startswith": (2, 2),
+    "endswith": (2, 2),
+    "join": (1, 2),
+    "always": (0, 0),
+    "success": (0, 0),
+    "failure": (0, 0),
+    "cancelled": (0, 0),
+    "hashfiles": (1, None),
 }
 
 
@@ -155,6 +215,17 @@ class _Parser:
         self.tokens = _tokens(text)
         self.pos = 0
         self.contexts = contexts
+        self.depth = 0
+
+    def nested(self, parse: Callable[[], Any]) -> Any:
+        """``parse()`` one level deeper: past :data:`MAX_DEPTH` is an error, not a crash."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ExpressionError(f"an expression nested more than {MAX_DEPTH} deep")
+        try:
+            return parse()
+        finally:
+            self.depth -= 1
 
     def peek(self) -> str | None:
         return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
@@ -207,7 +278,7 @@ class _Parser:
     def unary(self) -> Any:
         if self.peek() == "!":
             self.take()
-            value = self.unary()
+            value = self.nested(self.unary)
             return UNKNOWN if value is UNKNOWN else not truthy(value)
         return self.postfix()
 
@@ -218,19 +289,19 @@ class _Parser:
                 name = self.take()[1]
                 value = UNKNOWN if name == "*" else member(value, name)
             else:
-                key = self.or_()
+                key = self.nested(self.or_)
                 self.take("]")
                 value = member(value, key)
         return value
 
     def primary(self) -> Any:
         kind, text = self.take()
-        if kind == "num":
-            return float(text) if "." in text else int(text)
+        if kind == "num":  # GitHub's numbers are doubles; float() never overflows on text
+            return float(text) if "." in text or len(text) > 15 else int(text)
         if kind == "str":
             return text[1:-1].replace("''", "'")
         if text == "(":
-            value = self.or_()
+            value = self.nested(self.or_)
             self.take(")")
             return value
         if kind != "name":
@@ -246,10 +317,16 @@ class _Parser:
         self.take("(")
         args = []
         while self.peek() != ")":
-            args.append(self.or_())
+            args.append(self.nested(self.or_))
             if self.peek() == ",":
                 self.take()
+            elif self.peek() != ")":
+                raise ExpressionError(f"expected ',' or ')' in {name}(), got {self.peek()!r}")
         self.take(")")
+        fewest, most = ARITY.get(name.lower(), (0, None))
+        if len(args) < fewest or (most is not None and len(args) > most):
+            wanted = str(fewest) if fewest == most else f"{fewest} to {most or 'any number of'}"
+            raise ExpressionError(f"{name}() takes {wanted} argument(s), got {len(args)}")
         function = FUNCTIONS.get(name.lower())
         return UNKNOWN if function is None else function(*args)
 
@@ -259,12 +336,18 @@ def _loose(value: Any) -> Any:
 
 
 def evaluate(expression: str, contexts: Mapping[str, Any]) -> Any:
-    """The value of one expression (the text inside ``${{ }}``)."""
-    return _Parser(expression, contexts).parse()
+    """The value of one expression (the text inside ``${{ }}``); :class:`ExpressionError` when
+    it cannot be parsed or is over a bound."""
+    try:
+        return _Parser(expression, contexts).parse()
+    except RecursionError:  # a value nested too deeply to compare or render
+        raise ExpressionError("a value nested too deeply") from None
 
 
 def substitute(text: str, contexts: Mapping[str, Any], unknown: Callable[[str], str]) -> str:
-    """``text`` with each ``${{ expr }}`` replaced by its value; ``unknown(expr)`` for the rest."""
+    """``text`` with each ``${{ expr }}`` replaced by its value; ``unknown(expr)`` for the rest,
+    and for every expression once the text would grow past :data:`MAX_VALUE_CHARS`."""
+    grown = [len(text)]
 
     def replace(match: re.Match[str]) -> str:
         source = match.group(1).strip()
@@ -272,6 +355,10 @@ def substitute(text: str, contexts: Mapping[str, Any], unknown: Callable[[str], 
             value = evaluate(source, contexts)
         except ExpressionError:
             value = UNKNOWN
-        return unknown(source) if value is UNKNOWN else to_text(value)
+        shown = None if value is UNKNOWN else to_text(value)
+        if shown is not None and grown[0] + len(shown) <= MAX_VALUE_CHARS:
+            grown[0] += len(shown)
+            return shown
+        return unknown(source)
 
     return EXPRESSION.sub(replace, text)

@@ -13,17 +13,27 @@ as GitHub does). ``needs.<job>.outputs.partitions`` is the JSON that upstream's
 Anything else that depends on a run (``github``,
 ``secrets``, other job outputs) is unknown; an invocation whose hw, suite or shard count
 depends on such a value is listed as unresolved, with the expression.
+
+Reading is bounded, and what is not read is said (:attr:`WorkflowScan.notes`, naming the file
+and key): a file by :mod:`.yaml_file` (size, YAML alias expansion); a matrix at GitHub's 256
+jobs, its size computed before any row is built; reusable workflows at GitHub's 10 levels and
+:data:`MAX_CONTEXTS` ways of calling one; :data:`MAX_SCOPES` (caller, matrix row) pairs per step;
+expressions by :mod:`.expressions`. A value of the wrong YAML type anywhere (``strategy: [1]``)
+is a note and is read as absent.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ci_runner.catalog.limits import number_text
 from ci_runner.workflows import shell_line
 from ci_runner.workflows.expressions import (
     EXPRESSION,
@@ -34,10 +44,17 @@ from ci_runner.workflows.expressions import (
     substitute,
     to_text,
 )
+from ci_runner.workflows.yaml_file import WorkflowFileError, load_workflow_file
 
 WORKFLOW_DIR = ".github/workflows"
 _LOCAL_USES = "./.github/workflows/"
 _KEY_FLAGS = ("--hw", "--suite", "--nightly", "--auto-partition")
+MAX_MATRIX_JOBS = 256  # GitHub's limit of jobs one matrix generates
+MAX_CALL_DEPTH = 10  # GitHub's limit of nested reusable workflows
+MAX_CONTEXTS = 256  # ways one reusable workflow is called (callers x their matrix rows)
+MAX_SCOPES = 4096  # (way it is called, matrix row) pairs read per step
+MAX_SHARDS = 4096  # --auto-partition-size, as run_suite.py accepts it
+_YAML_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # YAML's, not str.splitlines'
 
 PartitionsFor = Callable[[str], Any]
 """``pr_test_yml`` (a path relative to the root) -> compute_partitions JSON text, or UNKNOWN."""
@@ -84,7 +101,41 @@ class WorkflowScan:
     invocations: list[Invocation] = field(default_factory=list)
     unresolved: list[Unresolved] = field(default_factory=list)
     other_scripts: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # files not read
+    notes: list[str] = field(default_factory=list)  # what was not expanded or had a wrong type
+
+
+class Notes(list):
+    """What reading left out, each once, in order (``file: key: why``)."""
+
+    def add(self, note: str) -> None:
+        if note not in self:
+            self.append(note)
+
+
+def mapping(value: Any, where: str, notes: Notes) -> dict:
+    """``value`` when it is a YAML map; absent is ``{}``; any other type is a note, and ``{}``."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    notes.add(f"{where} must be a map, got {_type(value)}; not read")
+    return {}
+
+
+def sequence(value: Any, where: str, notes: Notes) -> list:
+    """``value`` when it is a YAML list; absent is ``[]``; any other type is a note, and ``[]``."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    notes.add(f"{where} must be a list, got {_type(value)}; not read")
+    return []
+
+
+def _type(value: Any) -> str:
+    names = {dict: "a map", list: "a list", str: "a string", bool: "a boolean"}
+    return names.get(type(value), "a number" if isinstance(value, int | float) else "null")
 
 
 @dataclass
@@ -92,6 +143,7 @@ class _Workflow:
     rel: str
     data: dict
     lines: list[str]
+    notes: Notes = field(default_factory=Notes)
 
     @functools.cached_property
     def stripped(self) -> list[str]:
@@ -101,27 +153,36 @@ class _Workflow:
     def computes_partitions(self) -> bool:
         return any("compute_partitions.py" in line for line in self.lines)
 
-    @property
+    @functools.cached_property
     def triggers(self) -> dict:
         on = self.data.get("on", self.data.get(True))
         if isinstance(on, str):
             return {on: None}
         if isinstance(on, list):
-            return dict.fromkeys(on)
-        return on if isinstance(on, dict) else {}
+            return dict.fromkeys(item for item in on if isinstance(item, str))
+        return mapping(on, f"{self.rel}: on", self.notes)
 
     def input_defaults(self, trigger: str) -> dict[str, Any]:
-        spec = self.triggers.get(trigger) or {}
-        inputs = spec.get("inputs") if isinstance(spec, dict) else None
+        where = f"{self.rel}: on.{trigger}"
+        spec = mapping(self.triggers.get(trigger), where, self.notes)
+        inputs = mapping(spec.get("inputs"), f"{where}.inputs", self.notes)
         return {
-            name: (value or {}).get("default") if isinstance(value, dict) else None
-            for name, value in (inputs or {}).items()
+            str(name): mapping(value, f"{where}.inputs.{name}", self.notes).get("default")
+            for name, value in inputs.items()
         }
 
-    @property
+    @functools.cached_property
     def jobs(self) -> dict[str, dict]:
-        jobs = self.data.get("jobs") or {}
-        return {k: v for k, v in jobs.items() if isinstance(v, dict)}
+        jobs = mapping(self.data.get("jobs"), f"{self.rel}: jobs", self.notes)
+        return {
+            str(job_id): job
+            for job_id, job in jobs.items()
+            if mapping(job, f"{self.rel}: jobs.{job_id}", self.notes)
+        }
+
+    def part(self, job_id: str, block: dict, key: str, kind: Callable = mapping) -> Any:
+        """``block[key]`` of job ``job_id`` (a map, or a list with ``kind=sequence``)."""
+        return kind(block.get(key), f"{self.rel}: jobs.{job_id}.{key}", self.notes)
 
 
 @dataclass(frozen=True)
@@ -132,22 +193,23 @@ class _Context:
 
 def load_workflows(root: Path) -> tuple[dict[str, _Workflow], list[str]]:
     """The workflow files under ``root/.github/workflows`` by file name, and load errors."""
-    import yaml  # PyYAML: only the commands that read workflows need it
-
     workflows, errors = {}, []
     directory = root / WORKFLOW_DIR
     paths = (
         sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")]) if directory.is_dir() else []
     )
     for path in paths:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        rel = f"{WORKFLOW_DIR}/{path.name}"
         try:
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError as exc:
-            errors.append(f"{WORKFLOW_DIR}/{path.name}: not valid YAML ({exc})")
+            data = load_workflow_file(path, rel)
+        except WorkflowFileError as exc:
+            errors.append(str(exc))
             continue
         if isinstance(data, dict):
-            workflows[path.name] = _Workflow(f"{WORKFLOW_DIR}/{path.name}", data, text.splitlines())
+            text = path.read_bytes().decode("utf-8", "replace")
+            workflows[path.name] = _Workflow(rel, data, _YAML_LINE_BREAK.split(text))
+        elif data is not None:
+            errors.append(f"{rel}: a workflow must be a map, got {_type(data)}")
     return workflows, errors
 
 
@@ -182,7 +244,7 @@ class _Resolver:
             if called is None or not called.computes_partitions:
                 continue
             yml = (
-                (job.get("with") or {}).get("pr_test_yml")
+                workflow.part(job_id, job, "with").get("pr_test_yml")
                 or called.input_defaults("workflow_call").get("pr_test_yml")
                 or workflow.rel
             )
@@ -191,22 +253,39 @@ class _Resolver:
         return context
 
     def contexts(self, workflow: _Workflow, stack: tuple[str, ...] = ()) -> list[_Context]:
-        """The input sets ``workflow`` runs with: direct triggers' defaults, then each caller's."""
+        """The input sets ``workflow`` runs with: direct triggers' defaults, then each caller's
+        (at most :data:`MAX_CONTEXTS`, through at most :data:`MAX_CALL_DEPTH` levels)."""
         name = Path(workflow.rel).name
         if name in self._contexts:
             return self._contexts[name]
-        found = []
+        found: list[_Context] = []
         if any(trigger != "workflow_call" for trigger in workflow.triggers):
             found.append(_Context(workflow.input_defaults("workflow_dispatch"), "direct"))
         defaults = workflow.input_defaults("workflow_call")
         for caller, job_id, job in self.callers.get(name, []):
             if Path(caller.rel).name in stack:
                 continue
+            if len(stack) >= MAX_CALL_DEPTH:
+                chain = " <- ".join(Path(n).name for n in (*stack, name))
+                workflow.notes.add(
+                    f"{workflow.rel}: reached through more than {MAX_CALL_DEPTH} levels of "
+                    f"reusable workflows ({chain} <- ...); its callers are not read"
+                )
+                break
             for outer in self.contexts(caller, (*stack, name)):
                 base = {"inputs": outer.inputs, "needs": self.needs(caller)}
-                for row in self.matrix_rows(job, base):
+                for row in self.matrix_rows(caller, job_id, job, base):
+                    if len(found) >= MAX_CONTEXTS:
+                        workflow.notes.add(
+                            f"{workflow.rel}: called in more than {MAX_CONTEXTS} ways (callers "
+                            "and their matrix rows); the others are not read"
+                        )
+                        self._contexts[name] = found
+                        return found
                     scope = {**base, "matrix": row}
-                    given = {k: _value(v, scope) for k, v in (job.get("with") or {}).items()}
+                    given = {
+                        k: _value(v, scope) for k, v in caller.part(job_id, job, "with").items()
+                    }
                     via = f"{caller.rel} job {job_id}" + (
                         "" if outer.via == "direct" else f" <- {outer.via}"
                     )
@@ -215,23 +294,47 @@ class _Resolver:
         return found
 
     @staticmethod
-    def matrix_rows(job: dict, scope: dict) -> list[dict]:
-        matrix = (job.get("strategy") or {}).get("matrix")
-        if matrix is None:
+    def matrix_rows(workflow: _Workflow, job_id: str, job: dict, scope: dict) -> list[dict]:
+        """The rows of the job's matrix (``include``/``exclude`` as GitHub applies them); an
+        unknown row when the matrix depends on the run or is over :data:`MAX_MATRIX_JOBS`."""
+        strategy = workflow.part(job_id, job, "strategy")
+        where = f"{workflow.rel}: jobs.{job_id}.strategy.matrix"
+        if strategy.get("matrix") is None:
             return [{}]
-        matrix = _value(matrix, scope)
-        if not isinstance(matrix, dict):
+        matrix = _value(strategy["matrix"], scope)
+        if matrix is UNKNOWN:
             return [Partial()]
-        axes = {}
+        matrix = mapping(matrix, where, workflow.notes)
+        axes: dict[str, list] = {}
         for key, values in matrix.items():
             if key in ("include", "exclude"):
                 continue
             values = _value(values, scope)
-            axes[key] = values if isinstance(values, list) else [UNKNOWN]
+            if values is UNKNOWN:
+                values = [UNKNOWN]
+            elif not isinstance(values, list):
+                workflow.notes.add(f"{where}.{key} must be a list, got {_type(values)}; not read")
+                values = [UNKNOWN]
+            axes[str(key)] = values
+        combinations = math.prod(min(len(v), MAX_MATRIX_JOBS + 1) for v in axes.values())
+        includes = _entries(matrix.get("include"), scope, f"{where}.include", workflow.notes)
+        excludes = _entries(matrix.get("exclude"), scope, f"{where}.exclude", workflow.notes)
+        if combinations > MAX_MATRIX_JOBS or len(includes) > MAX_MATRIX_JOBS:
+            product = math.prod(len(v) for v in axes.values())
+            shown = f"{product:,}" if product.bit_length() <= 64 else number_text(product)
+            sizes = " x ".join(str(len(v)) for v in list(axes.values())[:20])
+            sizes += " x ..." if len(axes) > 20 else ""
+            what = [f"{sizes} = {shown} combinations"] if axes else []
+            what += [f"{len(includes):,} include entries"] if includes else []
+            workflow.notes.add(
+                f"{where}: {' and '.join(what)}, more than the {MAX_MATRIX_JOBS} jobs GitHub "
+                "runs from one matrix; not expanded"
+            )
+            return [Partial()]
         rows = [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
         base_rows = [dict(row) for row in rows] if axes else []
         rows = rows if axes else []
-        for entry in _entries(matrix.get("include"), scope):
+        for entry in includes:
             merged = False
             for row, base in zip(rows[: len(base_rows)], base_rows, strict=False):
                 if all(base.get(k, v) == v for k, v in entry.items() if k in axes):
@@ -239,10 +342,15 @@ class _Resolver:
                     merged = True
             if not merged:
                 rows.append(dict(entry))
-        excluded = _entries(matrix.get("exclude"), scope)
         rows = [
-            r for r in rows if not any(all(r.get(k) == v for k, v in e.items()) for e in excluded)
+            r for r in rows if not any(all(r.get(k) == v for k, v in e.items()) for e in excludes)
         ]
+        if len(rows) > MAX_MATRIX_JOBS:
+            workflow.notes.add(
+                f"{where}: {len(rows)} jobs, more than the {MAX_MATRIX_JOBS} GitHub runs from "
+                "one matrix; not expanded"
+            )
+            return [Partial()]
         return rows or [{}]
 
     # ------------------------------------------------------------------ invocations
@@ -250,9 +358,16 @@ class _Resolver:
     def scan(self, scan: WorkflowScan) -> None:
         for workflow in self.workflows.values():
             for job_id, job in workflow.jobs.items():
-                for step in job.get("steps") or []:
-                    if isinstance(step, dict) and isinstance(step.get("run"), str):
+                for number, step in enumerate(workflow.part(job_id, job, "steps", sequence), 1):
+                    where = f"{workflow.rel}: jobs.{job_id}.steps[{number}]"
+                    step = mapping(step, where, workflow.notes)
+                    run = step.get("run")
+                    if run is not None and not isinstance(run, str):
+                        workflow.notes.add(f"{where}.run must be a string, got {_type(run)}")
+                    elif run is not None:
                         self._scan_step(scan, workflow, (job_id, job), step)
+        for workflow in self.workflows.values():
+            scan.notes.extend(note for note in workflow.notes if note not in scan.notes)
 
     def _scan_step(
         self, scan: WorkflowScan, workflow: _Workflow, named_job: tuple[str, dict], step: dict
@@ -275,14 +390,33 @@ class _Resolver:
                     Unresolved(workflow.rel, numbers[i], "reusable workflow that no workflow calls")
                 )
             return
+        scopes = 0
         for context in contexts:
             base = {"inputs": context.inputs, "needs": self.needs(workflow)}
-            for row in self.matrix_rows(job, base):
+            for row in self.matrix_rows(workflow, job_id, job, base):
+                scopes += 1
+                if scopes > MAX_SCOPES:
+                    workflow.notes.add(
+                        f"{workflow.rel}:{min(numbers.values())}: run in more than {MAX_SCOPES} "
+                        "(caller, matrix row) combinations; the others are not read"
+                    )
+                    return
                 scope = {**base, "matrix": row}
                 env = Partial()
-                for source in (workflow.data, job, step):
-                    for key, value in (source.get("env") or {}).items():
-                        env[key] = to_text(_value(value, {**scope, "env": env}))
+                for where, source in (
+                    ("env", workflow.data),
+                    (f"jobs.{job_id}.env", job),
+                    (f"jobs.{job_id}.steps.env", step),
+                ):
+                    block = mapping(source.get("env"), f"{workflow.rel}: {where}", workflow.notes)
+                    for key, value in block.items():
+                        if isinstance(value, dict | list):  # GitHub takes strings, numbers
+                            workflow.notes.add(
+                                f"{workflow.rel}: {where}.{key} must be a string, number or "
+                                f"boolean, got {_type(value)}; not read"
+                            )
+                            continue
+                        env[str(key)] = to_text(_value(value, {**scope, "env": env}))
                 scope["env"] = env
                 budget = _job_budget(job_id, job, step, scope)
                 for i, _ in targets:
@@ -328,7 +462,7 @@ def _job_budget(job_id: str, job: dict, step: dict, scope: dict) -> dict[str, An
         runner = None
         notes.append(f"runs-on {job.get('runs-on')!r} depends on the run")
     elif isinstance(runner, list | dict):
-        notes.append(f"runs-on {runner!r} is not a single label")
+        notes.append(f"runs-on {to_text(runner)[:80]!r} is not a single label")
         runner = None
     elif runner is not None:
         runner = to_text(runner)
@@ -347,23 +481,33 @@ def _job_budget(job_id: str, job: dict, step: dict, scope: dict) -> dict[str, An
 def _minutes(block: dict, scope: dict, whose: str, notes: list[str]) -> float | None:
     raw = block.get("timeout-minutes")
     value = _value(raw, scope)
-    if value is UNKNOWN or isinstance(value, bool):
+    if value is UNKNOWN:
         notes.append(f"{whose} timeout-minutes {raw!r} depends on the run")
         return None
     if value is None:
         return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        notes.append(f"{whose} timeout-minutes {value!r} is not a number")
+    minutes = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if isinstance(value, str):
+        try:
+            minutes = float(value)
+        except ValueError:
+            minutes = None
+    if minutes is None or not math.isfinite(minutes) or minutes <= 0:
+        notes.append(f"{whose} timeout-minutes {to_text(value)[:40]!r} is not a number of minutes")
         return None
+    return float(minutes)
 
 
-def _entries(value: Any, scope: dict) -> list[dict]:
+def _entries(value: Any, scope: dict, where: str, notes: Notes) -> list[dict]:
+    """A matrix's ``include`` or ``exclude`` entries (maps; anything else is a note)."""
     value = _value(value, scope) if value is not None else []
-    if not isinstance(value, list):
+    if value is UNKNOWN:
         return []
-    return [{k: _value(v, scope) for k, v in e.items()} for e in value if isinstance(e, dict)]
+    entries = []
+    for index, entry in enumerate(sequence(value, where, notes)):
+        entry = mapping(entry, f"{where}[{index}]", notes)
+        entries.append({str(k): _value(v, scope) for k, v in entry.items()})
+    return entries
 
 
 def _value(value: Any, scope: dict) -> Any:
@@ -443,7 +587,8 @@ def _invocation(
         return Unresolved(rel, number, f"no --suite in the call ({via})")
     size = None
     if flags.size is not None:
-        if not flags.size.isdigit() or int(flags.size) < 1:
+        decimal = flags.size.isdecimal() and len(flags.size) <= len(str(MAX_SHARDS))
+        if not decimal or not 1 <= int(flags.size) <= MAX_SHARDS:
             return Unresolved(
                 rel, number, f"--auto-partition-size resolved to {flags.size!r} ({via})"
             )

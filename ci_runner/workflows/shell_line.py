@@ -13,6 +13,8 @@ import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from ci_runner.workflows.expressions import MAX_VALUE_CHARS
+
 # Paths under which upstream's own test/run_suite.py is invoked (workflows `cd test` first).
 UPSTREAM_SCRIPT_PATHS = frozenset(
     {"run_suite.py", "./run_suite.py", "test/run_suite.py", "./test/run_suite.py"}
@@ -80,11 +82,17 @@ def shell_assignments(lines: list[LogicalLine], before: int) -> dict[str, str]:
 
 
 def expand_variables(text: str, values: Mapping[str, str], unknown: Callable[[str], str]) -> str:
-    """``$NAME`` / ``${NAME}`` replaced from ``values``; ``unknown('$NAME')`` for the others."""
+    """``$NAME`` / ``${NAME}`` replaced from ``values``; ``unknown('$NAME')`` for the others, and
+    for every variable once the line would grow past ``MAX_VALUE_CHARS``."""
+    grown = [len(text)]
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2)
-        return values[name] if name in values else unknown(f"${name}")
+        value = values.get(name)
+        if value is not None and grown[0] + len(value) <= MAX_VALUE_CHARS:
+            grown[0] += len(value)
+            return value
+        return unknown(f"${name}")
 
     return _VARIABLE.sub(replace, text)
 
@@ -97,9 +105,21 @@ class Call:
     args: tuple[str, ...]
 
 
-@functools.lru_cache(maxsize=4096)
 def _words(text: str) -> tuple[str, ...]:
-    """Shell words of a line (cached: a reusable workflow's lines recur once per caller)."""
+    """Shell words of a line (short lines cached: a reusable workflow's lines recur once per
+    caller; a long one would hold its memory)."""
+    return _short_words(text) if len(text) <= _CACHED_CHARS else _split_words(text)
+
+
+_CACHED_CHARS = 4096
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_words(text: str) -> tuple[str, ...]:
+    return _split_words(text)
+
+
+def _split_words(text: str) -> tuple[str, ...]:
     lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""

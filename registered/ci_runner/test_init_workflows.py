@@ -197,7 +197,7 @@ def test_invalid_workflow_yaml_is_a_note_not_a_traceback(tmp_path, capsys, monke
     (root / ".github" / "workflows" / "broken.yml").write_text("jobs: [unclosed\n")
     assert main(["init", "--root", str(root)]) == 0
     out = capsys.readouterr().out
-    assert "broken.yml: not valid YAML" in out
+    assert "broken.yml: invalid YAML" in out
     assert suites_of(root)["unit-cpu"]["runner"] == "ubuntu-22.04"
 
 

@@ -73,6 +73,7 @@ def _side_lines(report: Report) -> list[str]:
     ]
     lines += [f"  unresolved: {u.where}: {u.reason}" for u in scan.unresolved]
     lines += [f"  error: {e}" for e in [*scan.errors, *report.partition_errors.values()]]
+    lines += [f"  note: {note}" for note in scan.notes]
     lines += [
         f"  shard counts from compute_partitions.py --pr-test-yml {yml}"
         for yml in report.partition_sizes
