@@ -404,32 +404,38 @@ def _triggers(data: dict) -> set[str]:
 def workflow_verdicts(workflows: dict[str, tuple[str, dict]]) -> dict[str, Verdict]:
     """Each workflow's verdict: one with a trigger of its own runs; a reusable one
     (``on: workflow_call`` only) runs when a job that runs calls it (``uses:
-    ./.github/workflows/<it>``), through any number of callers."""
+    ./.github/workflows/<it>``), through any number of callers; one that no workflow here calls
+    may not run (a caller in another repository cannot be seen)."""
     verdicts: dict[str, Verdict] = {}
     for name, (_, data) in workflows.items():
         triggers = _triggers(data)
         if not triggers:
             verdicts[name] = Verdict(NEVER, "the workflow has no `on:` trigger")
         elif triggers == {"workflow_call"}:
-            verdicts[name] = Verdict(
-                NEVER,
-                "no job of this repository's workflows that runs calls this reusable workflow",
-            )
+            why = "no workflow of this repository calls this reusable workflow (a caller in "
+            verdicts[name] = Verdict(MAY, why + "another repository cannot be seen)")
         else:
             verdicts[name] = PROVEN
+    called: set[str] = set()
     changed = True
     while changed:  # a call from a workflow that runs makes the called one run
         changed = False
-        for name, (_, data) in workflows.items():
+        for name, (rel, data) in workflows.items():
             jobs = _job_verdicts(data["jobs"], verdicts[name])
             for job_id, job in data["jobs"].items():
                 uses = job.get("uses") if isinstance(job, dict) else None
                 if not (isinstance(uses, str) and uses.startswith("./.github/workflows/")):
                     continue
                 target = uses.removeprefix("./.github/workflows/").split("@")[0]
+                if target not in verdicts or _triggers(workflows[target][1]) != {"workflow_call"}:
+                    continue
                 runs = jobs[str(job_id)]
-                if target in verdicts and _ORDER[runs.runs] < _ORDER[verdicts[target].runs]:
-                    verdicts[target] = runs if runs.runs == RUNS else Verdict(MAY, runs.why)
+                via = Verdict(
+                    runs.runs, f"called by {rel} job {job_id!r}, which {runs.runs}: {runs.why}"
+                )
+                if target not in called or _ORDER[runs.runs] < _ORDER[verdicts[target].runs]:
+                    verdicts[target] = PROVEN if runs.runs == RUNS else via
+                    called.add(target)
                     changed = True
     return verdicts
 
