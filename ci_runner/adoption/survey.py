@@ -26,6 +26,7 @@ from ci_runner.collect.discovery import map_files
 from ci_runner.collect.file_scan import reduced_module
 from ci_runner.collect.parse_cache import digest
 from ci_runner.collect.prefix_parse import parse_for_scan
+from ci_runner.collect.source_text import may_mention
 from ci_runner.file_safety import read_regular, why
 from ci_runner.markers import MARKER_PARAMETERS
 from ci_runner.model import Problem
@@ -115,7 +116,7 @@ def survey_file(root: Path, rel_path: str) -> SurveyedFile:
     except OSError as exc:
         return SurveyedFile(rel_path, "", None, Problem(rel_path, 1, 1, f"cannot read: {why(exc)}"))
     content_digest = digest(data)
-    if b"register_" not in data:
+    if not may_mention(data, ("register_",)):
         return SurveyedFile(rel_path, content_digest, None, None)
     tree, problem = parse_for_scan(data, rel_path, DEFAULT_SYNTAX)
     if tree is None:

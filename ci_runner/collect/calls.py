@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ci_runner.catalog import DEFAULT_SYNTAX, RegistrationSyntax
+from ci_runner.collect.source_text import identifier_text
 
 _MARKER_PATTERN = r"register_\w+_ci"
 _MARKER_NAME = re.compile(r"register_(\w+)_ci\Z")
@@ -289,8 +290,10 @@ def _statements_mentioning(
     markers: Mapping[str, str],
     names: list[str] | None = None,
 ) -> list[ast.stmt]:
-    """Top-level statements whose line span contains a marker name or a bound name, in order."""
+    """Top-level statements whose line span contains a marker name or a bound name, in order
+    (searched in the text as Python reads its identifiers: NFKC-normalised)."""
     pattern = mention_pattern(markers, names)
+    source = identifier_text(source)
     if isinstance(source, bytes):
         matches = re.finditer(pattern.encode(), source)
         newline: str | bytes = b"\n"

@@ -27,6 +27,7 @@ from ci_runner.catalog import (
 from ci_runner.collect.file_scan import FileScan, scan_file
 from ci_runner.collect.parse_cache import ParseCache, cache_directory, digest
 from ci_runner.collect.scan import scan_markers
+from ci_runner.collect.source_text import may_mention
 from ci_runner.collect.suite_checks import check_registration
 from ci_runner.collect.walk import Walk, walk_files
 from ci_runner.file_safety import read_regular, why
@@ -41,7 +42,7 @@ __all__ = [
     "walk_registered",
 ]
 
-_MARKER_TEXT = b"register_"
+_MARKER_TEXT = "register_"
 MAX_WORKERS = 8
 FILES_PER_WORKER = 250  # below this many files per worker, one process is faster
 Result = TypeVar("Result")
@@ -256,10 +257,9 @@ def _with_catalog_checks(
 
 
 def _mentions_a_marker(data: bytes, catalog: Catalog) -> bool:
-    """Cheap text prefilter: can this file contain a marker call at all?"""
-    if _MARKER_TEXT in data:
-        return True
-    return any(name.encode() in data for name in catalog.syntax.markers)
+    """Cheap text prefilter: can this file contain a marker call at all (as Python reads its
+    identifiers: ``ｒegister_cuda_ci`` is ``register_cuda_ci``)?"""
+    return may_mention(data, (_MARKER_TEXT, *catalog.syntax.markers))
 
 
 def _no_registration(rel_path: str, catalog: Catalog) -> Problem:

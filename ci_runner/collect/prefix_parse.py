@@ -14,6 +14,7 @@ import re
 from ci_runner.catalog.syntax import RegistrationSyntax
 from ci_runner.collect.calls import _statements_mentioning, marker_aliases, mention_pattern
 from ci_runner.collect.scan import parse_source
+from ci_runner.collect.source_text import differs_as_identifiers
 from ci_runner.model import Problem
 
 # A line that starts a new top-level statement if the text before it parses: not indented, not
@@ -58,9 +59,10 @@ def _prefix_and_tail(
     begins with an unindented ``if``, so the skipped body holds no ``__main__`` block. Not tried:
     no marker mention (nothing to anchor), form feeds (they reset a line's indentation), an
     encoding declaration (the tail would be read as UTF-8), bare carriage returns (line
-    numbers), and a mention in the last statement (nothing to skip).
+    numbers), text whose identifiers NFKC normalisation changes (a byte search misses
+    ``ｒegister_cuda_ci``), and a mention in the last statement (nothing to skip).
     """
-    if b"\f" in data or data.count(b"\r") != data.count(b"\r\n"):
+    if b"\f" in data or data.count(b"\r") != data.count(b"\r\n") or differs_as_identifiers(data):
         return None
     if _ENCODING_LINE.search(data, 0, _end_of_line(data, _end_of_line(data, 0) + 1)):
         return None

@@ -41,7 +41,7 @@ def parse_source(source: str | bytes, rel_path: str) -> tuple[ast.Module | None,
 
 
 def scan_markers(
-    source: str, rel_path: str, syntax: RegistrationSyntax = DEFAULT_SYNTAX
+    source: str | bytes, rel_path: str, syntax: RegistrationSyntax = DEFAULT_SYNTAX
 ) -> tuple[list[Registration], list[Problem]]:
     """Registrations of one file plus every malformed, hidden or duplicated marker call.
 

@@ -35,7 +35,8 @@ from ci_runner.cli_errors import (
     whole_number_type,
 )
 from ci_runner.collect.calls import read_marker_calls
-from ci_runner.file_safety import read_regular_text, why, write_atomic
+from ci_runner.collect.source_text import encoding_of, python_lines
+from ci_runner.file_safety import read_regular, read_regular_text, why, write_atomic
 from ci_runner.maintenance.junit_files import (
     JUnitReadError,
     number,
@@ -256,7 +257,7 @@ def find_literals(
     catalog's ``suite-template`` composes.
     """
     tree = ast.parse(source, filename=rel_path)
-    lines = source.splitlines(keepends=True)
+    lines = python_lines(source)
     found: list[EstTimeLiteral] = []
     for call in read_marker_calls(tree, syntax).registrations:
         suite = call.suite
@@ -288,7 +289,7 @@ def find_literals(
 
 def rewrite(source: str, edits: Sequence[tuple[EstTimeLiteral, int]]) -> str:
     """``source`` with each literal replaced by its new value; nothing else changes."""
-    lines = source.splitlines(keepends=True)
+    lines = python_lines(source)
     for literal, value in sorted(edits, key=lambda e: (e[0].line, e[0].col), reverse=True):
         text = lines[literal.line - 1]
         if text[literal.col : literal.end_col] != literal.text:
@@ -300,18 +301,23 @@ def rewrite(source: str, edits: Sequence[tuple[EstTimeLiteral, int]]) -> str:
 # ---------------------------------------------------------------------------- the command
 
 
-def _read_source(root: Path, rel_path: str) -> str:
-    """The text of ``root/rel_path``: a regular file, not a link, inside the repository (the
-    only files ``--write`` may rewrite); else :class:`EstTimeInputError` saying why not."""
+def _read_source(root: Path, rel_path: str) -> tuple[str, str]:
+    """The text of ``root/rel_path`` as Python decodes it (its BOM, its coding cookie) and that
+    encoding: a regular file, not a link, inside the repository (the only files ``--write`` may
+    rewrite); else :class:`EstTimeInputError` saying why not."""
     real_root, real = os.path.realpath(root), os.path.realpath(root / rel_path)
     if not real.startswith(real_root + os.sep):
         raise EstTimeInputError(f"it leads to {real}, outside the repository {real_root}")
     try:
-        return read_regular_text(root / rel_path, follow_links=False)
+        data = read_regular(root / rel_path, follow_links=False)
+        encoding = encoding_of(data)
+        return data.decode(encoding), encoding
     except FileNotFoundError:
         raise EstTimeInputError(f"file not found under {root}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EstTimeInputError(f"cannot read it as a regular UTF-8 file ({why(exc)})") from None
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        raise EstTimeInputError(
+            f"cannot read it as a regular Python source file ({why(exc)})"
+        ) from None
 
 
 def is_significant(declared: float, measured: float, min_rel: float, min_abs: float) -> bool:
@@ -379,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             notes.append(f"{path} [{suite}]: {len(values)} sample(s) < {args.min_samples}, kept")
             continue
         try:
-            literals = find_literals(_read_source(root, path), path, syntax)
+            literals = find_literals(_read_source(root, path)[0], path, syntax)
         except EstTimeInputError as exc:
             notes.append(f"{path} [{suite}]: {exc}, skipped")
             continue
@@ -414,8 +420,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         literals = files = 0
         for path, file_edits in sorted(edits.items()):
             try:
-                new_text = rewrite(_read_source(root, path), file_edits)
-                write_atomic(root / path, new_text.encode("utf-8"))
+                text, encoding = _read_source(root, path)
+                new_text = rewrite(text, file_edits)
+                write_atomic(root / path, new_text.encode(encoding))  # utf-8-sig keeps a BOM
             except (EstTimeInputError, ValueError, OSError) as exc:
                 print(f"note: {path}: not rewritten ({exc})")
                 continue

@@ -18,7 +18,8 @@ from ci_runner.catalog import CatalogError, find_root, load_catalog, load_syntax
 from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
 from ci_runner.cli_errors import StoreOnce, robust_output, usage_error
 from ci_runner.collect import collect, scan_markers, walk_files
-from ci_runner.file_safety import read_regular_text, why
+from ci_runner.collect.source_text import may_mention
+from ci_runner.file_safety import read_regular, why
 from ci_runner.model import Problem
 from ci_runner.safe_text import one_line
 
@@ -53,12 +54,13 @@ def package_offenders(
         offenders.extend(walk.problems)  # a file that cannot be read cannot be checked
         for rel in walk.files:
             try:
-                source = read_regular_text(root / rel, follow_links=False)
-            except (OSError, UnicodeDecodeError) as exc:
+                source = read_regular(root / rel, follow_links=False)
+            except OSError as exc:
                 offenders.append(Problem(rel, 1, 1, f"cannot read: {why(exc)}"))
                 continue
-            if "register_" not in source and not any(m in source for m in syntax.markers):
+            if not may_mention(source, ("register_", *syntax.markers)):
                 continue  # cheap prefilter: no marker name, nothing to parse
+            # parsed from the bytes, as Python reads the file: its BOM, its coding cookie
             registrations, problems = scan_markers(source, rel, syntax)
             offenders.extend(
                 Problem(
