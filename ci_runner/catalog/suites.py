@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -128,20 +129,32 @@ def unknown_suite_message(name: str, backend: str, catalog: Catalog, origin: str
 
 
 def find_root(start: Path) -> Path:
-    """Walk up from ``start`` to the first directory whose pyproject.toml has [tool.ci-runner]."""
+    """Walk up from ``start`` to the first directory whose pyproject.toml has [tool.ci-runner];
+    a pyproject.toml on the way that cannot be read is passed, with a notice naming it (it may
+    have been meant to hold the catalog)."""
     current = start.resolve()
+    passed: list[str] = []
     for candidate in (current, *current.parents):
         path = candidate / CATALOG_FILE
         if path.is_file():
             try:
                 data = tomllib.loads(read_regular_text(path))
-            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, RecursionError):
+            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, RecursionError) as exc:
+                passed.append(f"{path} ({why(exc)})")
                 continue
-            if "ci-runner" in data.get("tool", {}):
+            tool = data.get("tool")
+            if isinstance(tool, dict) and "ci-runner" in tool:
+                for skipped in passed:
+                    print(
+                        f"notice: passed {skipped}, which cannot be read; using the catalog of "
+                        f"{candidate} (pass --root DIR to choose)",
+                        file=sys.stderr,
+                    )
                 return candidate
+    unread = f" (not read: {'; '.join(passed)})" if passed else ""
     raise CatalogError(
-        f"no {CATALOG_FILE} with a [tool.ci-runner] table found in {current} or any parent; "
-        "run from inside the repository or pass --root DIR"
+        f"no {CATALOG_FILE} with a [tool.ci-runner] table found in {current} or any "
+        f"parent{unread}; run from inside the repository or pass --root DIR"
     )
 
 

@@ -151,7 +151,7 @@ def changes_from_list(root: Path, source: str) -> ChangeSet:
         where = f"{flag} {source}"
     real_root = root.resolve()
     changes: dict[str, Change] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 is a name
         entry = line.strip()
         if not entry:
             continue

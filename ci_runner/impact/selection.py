@@ -155,7 +155,11 @@ def select_changed(selection: Selection, catalog: Catalog, change_set: ChangeSet
         return _whole_suite(change_set, selection, tuple(reason for _, reason in why), started)
     tests = {f.path for f in selection.files}
     cache_ = FactCache(config)
-    graph = DependencyGraph(config, RepoIndex(config.root), cache_, tests)
+    index = RepoIndex(config.root)
+    if index.unlisted:  # an unseen file may be what a test imports
+        unseen = tuple(f"directory {where}" for where in index.unlisted)
+        return _whole_suite(change_set, selection, unseen, started)
+    graph = DependencyGraph(config, index, cache_, tests)
     cache_.save()
     why_all = tuple(_not_traced(path) for path in sorted(others) if not graph.is_kernel_file(path))
     if why_all:
