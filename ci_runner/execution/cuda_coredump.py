@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_runner.catalog.execution_settings import CudaCoredump
-from ci_runner.env import get_bool_env
+from ci_runner.env import EnvVarError, get_bool_env
 
 DUMP_PREFIX = "cuda_coredump_"
 # Lightweight dumps: no device memory contents, enough for a backtrace in cuda-gdb.
@@ -47,7 +47,14 @@ def dump_directory(settings: CudaCoredump, environ: Mapping[str, str]) -> Path:
         base = Path("/tmp") / settings.dir_name
     run_id = environ.get("GITHUB_RUN_ID", "")
     if run_id:
-        return base / f"{run_id}-{environ.get('GITHUB_RUN_ATTEMPT', '1') or '1'}"
+        attempt = environ.get("GITHUB_RUN_ATTEMPT", "1") or "1"
+        for name, value in (("GITHUB_RUN_ID", run_id), ("GITHUB_RUN_ATTEMPT", attempt)):
+            if not (value.isascii() and value.isdigit()):  # a name, never a path out of base
+                raise EnvVarError(
+                    f"environment variable {name}={value[:40]!r} is not a number; GitHub "
+                    "Actions sets it to one"
+                )
+        return base / f"{run_id}-{attempt}"
     return base
 
 

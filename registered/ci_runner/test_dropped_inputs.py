@@ -1,7 +1,8 @@
-"""Inputs the runner used to drop without a word: a pyproject.toml that does not parse on the way
-up to the catalog (the walk went on to a parent repository's), a directory the change analysis
-cannot list (its files were unseen, so a test importing them was dropped), a changed-files list
-whose names hold a character ``str.splitlines`` splits at."""
+"""Inputs the runner used to drop or follow without a word: a pyproject.toml that does not parse
+on the way up to the catalog (the walk went on to a parent repository's), a directory the change
+analysis cannot list (its files were unseen, so a test importing them was dropped), a
+changed-files list whose names hold a character ``str.splitlines`` splits at, a GITHUB_RUN_ID
+that is a path."""
 
 import os
 import sys
@@ -11,6 +12,9 @@ import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import CatalogError, find_root
+from ci_runner.catalog.execution_settings import CudaCoredump
+from ci_runner.env import EnvVarError
+from ci_runner.execution.cuda_coredump import dump_directory
 from ci_runner.impact import index as index_module
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -60,6 +64,23 @@ def test_a_changed_file_named_with_a_line_separator_is_one_path(tmp_path):
     code, document = run_dry(root, "--changed-files", str(root / "changed.txt"))
     assert code == 0
     assert [c["path"] for c in document["change_impact"]["changes"]] == ["pkg/odd\u2028name.py"]
+
+
+@pytest.mark.parametrize(
+    ("run_id", "attempt", "bad"),
+    [("../../etc", "1", "GITHUB_RUN_ID='../../etc'"), ("77", "2/..", "GITHUB_RUN_ATTEMPT='2/..'")],
+)
+def test_a_run_id_that_is_no_number_never_becomes_a_path(tmp_path, run_id, attempt, bad):
+    settings = CudaCoredump("SW", "SW_DIR", "dumps")
+    env = {"SW_DIR": str(tmp_path), "GITHUB_RUN_ID": run_id, "GITHUB_RUN_ATTEMPT": attempt}
+    with pytest.raises(EnvVarError) as raised:
+        dump_directory(settings, env)
+    assert str(raised.value) == (
+        f"environment variable {bad} is not a number; GitHub Actions sets it to one"
+    )
+    assert dump_directory(settings, {**env, "GITHUB_RUN_ID": "77", "GITHUB_RUN_ATTEMPT": "2"}) == (
+        tmp_path / "77-2"
+    )
 
 
 if __name__ == "__main__":
