@@ -27,7 +27,7 @@ from ci_runner.impact.fact_cache import FactCache, _entry_problem
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import REPO_ROOT, make_repo, registered_source
 
-register_cpu_ci(est_time=12, suite="base-a-test-cpu")
+register_cpu_ci(est_time=7, suite="base-a-test-cpu")
 
 FILES = {
     "registered/test_a.py": registered_source('register_cpu_ci(est_time=30, suite="unit-cpu")'),

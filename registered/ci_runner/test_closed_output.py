@@ -20,7 +20,7 @@ from ci_runner.maintenance.__main__ import COMMANDS
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import REPO_ROOT, make_repo, registered_source, script_file
 
-register_cpu_ci(est_time=14, suite="base-a-test-cpu")
+register_cpu_ci(est_time=11, suite="base-a-test-cpu")
 
 RUN_SUITE = [sys.executable, str(REPO_ROOT / "run_suite.py")]
 

@@ -174,7 +174,7 @@ def test_a_script_that_is_no_shell_is_one_error(tmp_path, capsys):
     ) in out
 
 
-@settings(max_examples=150, deadline=None, database=None, derandomize=True)
+@settings(max_examples=100, deadline=None, database=None, derandomize=True)
 @given(
     st.lists(
         st.sampled_from(

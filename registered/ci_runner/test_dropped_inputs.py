@@ -20,7 +20,7 @@ from ci_runner.impact import index as index_module
 sys.path.insert(0, str(Path(__file__).parent))
 from impact_tree import GPU_TESTS, make_impact_repo, run_dry
 
-register_cpu_ci(est_time=4, suite="base-a-test-cpu")
+register_cpu_ci(est_time=7, suite="base-a-test-cpu")
 
 
 def test_a_broken_pyproject_on_the_way_up_is_passed_with_a_notice(tmp_path, capsys):

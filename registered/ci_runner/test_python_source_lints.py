@@ -26,13 +26,13 @@ from ci_runner.maintenance.registration_lints import package_offenders
 sys.path.insert(0, str(Path(__file__).parent))
 from tree_builder import REPO_ROOT, catalog_toml, suite_toml, write_tree
 
-register_cpu_ci(est_time=15, suite="base-a-test-cpu")
+register_cpu_ci(est_time=11, suite="base-a-test-cpu")
 
 MARKER = "register_cpu_ci"
 MAIN = '\nif __name__ == "__main__":\n    sys.exit(pytest.main([__file__]))\n'
 HEAD = "import sys\nimport pytest\n"
 PROPERTY = settings(
-    max_examples=80,
+    max_examples=60,
     deadline=None,
     database=None,
     derandomize=True,

@@ -20,7 +20,7 @@ from ci_runner.maintenance.est_time import main as update_est_time
 sys.path.insert(0, str(Path(__file__).parent))
 from tree_builder import write_tree
 
-register_cpu_ci(est_time=6, suite="base-a-test-cpu")
+register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 SOURCE = 'from ci_runner import register_cpu_ci\n\nregister_cpu_ci(est_time=100, suite="s")\n'
 PATH = "registered/test_k.py"

@@ -29,7 +29,7 @@ from ci_runner.workflows.yaml_file import MAX_BYTES
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import REPO_ROOT, make_repo, registered_source
 
-register_cpu_ci(est_time=20, suite="base-a-test-cpu")
+register_cpu_ci(est_time=13, suite="base-a-test-cpu")
 
 FILES = {"registered/test_a.py": registered_source('register_cpu_ci(est_time=5, suite="unit-cpu")')}
 RUN = "python run_suite.py --hw cpu --suite unit-cpu"
@@ -215,7 +215,7 @@ def test_numbers_and_indexes_that_are_no_numbers_do_not_crash():
 # ---------------------------------------------------------------------------- property
 
 PROPERTY = settings(
-    max_examples=50,
+    max_examples=40,
     deadline=10_000,  # ms per example, generous on a loaded machine; the bomb took forever
     database=None,
     derandomize=True,
