@@ -425,5 +425,8 @@ def commands(script: str) -> list[Command]:
     """Every simple command of ``script`` with its verdict, in order (:class:`ShellSyntaxError`
     when it cannot be read)."""
     reader = _Reader(0, 0)
-    reader.read(script, Verdict())
+    try:
+        reader.read(script, Verdict())
+    except RecursionError:  # quotes and substitutions inside one another, thousands deep
+        raise ShellSyntaxError("quotes or substitutions nested too deeply") from None
     return reader.commands

@@ -20,9 +20,10 @@ cannot be resolved is an error: write it literally so this check can see it.
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,6 @@ SHELLS = frozenset({"bash", "sh", "zsh"})
 UNRESOLVED = "@@unresolved-expression@@"
 MAX_EXPANSIONS = 4096  # command lines one command expands to over matrix and env values
 MAX_ENV_DEPTH = 20  # env values that name env values that name ...
-_PLACEHOLDER = "__ci_runner_expression_{}__"
-_PLACEHOLDERS = re.compile(r"__ci_runner_expression_(\d+)__")
 STATUS_FUNCTIONS = re.compile(r"\b(always|failure|cancelled)\s*\(", re.IGNORECASE)
 
 
@@ -154,16 +153,23 @@ def _expanded_commands(text: str, ctx: Context) -> list[str]:
         return [EXPRESSION.sub(UNRESOLVED, text)]
 
 
-def _hide_expressions(script: str) -> tuple[str, list[str]]:
+def _hide_expressions(script: str) -> tuple[str, Callable[[str], str]]:
     """``script`` with each ``${{ ... }}`` as a plain word, so quotes or operators inside an
-    expression do not change how the shell script reads; and the expressions."""
+    expression do not change how the shell script reads; and the function that puts them back."""
     found: list[str] = []
+    prefix = next(
+        head
+        for head in (f"__ci_runner_expression{n}_" for n in itertools.count())
+        if head not in script
+    )
+    shown = re.compile(re.escape(prefix) + r"(\d+)__")
 
     def hide(match: re.Match[str]) -> str:
         found.append(match.group(0))
-        return _PLACEHOLDER.format(len(found) - 1)
+        return f"{prefix}{len(found) - 1}__"
 
-    return EXPRESSION.sub(hide, script), found
+    hidden = EXPRESSION.sub(hide, script)
+    return hidden, lambda text: shown.sub(lambda m: found[int(m.group(1))], text)
 
 
 def scan_script(
@@ -178,7 +184,7 @@ def scan_script(
     ``outer``: the step's), and problems (unresolvable suites, unreadable scripts)."""
     invocations: list[Invocation] = []
     problems: list[str] = []
-    hidden, expressions = _hide_expressions(script)
+    hidden, restore = _hide_expressions(script)
     try:
         found = commands(hidden)
     except ShellSyntaxError as exc:
@@ -186,7 +192,7 @@ def scan_script(
         return invocations, problems
     for command in found:
         verdict = outer.then(command.verdict)
-        text = _PLACEHOLDERS.sub(lambda m: expressions[int(m.group(1))], command.text)
+        text = restore(command.text)
         if "run_suite" not in text and "run-suite" not in text and "ci_runner" not in text:
             invocations_in, problems_in = _follow_scripts(text, ctx, where, root, seen, verdict)
             invocations += invocations_in

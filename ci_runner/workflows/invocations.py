@@ -17,13 +17,15 @@ depends on such a value is listed as unresolved, with the expression.
 Reading is bounded, and what is not read is said (:attr:`WorkflowScan.notes`, naming the file
 and key): a file by :mod:`.yaml_file` (size, YAML alias expansion); a matrix at GitHub's 256
 jobs, its size computed before any row is built; reusable workflows at GitHub's 10 levels and
-:data:`MAX_CONTEXTS` ways of calling one; :data:`MAX_SCOPES` (caller, matrix row) pairs per step;
+:data:`MAX_CONTEXTS` ways of calling one; :data:`MAX_SCOPES` (caller, matrix row) pairs and
+:data:`MAX_CALL_READS` calls per step;
 expressions by :mod:`.expressions`. A value of the wrong YAML type anywhere (``strategy: [1]``)
 is a note and is read as absent.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -53,6 +55,8 @@ MAX_MATRIX_JOBS = 256  # GitHub's limit of jobs one matrix generates
 MAX_CALL_DEPTH = 10  # GitHub's limit of nested reusable workflows
 MAX_CONTEXTS = 256  # ways one reusable workflow is called (callers x their matrix rows)
 MAX_SCOPES = 4096  # (way it is called, matrix row) pairs read per step
+MAX_CALL_READS = 100_000  # run_suite.py calls read per step: its calls x its scopes
+MAX_CALL_READS = 100_000  # run_suite.py calls read per step: its calls x its scopes
 MAX_SHARDS = 4096  # --auto-partition-size, as run_suite.py accepts it
 _YAML_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # YAML's, not str.splitlines'
 
@@ -148,6 +152,19 @@ class _Workflow:
     @functools.cached_property
     def stripped(self) -> list[str]:
         return [text.strip() for text in self.lines]
+
+    @functools.cached_property
+    def starts(self) -> dict[str, list[int]]:
+        """Line indexes by stripped text, and by the text after ``run:`` on a line."""
+        found: dict[str, list[int]] = {}
+        for index, text in enumerate(self.stripped):
+            found.setdefault(text, []).append(index)
+            _, run, after = text.partition("run: ")
+            if run and after != text:
+                found.setdefault(after, []).append(index)
+        return found
+
+    cursor: int = 0  # where the previous step's script started: steps come in file order
 
     @functools.cached_property
     def computes_partitions(self) -> bool:
@@ -382,7 +399,11 @@ class _Resolver:
         ]
         if not targets:
             return
-        numbers = {i: _file_line(workflow, script, line) for i, line in targets}
+        start = _script_start(workflow, script)
+        numbers = {
+            i: start + 1 + line.first if start is not None else _file_line(workflow, script, line)
+            for i, line in targets
+        }
         contexts = self.contexts(workflow)
         if not contexts:
             for i, _ in targets:
@@ -390,15 +411,18 @@ class _Resolver:
                     Unresolved(workflow.rel, numbers[i], "reusable workflow that no workflow calls")
                 )
             return
+        assigned = shell_line.assignments_before(lines, [i for i, _ in targets])
         scopes = 0
         for context in contexts:
             base = {"inputs": context.inputs, "needs": self.needs(workflow)}
             for row in self.matrix_rows(workflow, job_id, job, base):
                 scopes += 1
-                if scopes > MAX_SCOPES:
+                if scopes > min(MAX_SCOPES, max(1, MAX_CALL_READS // len(targets))):
                     workflow.notes.add(
-                        f"{workflow.rel}:{min(numbers.values())}: run in more than {MAX_SCOPES} "
-                        "(caller, matrix row) combinations; the others are not read"
+                        f"{workflow.rel}:{min(numbers.values())}: its {len(targets)} "
+                        f"run_suite.py call(s) run in {scopes - 1}+ (caller, matrix row) "
+                        f"combinations, more than the {MAX_SCOPES} (and {MAX_CALL_READS:,} calls) "
+                        "read per step; the others are not read"
                     )
                     return
                 scope = {**base, "matrix": row}
@@ -421,20 +445,17 @@ class _Resolver:
                 budget = _job_budget(job_id, job, step, scope)
                 for i, _ in targets:
                     self._scan_line(
-                        scan, workflow, numbers[i], lines, i, scope, context.via, budget
+                        scan, workflow, numbers[i], lines, i, scope, context.via, budget, assigned
                     )
 
-    def _scan_line(self, scan, workflow, number, lines, index, scope, via, budget) -> None:
+    def _scan_line(self, scan, workflow, number, lines, index, scope, via, budget, assignments):
         sources: list[str] = []
 
         def unknown(source: str) -> str:
             sources.append(source)
             return shell_line.marker(len(sources) - 1)
 
-        assigned = {
-            k: substitute(v, scope, unknown)
-            for k, v in shell_line.shell_assignments(lines, index).items()
-        }
+        assigned = {k: substitute(v, scope, unknown) for k, v in assignments[index].items()}
         env = {k: v for k, v in scope["env"].items() if v is not UNKNOWN}
         text = substitute(lines[index].text, scope, unknown)
         text = shell_line.expand_variables(text, {**env, **assigned}, unknown)
@@ -523,6 +544,28 @@ def _value(value: Any, scope: dict) -> Any:
     unknown_seen = []
     text = substitute(value, scope, lambda source: unknown_seen.append(source) or "")
     return UNKNOWN if unknown_seen else text
+
+
+_VERIFIED_LINES = 200  # lines of a script compared with the file to place it
+
+
+def _script_start(workflow: _Workflow, script: str) -> int | None:
+    """The 0-based line of the file where a step's script starts: the first place at or after
+    the previous step's whose lines are the script's (steps come in file order, so placing all
+    of them is linear); None when there is none (a quoted scalar with escapes)."""
+    physical = [text.strip() for text in script.split("\n")]
+    if physical and physical[-1] == "":
+        physical.pop()
+    if not physical:
+        return None
+    candidates = workflow.starts.get(physical[0], [])
+    compared = physical[:_VERIFIED_LINES]
+    after = bisect.bisect_left(candidates, workflow.cursor)
+    for start in itertools.chain(candidates[after:], candidates[:after]):
+        if workflow.stripped[start + 1 : start + len(compared)] == compared[1:]:
+            workflow.cursor = start
+            return start
+    return None
 
 
 def _file_line(workflow: _Workflow, script: str, line: shell_line.LogicalLine) -> int:

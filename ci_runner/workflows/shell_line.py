@@ -66,11 +66,18 @@ def logical_lines(script: str) -> list[LogicalLine]:
     return lines
 
 
-def shell_assignments(lines: list[LogicalLine], before: int) -> dict[str, str]:
-    """``NAME=value`` assignments made in the script before logical line ``before``."""
+def assignments_before(lines: list[LogicalLine], indexes: list[int]) -> dict[int, dict[str, str]]:
+    """The ``NAME=value`` assignments made in the script before each logical line of
+    ``indexes``, in one pass over the script."""
     values: dict[str, str] = {}
-    for line in lines[:before]:
-        match = _ASSIGNMENT.match(line.text)
+    wanted = set(indexes)
+    found: dict[int, dict[str, str]] = {}
+    for index in range(max(indexes, default=-1) + 1):
+        if index in wanted:
+            found[index] = dict(values)
+        if index >= len(lines):
+            continue
+        match = _ASSIGNMENT.match(lines[index].text)
         if match:
             try:
                 words = shlex.split(match.group(2))
@@ -78,7 +85,7 @@ def shell_assignments(lines: list[LogicalLine], before: int) -> dict[str, str]:
                 continue
             if len(words) == 1:
                 values[match.group(1)] = words[0]
-    return values
+    return found
 
 
 def expand_variables(text: str, values: Mapping[str, str], unknown: Callable[[str], str]) -> str:

@@ -9,11 +9,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.shell_flow import MAY, NEVER, RUNS, ShellSyntaxError, commands
+from ci_runner.maintenance.workflow_coverage import Context, scan_script
 from ci_runner.maintenance.workflow_coverage import main as dispatch_main
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -174,26 +175,37 @@ def test_a_script_that_is_no_shell_is_one_error(tmp_path, capsys):
     ) in out
 
 
-@settings(max_examples=100, deadline=None, database=None, derandomize=True)
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     st.lists(
         st.sampled_from(
             ["true", "false", "exit 0", "if", "then", "else", "fi", "case", "in", "esac",
              "while", "do", "done", "for", "f()", "{", "}", "(", ")", "&&", "||", ";", ";;",
              "|", "&", "\n", "#", "'", '"', "`", "$(", "<<EOF", "EOF", "\\\n", "echo", RUN,
-             "bash -c", "2>&1", "> x", "!", "[", "]"]
+             "bash -c", "2>&1", "> x", "!", "[", "]", "${{ matrix.s }}", "${{ env.S }}",
+             "__ci_runner_expression0_7__", "$S", "${S}", "--suite", "$(" * 400]
         ),
         max_size=25,
     )
 )  # fmt: skip
-def test_any_script_reads_as_verdicts_or_one_syntax_error(parts):
+def test_any_script_reads_as_verdicts_or_one_error(tmp_path, parts):
     script = " ".join(parts)
     try:
         found = commands(script)
     except ShellSyntaxError:
-        return
+        found = []
     assert all(command.verdict.runs in (RUNS, MAY, NEVER) for command in found)
     assert all(command.verdict.why for command in found if command.verdict.runs != RUNS)
+    context = Context(env={"S": "s"}, matrix={"s": ("s", "t")})
+    invocations, problems = scan_script(script, context, "ci.yml job 't' step 1", tmp_path)
+    assert all(inv.verdict.runs in (RUNS, MAY, NEVER) for inv in invocations)
+    assert all(problem.startswith("ci.yml job 't' step 1") for problem in problems)
 
 
 if __name__ == "__main__":

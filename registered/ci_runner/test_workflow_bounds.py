@@ -185,6 +185,17 @@ def test_reusable_workflow_depth_and_fan_out_are_bounded(tmp_path):
     ) in found
 
 
+def test_a_large_workflow_is_read_in_linear_time(tmp_path):
+    lines = ["on: push", "jobs:", "  a:", "    runs-on: x", "    steps:", "      - run: |"]
+    lines += [f"          X{i}=1; {RUN}" for i in range(8000)]  # 0.45 MB, 8,000 calls
+    root = repo(tmp_path, {"big.yml": "\n".join(lines) + "\n"})
+    started = time.process_time()
+    scan = scan_workflows(root, lambda _yml: None)
+    assert time.process_time() - started < 10  # under 1 s; placing each call was quadratic
+    assert [call.line for call in scan.invocations[:2]] == [7, 8]
+    assert scan.invocations[-1].line == 8006
+
+
 @pytest.mark.parametrize(
     ("expression", "error"),
     [
