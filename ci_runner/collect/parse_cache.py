@@ -123,9 +123,9 @@ class ParseCache:
             return {}
         try:
             data = json.loads(self.path.read_bytes())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError, RecursionError) as exc:
+        except OSError:
+            return {}  # absent or unreachable: writing it says why it cannot be written
+        except (ValueError, RecursionError) as exc:
             # unreadable or corrupt: every lookup misses, and the file is rewritten
             self.damage.append(f"the file ({type(exc).__name__})")
             return {}

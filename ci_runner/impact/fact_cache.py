@@ -59,9 +59,9 @@ class FactCache:
             return {}
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError, RecursionError) as exc:
+        except OSError:
+            return {}  # absent or unreachable: writing it says why it cannot be written
+        except (ValueError, RecursionError) as exc:
             self.damage.append(f"the file ({type(exc).__name__})")
             return {}
         if not isinstance(data, dict):

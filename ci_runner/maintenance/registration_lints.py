@@ -19,6 +19,7 @@ from ci_runner.catalog.syntax import DEFAULT_SYNTAX, RegistrationSyntax
 from ci_runner.cli_errors import StoreOnce, robust_output, usage_error
 from ci_runner.collect import collect, scan_markers, walk_files
 from ci_runner.collect.source_text import may_mention
+from ci_runner.env import EnvVarError
 from ci_runner.file_safety import read_regular, why
 from ci_runner.model import Problem
 from ci_runner.safe_text import one_line
@@ -154,7 +155,7 @@ def main_registered_tests(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         files, problems = registered_tree_problems(_root(args.root))
-    except CatalogError as exc:
+    except (CatalogError, EnvVarError) as exc:  # EnvVarError: CI_RUNNER_PARSE_CACHE=maybe
         return usage_error(exc)
     for problem in problems:
         print(one_line(str(problem)), file=sys.stderr)

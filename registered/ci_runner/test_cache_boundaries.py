@@ -123,6 +123,35 @@ def test_every_command_works_without_a_cache_directory_with_one_notice(tmp_path)
     assert not (root / ".cache").exists() and not list(root.glob("**/scans-*.json"))
 
 
+def test_a_cache_switch_that_is_no_boolean_is_exit_2_in_every_command(tmp_path):
+    root = make_repo(tmp_path / "repo", FILES)
+    env = {**os.environ, "CI_RUNNER_PARSE_CACHE": "maybe", "PYTHONPATH": str(REPO_ROOT)}
+    for command in (
+        [sys.executable, str(REPO_ROOT / "run_suite.py"), "--hw", "cpu", "--suite", "unit-cpu", "--dry-run"],
+        [sys.executable, "-m", "ci_runner.maintenance", "check-registered-tests"],
+    ):  # fmt: skip
+        proc = subprocess.run(command, env=env, capture_output=True, text=True, cwd=root)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().endswith(
+            "environment variable CI_RUNNER_PARSE_CACHE='maybe' is not a boolean: use one of 1, "
+            "on, true, yes or 0, false, no, off"
+        )
+
+
+def test_a_cache_directory_that_cannot_be_made_is_one_warning_not_damage(
+    repo, tmp_path, capsys, monkeypatch
+):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("CI_RUNNER_CACHE_DIR", str(blocker / "cache"))
+    collected(repo)
+    err = capsys.readouterr().err
+    assert "damaged" not in err
+    assert err.startswith(
+        f"warning: parse cache not written to {blocker / 'cache'} (Not a directory)"
+    )
+
+
 # ---------------------------------------------------------------------------- parse cache
 
 
