@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_runner.safe_text import one_line
+
 CACHE_DIR_VARIABLE = "CI_RUNNER_CACHE_DIR"
 SUBDIRECTORY = "ci-runner"
 
@@ -76,3 +78,13 @@ def announce_no_cache(location: CacheLocation) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def announce_damage(cache: str, path: Path | None, damage: list[str]) -> None:
+    """One notice for what a cache held that no run writes: the first damage and how many more
+    (each damaged part is ignored, computed again and rewritten)."""
+    if not damage:
+        return
+    more = f" (and {len(damage) - 1} more)" if len(damage) > 1 else ""
+    first = one_line(damage[0])[:200]
+    print(f"notice: {cache} {path}: damaged, ignored and rewritten: {first}{more}", file=sys.stderr)

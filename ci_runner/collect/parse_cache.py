@@ -34,14 +34,18 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ci_runner.cache_location import CACHE_DIR_VARIABLE, announce_no_cache, cache_location
+from ci_runner.cache_location import (
+    CACHE_DIR_VARIABLE,
+    announce_damage,
+    announce_no_cache,
+    cache_location,
+)
 from ci_runner.catalog.limits import number_text
 from ci_runner.catalog.syntax import RegistrationSyntax
 from ci_runner.collect.arguments import registration_value_problem
 from ci_runner.collect.file_scan import FileScan
 from ci_runner.env import get_bool_env
 from ci_runner.model import Problem, Registration
-from ci_runner.safe_text import one_line
 
 ENABLED_VARIABLE = "CI_RUNNER_PARSE_CACHE"
 FORMAT = 3  # bump when the JSON layout changes
@@ -182,14 +186,8 @@ class ParseCache:
 
     def save(self) -> None:
         """Write this run's entries, atomically; a cache that cannot be written is a warning."""
-        if self.damage:
-            more = f" (and {len(self.damage) - 1} more)" if len(self.damage) > 1 else ""
-            print(
-                f"notice: parse cache {self.path}: damaged, ignored and rewritten: "
-                f"{one_line(self.damage[0])[:200]}{more}",
-                file=sys.stderr,
-            )
-            self.damage = []
+        announce_damage("parse cache", self.path, self.damage)
+        self.damage = []
         if self.path is None or self._new == self._old:
             return
         text = json.dumps({"format": FORMAT, "entries": self._new}, separators=(",", ":"))

@@ -21,10 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ci_runner.cache_location import announce_no_cache, cache_location
+from ci_runner.cache_location import announce_damage, announce_no_cache, cache_location
 from ci_runner.impact.config import ImpactConfig
 from ci_runner.impact.python_facts import FACTS_FORMAT, facts_problem, file_facts
-from ci_runner.safe_text import one_line
 
 STAMP_FIELDS = 4  # mtime_ns, ctime_ns, size, inode
 
@@ -108,14 +107,8 @@ class FactCache:
     def save(self) -> None:
         """Write the cache back when anything changed; damage read and a failure to write are
         one notice each (the run goes on: the cache only saves time)."""
-        if self.damage:
-            more = f" (and {len(self.damage) - 1} more)" if len(self.damage) > 1 else ""
-            print(
-                f"notice: import-facts cache {self.path}: damaged, ignored and rewritten: "
-                f"{one_line(self.damage[0])[:200]}{more}",
-                file=sys.stderr,
-            )
-            self.damage = []
+        announce_damage("import-facts cache", self.path, self.damage)
+        self.damage = []
         if not self.changed or self.path is None:
             return
         try:

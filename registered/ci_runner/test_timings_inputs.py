@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.__main__ import main as maintenance
 from ci_runner.maintenance.est_time import main as update_est_time
+from ci_runner.plan.live_estimates import LiveEstimateError, load_live_estimates
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tree_builder import write_tree
@@ -137,6 +138,21 @@ def test_merge_junit_shows_an_elapsed_it_cannot_read_as_unknown(tmp_path, capsys
         "r.xml: testsuite 'a.py': elapsed '-1e308' is not a number of seconds from 0 to 604800; "
         "shown as unknown"
     ) in err
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [("true", "True"), ("NaN", "nan"), ("Infinity", "inf"), ("1e308", "1e+308")],
+)
+def test_a_partition_model_time_that_is_no_number_of_seconds_is_exit_2(tmp_path, seconds, shown):
+    model = tmp_path / "model.json"
+    model.write_text(f'{{"est": {{"s": {{"registered/test_k.py": {seconds}}}}}}}')
+    with pytest.raises(LiveEstimateError) as raised:
+        load_live_estimates(model, ["s"])
+    assert str(raised.value) == (
+        f"--partition-model-file {model}: key est.s.registered/test_k.py must be a number of "
+        f"seconds from 0 to 604800, got {shown}"
+    )
 
 
 VALUES = st.one_of(
