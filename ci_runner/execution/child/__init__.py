@@ -1,0 +1,14 @@
+"""The child bootstrap: the directory the runner puts first on a test file's ``PYTHONPATH``.
+
+Its modules run inside the test's processes, under their own top-level names, so they use the
+standard library only and never import ``ci_runner``: ``sitecustomize`` (start-up: stack dumps,
+the unittest hook, then the ``sitecustomize`` it shadows), :mod:`.ci_runner_case_record` (the
+case record's format and writer), :mod:`.ci_runner_unittest_hook` and
+:mod:`.ci_runner_pytest_plugin` (``-p ci_runner_pytest_plugin``). The runner reads what they
+write with :mod:`ci_runner.execution.case_record` and :mod:`ci_runner.execution.stacks`.
+"""
+
+from pathlib import Path
+
+CHILD_DIR = Path(__file__).resolve().parent
+PYTEST_PLUGIN = "ci_runner_pytest_plugin"

@@ -1,0 +1,101 @@
+"""A pytest plugin that writes each case to the case record as it starts and ends.
+
+Loaded with ``-p ci_runner_pytest_plugin``, which the runner adds to ``PYTEST_ADDOPTS``. A case's
+outcome follows pytest's own JUnit report: a failing setup or teardown is an ``error``, a
+failing call ``failed``, a skip ``skipped`` (an xfail too, with detail ``xfail``), else
+``passed``; the first failure of a case stands. Under pytest-xdist the controller writes the
+record (it sees every worker's reports), the workers do not.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ci_runner_case_record as record
+
+
+def pytest_configure(config) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports its cases
+        return
+    writer = record.writer()
+    if writer is None:
+        return
+    record.set_pytest_active(True)
+    config.pluginmanager.register(_Recorder(config, writer), "ci_runner_recorder")
+
+
+def pytest_unconfigure(config) -> None:
+    record.set_pytest_active(False)
+
+
+def _message(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        return record.first_line(str(longrepr[2]).removeprefix("Skipped: "))
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None):
+        return record.first_line(crash.message)
+    return record.first_line(str(longrepr or ""))
+
+
+class _Recorder:
+    def __init__(self, config, writer) -> None:
+        self.root = str(config.rootpath)
+        self.writer = writer
+        self.reports: dict[str, list] = {}
+        writer.session("pytest")
+
+    def _id(self, nodeid: str) -> tuple[str, str]:
+        """(root-relative id, root-relative file) of a pytest node id."""
+        path, sep, rest = nodeid.partition("::")
+        file = record.relative(os.path.join(self.root, path)) if path else ""
+        return (file + sep + rest if file else nodeid), file
+
+    def pytest_collectreport(self, report) -> None:
+        if not report.failed:
+            return
+        case_id, file = self._id(report.nodeid)
+        self.writer.write("start", id=case_id, nodeid=report.nodeid, file=file, line=0)
+        self.writer.write(
+            "end", id=case_id, outcome="error", detail="collection",
+            message=f"collection error: {_message(report)}",
+            text=record.clip(report.longreprtext), duration=0.0,
+        )  # fmt: skip
+
+    def pytest_collection_finish(self, session) -> None:
+        self.writer.write("collected", ids=[self._id(item.nodeid)[0] for item in session.items])
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        case_id, _ = self._id(nodeid)
+        path, line = location[0], location[1]
+        file = record.relative(os.path.join(self.root, path)) if path else ""
+        self.reports[nodeid] = []
+        self.writer.write(
+            "start", id=case_id, nodeid=nodeid, file=file, line=line + 1 if line is not None else 0
+        )
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.reports.setdefault(report.nodeid, []).append(report)
+
+    def pytest_runtest_logfinish(self, nodeid, location) -> None:
+        reports = self.reports.pop(nodeid, [])
+        outcome, detail, message, text = "passed", "", "", ""
+        for report in reports:
+            if report.failed:
+                if outcome in ("failed", "error"):
+                    continue
+                outcome = "failed" if report.when == "call" else "error"
+                message, text = _message(report), record.clip(report.longreprtext)
+            elif report.skipped and outcome == "passed":
+                outcome, message = "skipped", _message(report)
+                if hasattr(report, "wasxfail"):
+                    detail, message = "xfail", f"xfail: {report.wasxfail}".rstrip(": ")
+            elif report.when == "call" and hasattr(report, "wasxfail") and outcome == "passed":
+                detail = "xpass"
+        self.writer.write(
+            "end", id=self._id(nodeid)[0], outcome=outcome, detail=detail, message=message,
+            text=text, duration=round(sum(r.duration for r in reports), 6),
+        )  # fmt: skip
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        self.writer.write("finish", exitstatus=int(exitstatus))

@@ -1,0 +1,118 @@
+"""Start-up of every Python process of a test file's tree, put first on ``PYTHONPATH`` by ci_runner.
+
+Python imports the first ``sitecustomize`` on its path at start-up; this one, in every process
+that inherits the runner's ``PYTHONPATH`` (the file's own and its Python children):
+
+1. registers a stack dump: on ``SIGUSR2``, :mod:`faulthandler` writes the stack of every thread
+   to ``$CI_RUNNER_STACK_DIR/<pid>.txt`` (reopened for a forked child). That file marks the
+   process as ready: the runner sends the signal only to processes that have one and that catch
+   the signal, since its default action would kill any other process;
+2. hooks unittest's result reporting when ``unittest`` is first imported, so unittest cases are
+   written to the case record however they are started (:mod:`ci_runner_unittest_hook`);
+3. runs the ``sitecustomize`` it shadows, if there is one further along the path.
+
+Standard library only, and cheap: besides :mod:`ci_runner_case_record` (its constants), nothing
+is imported that start-up has not imported already until a test needs it.
+"""
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_dump_files = []  # kept open for faulthandler, one per process (a forked child adds its own)
+
+
+def _register_stack_dump(directory, signal_name):
+    import faulthandler
+    import signal
+
+    signum = getattr(signal, signal_name)
+
+    def register():
+        try:
+            handle = open(os.path.join(directory, f"{os.getpid()}.txt"), "w")  # noqa: SIM115
+            faulthandler.register(signum, file=handle, all_threads=True, chain=False)
+        except (OSError, ValueError, RuntimeError):
+            return  # the directory is gone: this process simply gets no stack dump
+        _dump_files.append(handle)
+
+    register()
+    os.register_at_fork(after_in_child=register)
+
+
+class _UnittestHook:
+    """A meta path finder that patches ``unittest.result`` right after it is first loaded."""
+
+    done = False
+
+    def find_spec(self, name, path=None, target=None):
+        if self.done or name != "unittest.result":
+            return None
+        self.done = True
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path, target)
+        loader = getattr(spec, "loader", None)
+        run = getattr(loader, "exec_module", None)
+        if run is None:
+            return None
+
+        def exec_module(module):
+            run(module)
+            _hook_unittest(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _hook_unittest(result_module):
+    try:
+        import ci_runner_unittest_hook
+
+        ci_runner_unittest_hook.install(result_module)
+    except Exception:  # never break a test process for a report
+        pass
+
+
+def _chain():
+    """Run the ``sitecustomize`` this one shadows, reporting its errors as ``site`` does."""
+    from importlib.machinery import PathFinder
+
+    others = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    spec = PathFinder.find_spec("sitecustomize", others)
+    if spec is None or spec.loader is None:
+        return
+    module = type(sys)("sitecustomize")
+    module.__file__ = spec.origin
+    module.__spec__ = spec
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:
+        if sys.flags.verbose:
+            sys.excepthook(*sys.exc_info())
+        else:
+            sys.stderr.write(
+                "Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
+                f"{err.__class__.__name__}: {err}\n"
+            )
+
+
+def _install():
+    import ci_runner_case_record as record
+
+    if os.environ.get(record.RECORD_VARIABLE):
+        record.claim_depth()
+        if "unittest.result" in sys.modules:
+            _hook_unittest(sys.modules["unittest.result"])
+        else:
+            sys.meta_path.insert(0, _UnittestHook())
+    directory = os.environ.get(record.STACK_DIR_VARIABLE)
+    if directory:
+        _register_stack_dump(directory, record.STACK_SIGNAL)
+
+
+try:  # noqa: SIM105 - plain try: no contextlib import at start-up
+    _install()
+except Exception:  # never break a test process for a report
+    pass
+_chain()
