@@ -95,6 +95,7 @@ class ShardContext:
     plan_hash: str
     disabled: tuple[DisabledFile, ...] = ()
     suite_timeouts: dict[str, float | None] = field(default_factory=dict)
+    suite_launchers: dict[str, str] = field(default_factory=dict)  # suite -> its own launcher
 
 
 # ---------------------------------------------------------------------------- results
@@ -107,16 +108,20 @@ FLAKY = "flaky"  # failed, then passed on a retry
 NOT_RUN = "not_run"  # never started (fail-fast, interruption) or interrupted while running
 DISABLED = "disabled"  # registered with disabled="reason"
 SKIPPED = "skipped"  # needs more GPUs than the runner has; never started, does not fail the run
+NO_TESTS = "no_tests"  # ran, but no test case ran (none collected, or tests it never started)
 
 # Every file of a shard ends as exactly one of these.
-STATUSES: tuple[str, ...] = (PASSED, FAILED, TIMEOUT, CRASHED, FLAKY, NOT_RUN, DISABLED, SKIPPED)
-# Statuses that make the shard fail (flaky only with --fail-on-flaky).
+STATUSES: tuple[str, ...] = (
+    PASSED, FAILED, TIMEOUT, CRASHED, FLAKY, NO_TESTS, NOT_RUN, DISABLED, SKIPPED,
+)  # fmt: skip
+# Statuses that make the shard fail (flaky only with --fail-on-flaky; no_tests unless the
+# policy tolerates it: FileResult.tolerated).
 FAILING_STATUSES = frozenset({FAILED, TIMEOUT, CRASHED})
 
 
 @dataclass(frozen=True)
 class CaseResult:
-    """One test case: a pytest case from the child's JUnit XML, or the whole file."""
+    """One test case (a pytest or unittest case from the case record), or the whole file."""
 
     name: str
     classname: str
@@ -125,6 +130,18 @@ class CaseResult:
     message: str = ""
     text: str = ""
     type: str = ""  # JUnit result type, e.g. "timeout", "crashed", "not_run"
+    case_id: str = ""  # "path::Class::test[param]" (root-relative); "" for the whole file
+    file: str = ""  # root-relative file that defines the case
+    line: int = 0  # 1-based line of its definition; 0 unknown
+
+
+@dataclass(frozen=True)
+class ProcessStack:
+    """The Python stacks of one process of a file, dumped before the runner killed it."""
+
+    pid: int
+    command: str  # its command line, one line
+    text: str  # faulthandler's dump: every thread, most recent call first
 
 
 @dataclass(frozen=True)
@@ -146,6 +163,9 @@ class AttemptResult:
     timeout_limit: float
     term_signal: int | None = None
     leftover_processes: int = 0  # descendants still alive after the file ended (then killed)
+    stacks: tuple[ProcessStack, ...] = ()  # dumped before a timeout or interruption kill
+    stacks_omitted: int = 0  # processes that dumped beyond those kept in ``stacks``
+    running: tuple[str, ...] = ()  # ids of the cases running when it was stopped or died
 
 
 @dataclass(frozen=True)
@@ -162,6 +182,12 @@ class FileResult:
     gpu_ids: tuple[str, ...] = ()
     timeout_limit: float | None = None
     cases: tuple[CaseResult, ...] = field(default=())
+    tolerated: str = ""  # no_tests: why it does not fail the run (the policy), "" = it does
+
+    @property
+    def failing(self) -> bool:
+        """It fails the run (flaky files only with --fail-on-flaky: the executor decides)."""
+        return self.status in FAILING_STATUSES or (self.status == NO_TESTS and not self.tolerated)
 
     @property
     def final_attempt(self) -> AttemptResult | None:
@@ -184,6 +210,7 @@ def whole_file_case(
         message=message,
         text=text,
         type=kind,
+        file=path,
     )
 
 
@@ -205,10 +232,12 @@ def report_cases(result: FileResult) -> tuple[CaseResult, ...]:
     they would hide its status (a failing file without a failing case, a file without cases),
     so a failed file is never reported as 0 passed, 0 failed, 0 skipped."""
     cases = result.cases
-    if result.status in FAILING_STATUSES:
+    if result.failing:
         if any(case.outcome in _FAILED_OUTCOMES for case in cases):
             return cases
-        outcome = "failed" if result.status == FAILED else "error"
+        outcome = "failed" if result.status in (FAILED, NO_TESTS) else "error"
+    elif result.status == NO_TESTS:  # tolerated by the policy: flagged, never a pass
+        outcome = "skipped"
     elif cases:
         return cases
     else:
@@ -232,6 +261,12 @@ def case_counts(results: list[FileResult]) -> tuple[int, int, int]:
     return passed, failed, skipped
 
 
+def shard_label(shard_id: int, shard_count: int) -> str:
+    """``"1/4"``: the shard's ``--auto-partition-id`` (0-based) / the shard count; every output
+    (console, dry run, JUnit, timings, step summary) names a shard this one way."""
+    return f"{shard_id}/{shard_count}"
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """The plan this shard belongs to, and how it runs (what every report is headed with)."""
@@ -247,11 +282,12 @@ class RunInfo:
     lower_bound: float
     slots: str = ""
     mode: str = ""
+    slot_count: int = 1  # files that may run at once
 
     @property
     def shard(self) -> str:
-        """``"0/4"``: 0-based shard id / shard count (the JUnit and timings spelling)."""
-        return f"{self.shard_id}/{self.shard_count}"
+        """``"0/4"``: see :func:`shard_label`."""
+        return shard_label(self.shard_id, self.shard_count)
 
 
 @dataclass
@@ -269,7 +305,12 @@ class ShardOutcome:
 
     @property
     def failing(self) -> list[FileResult]:
-        return self.with_status(*sorted(FAILING_STATUSES))
+        return [r for r in self.results if r.failing]
+
+    @property
+    def no_tests(self) -> list[FileResult]:
+        """Files that ran no test case (failing or tolerated)."""
+        return self.with_status(NO_TESTS)
 
     @property
     def flaky(self) -> list[FileResult]:

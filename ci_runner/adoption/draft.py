@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ci_runner.adoption.execution_text import execution_text
+from ci_runner.adoption.execution_text import execution_text, pytest_launcher_text
 from ci_runner.adoption.policy_text import RunnerFacts, adopt_policy
 from ci_runner.adoption.survey import Survey, survey_tree
 from ci_runner.adoption.workflow_suites import (
@@ -37,6 +37,7 @@ from ci_runner.catalog.syntax import (
 )
 from ci_runner.collect import is_registered_file
 from ci_runner.collect.calls import backend_of_marker_name
+from ci_runner.collect.entry_point import runs_no_test
 from ci_runner.collect.file_scan import FileScan, scan_parsed
 from ci_runner.collect.parse_cache import ParseCache, cache_directory
 from ci_runner.markers import MARKER_BACKENDS
@@ -124,6 +125,7 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     draft.execution_text = execution_text(root, registered_dir)
     if draft.execution_text:
         notes.append("[tool.ci-runner.execution]: reproduces the run_suite.py beside the tree")
+    _propose_launcher(draft, survey, scans)
     _add_workflow_values(draft, read_workflows(root))
     _fill_cache(root, survey, draft.syntax, scans)
     if syntax.ignored_arguments:
@@ -143,6 +145,38 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
             f"reports each until it registers or is renamed: {_shown(silent)}"
         )
     return draft
+
+
+def _propose_launcher(draft: Draft, survey: Survey, scans: dict[str, FileScan]) -> None:
+    """``launcher = "pytest"`` when no enabled file runs its tests under ``python <file>`` (and
+    the tree's own runner is not SGLang's, whose ``python3 <file> -f`` the table reproduces);
+    when only some files lack the block, the user decides."""
+    enabled = sorted(
+        path
+        for path, scan in scans.items()
+        if any(reg.disabled is None for reg in scan.registrations)
+    )
+    silent = [
+        path
+        for path in enabled
+        if survey.read[path].module is not None and runs_no_test(survey.read[path].module)
+    ]
+    if not silent:
+        return
+    if len(silent) == len(enabled) and not draft.execution_text:
+        draft.execution_text = pytest_launcher_text(len(enabled))
+        draft.notes.append(
+            f'[tool.ci-runner.execution] launcher = "pytest": none of the {len(enabled)} '
+            'registered file(s) has an `if __name__ == "__main__":` block that runs its tests, '
+            "so each runs as python -m pytest <file>"
+        )
+        return
+    draft.conflicts.append(
+        f'{len(silent)} of {len(enabled)} registered file(s) have no `if __name__ == "__main__":` '
+        "block that runs their tests, so `python <file>` runs no test (the runner reports each as "
+        'no_tests): add the block, or give their suites launcher = "pytest": '
+        f"{_shown(silent)}"
+    )
 
 
 def _add_workflow_values(draft: Draft, facts: WorkflowFacts) -> None:

@@ -33,6 +33,16 @@ def sglang_runner_directory(root: Path, registered_dir: str) -> str | None:
     return parent if any(sign in text for sign in SGLANG_RUNNER_SIGNS) else None
 
 
+def pytest_launcher_text(files: int) -> str:
+    """The table ``init`` writes for a tree whose test files have no ``__main__`` block."""
+    return (
+        f'# None of the {files} registered file(s) has an `if __name__ == "__main__":` block that\n'
+        "# runs its tests, so each runs as `python -m pytest <file>`; see docs/running-and-reports.md.\n"
+        "[tool.ci-runner.execution]\n"
+        'launcher = "pytest"\n'
+    )
+
+
 def execution_text(root: Path, registered_dir: str) -> str:
     """The TOML text of the table (header comment included), or "" for this runner's defaults."""
     directory = sglang_runner_directory(root, registered_dir)

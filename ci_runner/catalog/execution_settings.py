@@ -21,6 +21,9 @@ EST_TIMEOUT_RULES = (EST_TIMEOUT_CI_RUNNER, EST_TIMEOUT_SGLANG)
 RETRY_ANY_FAILURE = "any-failure"  # every failure that can be flaky (structured evidence)
 RETRY_OUTPUT_PATTERNS = "output-patterns"  # only failures whose output matches SGLang's patterns
 RETRY_RULES = (RETRY_ANY_FAILURE, RETRY_OUTPUT_PATTERNS)
+LAUNCHER_PYTHON = "python"  # python <file>: the file's __main__ block runs its tests
+LAUNCHER_PYTEST = "pytest"  # python -m pytest <file>: no __main__ block needed
+LAUNCHERS = (LAUNCHER_PYTHON, LAUNCHER_PYTEST)
 DEFAULT_RETRY_WAIT_SECONDS = 30.0
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DIR_NAME = re.compile(r"(?!\.\.?\Z)[A-Za-z0-9._-]+\Z")
@@ -52,6 +55,7 @@ class ExecutionSettings:
     retry_timeout_increase: float = 0.0  # seconds added to a flat limit with --enable-retry
     retry_wait_seconds: float = DEFAULT_RETRY_WAIT_SECONDS  # default of --retry-wait-seconds
     retry_on: str = RETRY_ANY_FAILURE  # which failures --enable-retry retries
+    launcher: str = LAUNCHER_PYTHON  # how a file is started (a suite may override it)
     retry_timeouts: bool = False  # timeouts are retried with --enable-retry
     working_directory: str = "."  # where files run, relative to the root
     file_arguments: tuple[str, ...] = ()  # appended to ``python <file>``
@@ -68,6 +72,7 @@ _KEYS = (
     "retry-wait-seconds",
     "retry-on",
     "retry-timeouts",
+    "launcher",
     "working-directory",
     "file-arguments",
     "timings-block",
@@ -91,6 +96,7 @@ def parse_execution_settings(raw: object, where: str) -> ExecutionSettings:
         retry_timeout_increase=_seconds(raw, "retry-timeout-increase", where, 0.0),
         retry_wait_seconds=_seconds(raw, "retry-wait-seconds", where, DEFAULT_RETRY_WAIT_SECONDS),
         retry_on=_choice(raw, "retry-on", RETRY_RULES, where, RETRY_ANY_FAILURE),
+        launcher=parse_launcher(raw, where),
         retry_timeouts=_boolean(raw, "retry-timeouts", where),
         working_directory=_relative_directory(raw, "working-directory", where),
         file_arguments=_strings(raw, "file-arguments", where),
@@ -98,6 +104,11 @@ def parse_execution_settings(raw: object, where: str) -> ExecutionSettings:
         one_file_at_a_time=_boolean(raw, "one-file-at-a-time", where),
         cuda_coredump=_coredump(raw.get("cuda-coredump"), f"{where}.cuda-coredump"),
     )
+
+
+def parse_launcher(raw: dict, where: str) -> str:
+    """The ``launcher`` key of the execution table or of a suite (``where`` names it)."""
+    return _choice(raw, "launcher", LAUNCHERS, where, LAUNCHER_PYTHON)
 
 
 def _no_unknown(raw: dict, known: tuple[str, ...], where: str) -> None:

@@ -19,6 +19,7 @@ from ci_runner.catalog.execution_settings import (
     ExecutionSettings,
     ExecutionSettingsError,
     parse_execution_settings,
+    parse_launcher,
 )
 from ci_runner.catalog.extra_dirs import KEY as EXTRA_DIRS_KEY
 from ci_runner.catalog.extra_dirs import (
@@ -68,6 +69,7 @@ class Suite:
     timeout_per_file: float | None = None
     runner: str | None = None
     job_timeout_minutes: float | None = None
+    launcher: str | None = None  # overrides the execution table's launcher for this suite
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,10 @@ class Catalog:
     @property
     def registered_path(self) -> Path:
         return self.root / self.registered_dir
+
+    def launcher_of(self, suite: Suite) -> str:
+        """How the files of ``suite`` are started: its own ``launcher``, else the table's."""
+        return suite.launcher or self.execution.launcher
 
     def extra_dir_of(self, rel_path: str) -> ExtraDir | None:
         """The ``extra-dirs`` entry holding a root-relative path, or None."""
@@ -191,6 +197,7 @@ _SUITE_KEYS = {
     "timeout-per-file",
     "runner",
     "job-timeout-minutes",
+    "launcher",
 }
 
 
@@ -259,6 +266,10 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
     runner = raw.get("runner")
     if runner is not None:
         _expect(runner, str, where, "runner")
+    try:
+        launcher = parse_launcher(raw, where) if "launcher" in raw else None
+    except ExecutionSettingsError as exc:
+        raise CatalogError(str(exc)) from None
     return Suite(
         name=name,
         hw=hw,
@@ -268,6 +279,7 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
         timeout_per_file=timeout,
         runner=runner,
         job_timeout_minutes=job_minutes,
+        launcher=launcher,
     )
 
 

@@ -16,10 +16,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
 from ci_runner.cli.arguments import build_parser, shard_options, validate_arguments
+from ci_runner.cli.broken_pipe import quiet_stdout
 from ci_runner.cli_errors import robust_output, usage_error
 from ci_runner.collect import collect
 from ci_runner.collect.scope import split_by_scope
@@ -40,6 +42,7 @@ from ci_runner.plan.live_estimates import LiveEstimateError, load_live_estimates
 from ci_runner.plan.matrix import build_matrix
 from ci_runner.plan.packing import Plan, plan
 from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
+from ci_runner.reports.github import GitHubContext
 from ci_runner.reports.step_summary import append_notice
 from ci_runner.safe_text import one_line
 from ci_runner.select import (
@@ -69,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return _run(parser, args)
+    except BrokenPipeError:  # stdout piped into head or a pager that quit: end quietly
+        return quiet_stdout()
     except (CatalogError, EnvVarError, LiveEstimateError) as exc:
         return usage_error(exc)
     except SelectionError as exc:
@@ -129,6 +134,10 @@ def _report_problems(
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     catalog = _load(args)
     execution, reports = shard_options(parser, args, catalog.execution)
+    # A file that ran no test fails the run under the strict policy; the compatible one
+    # (strict-checks = "warning") keeps the file's exit status and flags it.
+    execution = replace(execution, no_tests_fail=not catalog.policy.strict_checks_warn)
+    reports = replace(reports, github=GitHubContext.from_environment(catalog.root))
     if args.hw not in catalog.syntax.backends:
         return usage_error(
             f"--hw {args.hw!r}: not a backend of this catalog; use one of "
@@ -268,4 +277,5 @@ def _context(catalog: Catalog, selection: Selection, the_plan: Plan, shard_id: i
         # Disabled files are reported once, by shard 0, so merged reports count them once.
         disabled=selection.disabled if shard_id == 0 else (),
         suite_timeouts={s.name: s.timeout_per_file for s in selection.suites},
+        suite_launchers={s.name: s.launcher for s in selection.suites if s.launcher},
     )

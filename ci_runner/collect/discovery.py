@@ -24,6 +24,7 @@ from ci_runner.catalog import (
     Catalog,
     CatalogError,
 )
+from ci_runner.catalog.execution_settings import LAUNCHER_PYTEST
 from ci_runner.collect.file_scan import FileScan, scan_file
 from ci_runner.collect.parse_cache import ParseCache, cache_directory, digest
 from ci_runner.collect.scan import scan_markers
@@ -245,8 +246,11 @@ def _scan_path(catalog: Catalog, rel_path: str, *, hashed: bool) -> ScanResult:
 def _with_catalog_checks(
     catalog: Catalog, rel_path: str, scan: FileScan
 ) -> tuple[list[Registration], list[Problem]]:
-    """The scan plus what depends on the catalog: suite checks, and a file registering nothing."""
-    problems = [*scan.problems, *scan.entry_problems]
+    """The scan plus what depends on the catalog: suite checks, a file registering nothing, and
+    the ``__main__`` block, which a file needs unless every suite it runs in (each enabled
+    registration's) starts its files with ``python -m pytest`` (``launcher = "pytest"``)."""
+    entry = [] if _pytest_launched(catalog, scan.registrations) else list(scan.entry_problems)
+    problems = [*scan.problems, *entry]
     if not scan.registrations and all(p.lint for p in problems):
         problems.append(_no_registration(rel_path, catalog))
     for reg in scan.registrations:
@@ -254,6 +258,14 @@ def _with_catalog_checks(
         if catalog_problem:
             problems.append(catalog_problem)
     return list(scan.registrations), problems
+
+
+def _pytest_launched(catalog: Catalog, registrations: tuple[Registration, ...]) -> bool:
+    enabled = [reg for reg in registrations if reg.disabled is None]
+    suites = [catalog.get(reg.suite, reg.backend) for reg in enabled]
+    return bool(suites) and all(
+        suite is not None and catalog.launcher_of(suite) == LAUNCHER_PYTEST for suite in suites
+    )
 
 
 def _mentions_a_marker(data: bytes, catalog: Catalog) -> bool:

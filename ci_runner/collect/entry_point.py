@@ -69,6 +69,17 @@ def _runner_call_name(call: ast.Call) -> str | None:
     return None
 
 
+def runs_no_test(tree: ast.Module) -> bool:
+    """``python <file>`` runs no test: there is no ``__main__`` block, or none calls anything."""
+    blocks = [s for s in tree.body if isinstance(s, ast.If) and _is_main_test(s.test)]
+    return not any(
+        isinstance(node, ast.Call)
+        for block in blocks
+        for stmt in block.body
+        for node in ast.walk(stmt)
+    )
+
+
 def check_entry_point(tree: ast.Module, rel_path: str, anchor: tuple[int, int]) -> list[Problem]:
     """Problems with the file's ``__main__`` block; ``anchor`` (line, col) locates a missing one."""
     blocks = [s for s in tree.body if isinstance(s, ast.If) and _is_main_test(s.test)]

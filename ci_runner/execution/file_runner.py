@@ -1,56 +1,57 @@
-"""Running one file: its attempts, each in its own session, judged by exit status and JUnit.
+"""Running one file: its attempts, each in its own session, judged by exit status and case record.
 
-``python <file> [file-arguments]`` from the working directory (the root unless the catalog names
-another; then the file's path is absolute), stdout+stderr to a file on disk, a timer that kills the whole
-process tree at the limit, and after every attempt a sweep that kills whatever the file left
-behind (see :mod:`ci_runner.execution.process_tree`).
+``python <file> [file-arguments]`` (or ``python -m pytest <file> [file-arguments]`` with the
+``pytest`` launcher) from the working directory (the root unless the catalog names another; then
+the file's path is absolute), stdout+stderr to a file on disk, a timer that dumps the stacks of
+the file's Python processes and then kills the whole tree at the limit, and after every attempt
+a sweep that kills whatever the file left behind (see :mod:`ci_runner.execution.process_tree`).
+The case record the child writes (:mod:`ci_runner.execution.case_record`) names every case, and
+the one that was running when the file was stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
 
-from ci_runner.env import RUN_FULL_TESTS
+from ci_runner.catalog.execution_settings import LAUNCHER_PYTEST, LAUNCHER_PYTHON
+from ci_runner.collect.defined_tests import file_defines_tests
 from ci_runner.execution import process_tree
 from ci_runner.execution.captured_output import TAIL_BYTES, read_tail, size_of
-from ci_runner.execution.gpu_slots import VISIBLE_DEVICES
-from ci_runner.execution.pytest_results import (
-    ADDOPTS_VARIABLE,
-    ChildReportError,
-    PytestReport,
-    child_addopts,
-)
-from ci_runner.execution.retry import RetryPolicy, broken_file_error, pytest_exit_blocks_retry
+from ci_runner.execution.case_record import CaseRecord, read_record
+from ci_runner.execution.case_results import attempt_cases, judge_exit, while_running
+from ci_runner.execution.child_env import AttemptFiles, child_environment
+from ci_runner.execution.listener import AttemptStart, ShardListener
+from ci_runner.execution.retry import RetryPolicy
 from ci_runner.execution.retry_patterns import output_retry_verdict
 from ci_runner.execution.signals import signal_name
+from ci_runner.execution.stacks import dump_stacks, format_stacks
 from ci_runner.file_safety import append_regular
 from ci_runner.model import (
     CRASHED,
     FAILED,
-    FAILING_STATUSES,
     FLAKY,
+    NO_TESTS,
     NOT_RUN,
     PASSED,
     TIMEOUT,
     AttemptResult,
-    CaseResult,
     FileResult,
+    ProcessStack,
     whole_file_case,
 )
 
-ATTEMPT_VARIABLE = "CI_RUNNER_ATTEMPT"
 # retry-on = "output-patterns" reads this much of a failed attempt's output (the end of it).
 JUDGED_OUTPUT_BYTES = 32 * 1024 * 1024
+CASE_STACKS_CHARS = 64 * 1024  # stacks kept in the hung case's report text
 
 
 @dataclass
@@ -58,7 +59,7 @@ class RunSettings:
     """What every file of the shard runs with."""
 
     root: Path
-    workdir: Path  # private temporary directory for outputs and JUnit files
+    workdir: Path  # private temporary directory for outputs and case records
     base_env: Mapping[str, str]
     nightly: bool
     kill_grace_seconds: float
@@ -66,12 +67,17 @@ class RunSettings:
     python: str = sys.executable
     cwd: Path | None = None  # where files run; None = the root
     file_arguments: tuple[str, ...] = ()  # after the file's path
+    launcher: str = LAUNCHER_PYTHON  # the execution table's launcher
+    suite_launchers: Mapping[str, str] = field(default_factory=dict)  # suite overrides
+    no_tests_fail: bool = True  # a file that ran no test fails the run (strict policy)
 
-    def command(self, path: str) -> tuple[list[str], Path]:
+    def command(self, path: str, suite: str = "") -> tuple[list[str], Path]:
         """The argv and working directory of one attempt of ``path`` (relative to the root)."""
         cwd = self.cwd or self.root
         shown = path if cwd == self.root else str(self.root / path)
-        return [self.python, shown, *self.file_arguments], cwd
+        launcher = self.suite_launchers.get(suite, self.launcher)
+        prefix = [self.python, "-m", "pytest"] if launcher == LAUNCHER_PYTEST else [self.python]
+        return [*prefix, shown, *self.file_arguments], cwd
 
 
 class RetryBudget:
@@ -87,32 +93,49 @@ class RetryBudget:
 
 
 class RunningAttempt:
-    """The live process of one attempt; the timer or the signal handler can kill its tree."""
+    """The live process of one attempt; the timer or the signal handler can stop its tree.
 
-    def __init__(self, root: psutil.Process, token: str, grace: float) -> None:
+    Stopping dumps the stacks of the file's Python processes first
+    (:func:`~ci_runner.execution.stacks.dump_stacks`), then kills them.
+    """
+
+    def __init__(self, root: psutil.Process, token: str, grace: float, stack_dir: Path) -> None:
         self.root = root
         self.token = token
         self.grace = grace
+        self.stack_dir = stack_dir
         self.timed_out = False
         self.interrupted_by: int | None = None
+        self.stacks: tuple[ProcessStack, ...] = ()
+        self.stacks_omitted = 0
         self._lock = threading.Lock()
+        self._stopping = False
 
     @property
     def ended_by_runner(self) -> bool:
         """The runner killed the file (time limit or signal) rather than it exiting by itself."""
         return self.timed_out or self.interrupted_by is not None
 
+    def _stop(self) -> None:
+        with self._lock:
+            first, self._stopping = not self._stopping, True
+        if first:
+            processes = process_tree.find_file_processes(self.root, self.token)
+            stacks, omitted = dump_stacks(processes, self.stack_dir, self.root.pid)
+            self.stacks, self.stacks_omitted = tuple(stacks), omitted
+        process_tree.kill_file_processes(self.root, self.token, self.grace)
+
     def expire(self) -> None:
         with self._lock:
             if self.interrupted_by is None:
                 self.timed_out = True
-        process_tree.kill_file_processes(self.root, self.token, self.grace)
+        self._stop()
 
     def interrupt(self, signum: int) -> None:
         with self._lock:
             if not self.timed_out:
                 self.interrupted_by = signum
-        process_tree.kill_file_processes(self.root, self.token, self.grace)
+        self._stop()
 
 
 @dataclass
@@ -143,117 +166,77 @@ class CancelToken:
             attempt.interrupt(signum)
 
 
-def child_environment(
-    settings: RunSettings,
-    gpu_ids: tuple[str, ...],
-    pin_gpus: bool,
-    junit_path: Path,
-    attempt: int,
-    token: str,
-) -> dict[str, str]:
-    """The environment of one attempt (see the README: what the runner sets for a file)."""
-    env = dict(settings.base_env)
-    existing = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = f"{settings.root}{os.pathsep}{existing}" if existing else str(settings.root)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    env.setdefault("PYTHONFAULTHANDLER", "1")
-    if settings.nightly and not env.get(RUN_FULL_TESTS, "").strip():
-        env[RUN_FULL_TESTS] = "1"
-    env[ADDOPTS_VARIABLE] = child_addopts(settings.base_env, junit_path)
-    if pin_gpus:
-        env[VISIBLE_DEVICES] = ",".join(gpu_ids)
-    env[ATTEMPT_VARIABLE] = str(attempt)
-    env[process_tree.TOKEN_VARIABLE] = token
-    return env
+def _stacks_text(stacks: tuple[ProcessStack, ...], omitted: int) -> str:
+    text = format_stacks(stacks, omitted)
+    if len(text) > CASE_STACKS_CHARS:
+        text = text[:CASE_STACKS_CHARS] + "\n[... more stacks in the console ...]"
+    return text
 
 
-def judge_exit(exit_code: int, report: PytestReport | None, tail: str) -> tuple[str, str, bool]:
-    """(status, reason, retriable) of an attempt that exited on its own."""
-    if exit_code < 0:
-        return CRASHED, f"killed by {signal_name(-exit_code)}", True
-    if report is not None:
-        if exit_code == 0:
-            if report.failures:
-                return (
-                    FAILED,
-                    (
-                        f"pytest reported {report.failures} failing case(s) but the file exited 0: "
-                        "its __main__ block must sys.exit(pytest.main(...))"
-                    ),
-                    True,
-                )
-            return PASSED, "", False
-        blocked = pytest_exit_blocks_retry(exit_code)
-        if report.collection_errors:
-            return (
-                FAILED,
-                f"{report.collection_errors} collection error(s) (exit {exit_code})",
-                False,
-            )
-        if blocked:
-            return FAILED, blocked, False
-        return FAILED, f"{report.failures} failing test case(s) (exit {exit_code})", True
-    if exit_code == 0:
-        return PASSED, "", False
-    broken = broken_file_error(tail)
-    if broken:
-        return FAILED, f"{broken} (exit {exit_code})", False
-    return FAILED, f"exit code {exit_code}", True
+def _case_text(tail: str, truncated: bool, out_path: Path, stacks: str = "") -> str:
+    if truncated:
+        tail = (
+            f"[... output truncated: last {TAIL_BYTES // 1024} KiB of {size_of(out_path)} "
+            f"bytes ...]\n{tail}"
+        )
+    if stacks:
+        return f"===== stacks before the kill =====\n{stacks}\n\n===== output =====\n{tail}"
+    return tail
 
 
-def _cases_for(
-    path: str, status: str, reason: str, elapsed: float, report: PytestReport | None, tail: str
-) -> tuple[CaseResult, ...]:
-    cases = list(report.cases) if report is not None else []
-    if status in FAILING_STATUSES and not any(c.outcome in ("failed", "error") for c in cases):
-        outcome = "failed" if status == FAILED else "error"
-        cases.append(whole_file_case(path, outcome, elapsed, reason, tail, status))
-    if not cases:
-        cases.append(whole_file_case(path, "passed", elapsed, "", "", ""))
-    return tuple(cases)
-
-
-def _case_text(tail: str, truncated: bool, out_path: Path) -> str:
-    if not truncated:
-        return tail
-    return f"[... output truncated: last {TAIL_BYTES // 1024} KiB of {size_of(out_path)} bytes ...]\n{tail}"
+def _failed_to_start(path: str, number: int, reason: str, files: AttemptFiles, timeout: float):
+    return AttemptResult(
+        number, FAILED, 0.0, None, reason, False,
+        (whole_file_case(path, "failed", 0.0, reason, reason, FAILED),),
+        False, str(files.output), size_of(files.output), reason, False, timeout,
+    )  # fmt: skip
 
 
 def run_attempt(
     path: str,
+    suite: str,
     number: int,
     settings: RunSettings,
     gpu_ids: tuple[str, ...],
     pin_gpus: bool,
     timeout: float,
     cancel: CancelToken,
+    listener: ShardListener | None = None,
+    est_time: float = 0.0,
 ) -> AttemptResult:
-    """Run ``python <path>`` once (see :meth:`RunSettings.command`) and judge it."""
-    stem = f"{uuid.uuid4().hex[:12]}-{number}"
-    out_path = settings.workdir / f"{stem}.log"
-    junit_path = settings.workdir / f"{stem}.xml"
+    """Run the file once (see :meth:`RunSettings.command`) and judge it."""
+    files = AttemptFiles(settings.workdir / f"{uuid.uuid4().hex[:12]}-{number}.log")
     token = uuid.uuid4().hex
-    env = child_environment(settings, gpu_ids, pin_gpus, junit_path, number, token)
-    start = time.monotonic()
     settings.workdir.mkdir(parents=True, exist_ok=True)  # a previous file may have removed it
-    argv, cwd = settings.command(path)
-    with open(out_path, "wb") as output, process_tree.spawn_guard():
+    with contextlib.suppress(OSError):
+        files.stack_dir.mkdir()
+    env = child_environment(
+        settings.base_env, settings.root, settings.nightly, files, gpu_ids=gpu_ids,
+        pin_gpus=pin_gpus, attempt=number, token=token,
+    )  # fmt: skip
+    argv, cwd = settings.command(path, suite)
+    with open(files.output, "wb") as output, process_tree.spawn_guard():
         try:
             proc = process_tree.spawn_in_new_session(argv, cwd, env, output)
         except OSError as exc:
-            reason = f"could not start {settings.python} {path}: {exc}"
+            reason = f"could not start {' '.join(argv[:-1] or argv)} {path}: {exc}"
             output.write(reason.encode())
-            return AttemptResult(
-                number, FAILED, 0.0, None, reason, False,
-                (whole_file_case(path, "failed", 0.0, reason, reason, FAILED),),
-                False, str(out_path), size_of(out_path), reason, False, timeout,
-            )  # fmt: skip
+            return _failed_to_start(path, number, reason, files, timeout)
         process_tree.register_root(proc.pid)
+    start = time.monotonic()
+    watch = AttemptStart(
+        path, number, settings.retry.max_attempts if settings.retry.enabled else 1, est_time,
+        timeout, gpu_ids, files.output, files.record, start,
+    )  # fmt: skip
+    if listener is not None:
+        listener.attempt_started(watch)
     try:
         root = psutil.Process(proc.pid)
     except psutil.Error:
         root = None
-    running = RunningAttempt(root, token, settings.kill_grace_seconds) if root else None
+    running = (
+        RunningAttempt(root, token, settings.kill_grace_seconds, files.stack_dir) if root else None
+    )
     timer: threading.Timer | None = None
     if running is not None:
         if not cancel.attach(running):
@@ -280,37 +263,54 @@ def run_attempt(
         if running is not None
         else 0
     )
-    tail, truncated = read_tail(out_path, TAIL_BYTES)
-    report_error = ""
-    try:
-        report = PytestReport.load(junit_path)
-    except ChildReportError as exc:
-        report, report_error = None, f"runner error: {exc}"
+    if listener is not None:
+        listener.attempt_stopped(watch)
+    return _judged(path, number, settings, files, exit_code, elapsed, timeout, running, leftovers)
+
+
+def _judged(
+    path: str,
+    number: int,
+    settings: RunSettings,
+    files: AttemptFiles,
+    exit_code: int,
+    elapsed: float,
+    timeout: float,
+    running: RunningAttempt | None,
+    leftovers: int,
+) -> AttemptResult:
+    """The :class:`AttemptResult` of an attempt whose processes are all gone."""
+    tail, truncated = read_tail(files.output, TAIL_BYTES)
+    record: CaseRecord = read_record(files.record)
     term_signal = -exit_code if exit_code < 0 else None
+    stacks = running.stacks if running is not None else ()
+    omitted = running.stacks_omitted if running is not None else 0
     if running is not None and running.interrupted_by is not None:
-        status = NOT_RUN
+        status, retriable = NOT_RUN, False
         reason = f"interrupted by {signal_name(running.interrupted_by)} after {elapsed:.1f}s"
-        retriable = False
     elif running is not None and running.timed_out:
-        status, reason, retriable = TIMEOUT, f"timed out after {timeout:g}s limit", True
-    elif report_error:  # its cases cannot be trusted: the file fails, counted as one case
-        status, reason, retriable = FAILED, f"{report_error} (exit {exit_code})", False
+        status, retriable = TIMEOUT, True
+        reason = f"timed out after {timeout:g}s limit"
     else:
-        status, reason, retriable = judge_exit(exit_code, report, tail)
+        status, reason, retriable = judge_exit(
+            exit_code, record, tail, lambda: file_defines_tests(settings.root / path)
+        )
+    case_reason = reason.replace(while_running(record), "") + " while running this case"
+    if status in (NOT_RUN, TIMEOUT):
+        reason += while_running(record)
     if settings.retry.judges_output and status in (FAILED, CRASHED):
-        retriable, verdict = output_retry_verdict(read_tail(out_path, JUDGED_OUTPUT_BYTES)[0])
+        retriable, verdict = output_retry_verdict(read_tail(files.output, JUDGED_OUTPUT_BYTES)[0])
         reason = f"{reason}; {verdict}"
     if leftovers and status != NOT_RUN:
         note = f"[ci_runner] killed {leftovers} process(es) left behind by {path}\n"
         with contextlib.suppress(OSError):  # the file may have replaced its own log
-            append_regular(out_path, note)
+            append_regular(files.output, note)
         tail += note
+    detail = _case_text(tail, truncated, files.output, _stacks_text(stacks, omitted))
     cases = (
         (whole_file_case(path, "skipped", elapsed, reason, "", NOT_RUN),)
         if status == NOT_RUN
-        else _cases_for(
-            path, status, reason, elapsed, report, _case_text(tail, truncated, out_path)
-        )
+        else attempt_cases(path, status, reason, elapsed, record, detail, case_reason)
     )
     return AttemptResult(
         number=number,
@@ -320,18 +320,18 @@ def run_attempt(
         reason=reason,
         retriable=retriable,
         cases=cases,
-        is_pytest=report is not None,
-        output_path=str(out_path),
-        output_bytes=size_of(out_path),
+        is_pytest="pytest" in record.runners,
+        output_path=str(files.output),
+        output_bytes=size_of(files.output),
         output_tail="" if status == PASSED else tail,  # keep memory flat over many files
         tail_truncated=truncated,
         timeout_limit=timeout,
         term_signal=term_signal,
         leftover_processes=leftovers,
+        stacks=stacks,
+        stacks_omitted=omitted,
+        running=tuple(case.id for case in record.running),
     )
-
-
-RetryNotice = Callable[[str, AttemptResult, str, bool], None]
 
 
 def run_file(
@@ -344,28 +344,39 @@ def run_file(
     timeout: float,
     cancel: CancelToken,
     budget: RetryBudget,
-    on_attempt_end: RetryNotice | None = None,
+    listener: ShardListener | None = None,
 ) -> FileResult:
     """All attempts of one file; the final status folds them (failed then passed = flaky)."""
     start = time.monotonic()
     attempts: list[AttemptResult] = []
     while True:
-        attempt = run_attempt(path, len(attempts) + 1, settings, gpu_ids, pin_gpus, timeout, cancel)
+        attempt = run_attempt(
+            path, suite, len(attempts) + 1, settings, gpu_ids, pin_gpus, timeout, cancel,
+            listener, est_time,
+        )  # fmt: skip
         if attempts:
             budget.spend(attempt.elapsed)
         attempts.append(attempt)
         if attempt.status in (PASSED, NOT_RUN):
             break
         again, why = settings.retry.next_attempt(attempt, budget.used)
-        if on_attempt_end is not None:
-            on_attempt_end(path, attempt, why, again)
+        if listener is not None:
+            listener.attempt_ended(path, attempt, why, again)
         if not again:
             break
         waited = time.monotonic()
         if cancel.event.wait(settings.retry.wait_seconds):
             break
         budget.spend(time.monotonic() - waited)
-    return fold_attempts(path, suite, est_time, attempts, time.monotonic() - start, gpu_ids)
+    result = fold_attempts(path, suite, est_time, attempts, time.monotonic() - start, gpu_ids)
+    if result.status == NO_TESTS and not settings.no_tests_fail and attempts[-1].exit_code == 0:
+        result = replace(result, tolerated=NO_TESTS_TOLERATED)
+    return result
+
+
+NO_TESTS_TOLERATED = (
+    "not failing: the policy's strict-checks = \"warning\" keeps the file's exit status 0"
+)
 
 
 def fold_attempts(

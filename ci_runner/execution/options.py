@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ci_runner.catalog.execution_settings import (
     DEFAULT_RETRY_WAIT_SECONDS,
     EST_TIMEOUT_CI_RUNNER,
+    LAUNCHER_PYTHON,
     CudaCoredump,
 )
 from ci_runner.execution.retry import RetryPolicy
@@ -45,6 +46,8 @@ class ExecutionOptions:
     working_directory: str = "."  # where files run, relative to the root
     file_arguments: tuple[str, ...] = ()  # python <file> <file_arguments...>
     cuda_coredump: CudaCoredump | None = None  # collect CUDA coredumps when its switch is on
+    launcher: str = LAUNCHER_PYTHON  # the execution table's launcher (suites may override it)
+    no_tests_fail: bool = True  # a no_tests file fails the run (policy strict-checks = "error")
 
     def describe(self) -> str:
         """``fail-fast, timeout from the suite catalog, retry up to 2 attempts``."""

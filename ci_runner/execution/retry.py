@@ -4,11 +4,11 @@ A failure is *not retriable* when it cannot be flaky; the evidence is structured
 over the whole log:
 
 * pytest exit codes 2 (interrupted / collection errors), 3 (internal error), 4 (usage error)
-  and 5 (no tests collected);
-* collection errors in the child's own JUnit XML;
-* for a file that wrote no JUnit XML (it died before or without pytest): a Python traceback
-  whose final line, in the captured tail, is a ``SyntaxError``, ``IndentationError``,
-  ``ImportError`` or ``ModuleNotFoundError``.
+  and 5 (no tests collected), and a file that ran no test (``no_tests``);
+* collection errors in the file's case record;
+* for a file whose record holds no test session (it died before or without pytest and
+  unittest): a Python traceback whose final line, in the captured tail, is a ``SyntaxError``,
+  ``IndentationError``, ``ImportError`` or ``ModuleNotFoundError``.
 
 Timeouts are retried only with ``--retry-timeouts``. Everything else (assertion failures,
 crashes such as SIGSEGV) is retriable when ``--enable-retry`` is on. With the catalog's
@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ci_runner.catalog.execution_settings import RETRY_ANY_FAILURE, RETRY_OUTPUT_PATTERNS
-from ci_runner.model import TIMEOUT, AttemptResult
+from ci_runner.model import NO_TESTS, TIMEOUT, AttemptResult
 
 # pytest's documented exit codes that mean "this file is broken, retrying cannot help".
 PYTEST_INTERRUPTED = 2  # also: errors during collection
@@ -81,6 +81,8 @@ class RetryPolicy:
             return False, f"no attempts left ({last.number}/{self.max_attempts})"
         if last.status == TIMEOUT and not self.retry_timeouts:
             return False, "timeouts are retried only with --retry-timeouts"
+        if last.status == NO_TESTS:
+            return False, "it ran no test (retrying cannot change that)"
         if not last.retriable:
             if self.retry_on == RETRY_OUTPUT_PATTERNS and last.status != TIMEOUT:
                 return False, "its output shows no retriable symptom (retry-on = output-patterns)"

@@ -84,6 +84,7 @@ def execute_shard(
         shard_count=ctx.shard_count, plan_hash=ctx.plan_hash,
         predicted_makespan=ctx.predicted_makespan, shard_est_total=ctx.shard_est_total,
         lower_bound=ctx.lower_bound, slots=slots.describe(), mode=options.describe(),
+        slot_count=len(slots.ids),
     )  # fmt: skip
     increase = options.retry_timeout_increase if options.retry.enabled else 0.0
     jobs = [
@@ -115,6 +116,8 @@ def execute_shard(
                 base_env={**os.environ, **(coredumps.variables if coredumps else {})},
                 nightly=ctx.nightly, kill_grace_seconds=options.kill_grace_seconds,
                 retry=options.retry, cwd=cwd, file_arguments=options.file_arguments,
+                launcher=options.launcher, suite_launchers=ctx.suite_launchers,
+                no_tests_fail=options.no_tests_fail,
             )  # fmt: skip
             try:
                 listener.shard_started(info, start_results, len(jobs))

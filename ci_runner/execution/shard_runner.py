@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_runner.execution.child_env import AttemptFiles
 from ci_runner.execution.file_runner import CancelToken, RetryBudget, RunSettings, run_file
 from ci_runner.execution.gpu_slots import SlotPool, SlotSet, slots_needed
 from ci_runner.execution.listener import ShardListener
@@ -23,7 +24,6 @@ from ci_runner.execution.signals import StopRequest, signal_name
 from ci_runner.exit_codes import EXIT_OK, EXIT_SIGNAL_BASE, EXIT_TEST_FAILURES
 from ci_runner.model import (
     FAILED,
-    FAILING_STATUSES,
     FLAKY,
     NOT_RUN,
     FileResult,
@@ -57,8 +57,7 @@ class _Running:
 
 def _cleanup(result: FileResult) -> None:
     for attempt in result.attempts:
-        for path in (Path(attempt.output_path), Path(attempt.output_path).with_suffix(".xml")):
-            path.unlink(missing_ok=True)
+        AttemptFiles(Path(attempt.output_path)).remove()
 
 
 class ShardRunner:
@@ -93,7 +92,7 @@ class ShardRunner:
         self._first_failure: FileResult | None = None
 
     def _is_failure(self, result: FileResult) -> bool:
-        return result.status in FAILING_STATUSES or (self.fail_on_flaky and result.status == FLAKY)
+        return result.failing or (self.fail_on_flaky and result.status == FLAKY)
 
     def _worker(self, job: Job, gpu_ids: tuple[str, ...], cancel: CancelToken) -> None:
         try:
@@ -101,7 +100,7 @@ class ShardRunner:
                 job.path, job.suite, job.est_time, self.settings,
                 gpu_ids if self.slots.pinned and job.gpus > 0 else (),
                 self.slots.pinned and job.gpus > 0, job.timeout, cancel, self.budget,
-                self.listener.attempt_ended,
+                self.listener,
             )  # fmt: skip
         except Exception as exc:  # an executor bug must not hang the shard
             result = FileResult(

@@ -42,8 +42,9 @@ from ci_runner.maintenance.junit_files import (
 from ci_runner.safe_text import one_line, xml_safe
 
 PASSING = frozenset({"passed", "flaky"})
-NOT_PASSING = frozenset({"failed", "timeout", "crashed", "not_run"})
+NOT_PASSING = frozenset({"failed", "timeout", "crashed", "no_tests", "not_run"})
 DISABLED = "disabled"
+NO_TESTS = "no_tests"  # ran no test: fails the check unless its shard tolerated it
 SKIPPED = "skipped"  # needed more GPUs than its runner had: reported, does not fail the check
 
 Key = tuple[str, str | None]  # (path, suite); suite None = any suite
@@ -65,6 +66,7 @@ class Entry:
     report: str
     element: TestSuite
     reason: str = ""
+    tolerated: str = ""  # a no_tests file the shard's policy did not fail (property tolerated)
 
 
 @dataclass
@@ -222,6 +224,7 @@ def load_reports(directory: Path, notes: list[str] | None = None) -> list[Entry]
                     report=str(report.relative_to(directory)),
                     element=suite,
                     reason=reason,
+                    tolerated=props.get("tolerated", ""),
                 )
             )
     return entries
@@ -259,7 +262,12 @@ def check(plan: Plan, entries: Sequence[Entry]) -> MergeResult:
         for key, found in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
         if len(found) > 1
     }
-    not_passing = [e for e in entries if e.status not in (*PASSING, DISABLED, SKIPPED)]
+    not_passing = [
+        e
+        for e in entries
+        if e.status not in (*PASSING, DISABLED, SKIPPED)
+        and not (e.tolerated and e.status == NO_TESTS)
+    ]
     skipped = [e for e in entries if e.status == SKIPPED]
     counts = Counter(e.status for e in entries if e.status != DISABLED)
     counts[DISABLED] = len({(e.path, e.suite) for e in entries if e.status == DISABLED})

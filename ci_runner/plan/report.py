@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ci_runner.model import shard_label
 from ci_runner.plan.packing import Plan
 from ci_runner.safe_text import one_line
 from ci_runner.select import Selection
@@ -45,7 +46,7 @@ def plan_lines(plan: Plan, selection: Selection, shard_ids: list[int]) -> list[s
     for shard_id in shard_ids:
         files = plan.shards[shard_id]
         lines.append(
-            f"shard {shard_id + 1}/{plan.shard_count} (--auto-partition-id {shard_id}): "
+            f"shard {shard_label(shard_id, plan.shard_count)} (--auto-partition-id {shard_id}): "
             f"{len(files)} file(s), est total {_seconds(plan.shard_totals[shard_id])}"
         )
         lines.extend(

@@ -70,6 +70,7 @@ def run(tmp_path_factory):
     summary = root / "out" / "summary.md"
     proc = run_suite(
         root,
+        "--quiet",
         "--continue-on-error",
         "--timeout-per-file", "4",
         "--kill-grace-seconds", "0.5",
@@ -90,7 +91,7 @@ EXPECTED = {
     "test_fail.py": ("failed", 2),
     "test_flaky.py": ("flaky", 2),
     "test_segv.py": ("crashed", 2),
-    "test_no_tests.py": ("failed", 1),
+    "test_no_tests.py": ("no_tests", 1),
     "test_import_error.py": ("failed", 1),
     "test_hang.py": ("timeout", 1),
     "test_script_ok.py": ("passed", 1),
@@ -113,12 +114,14 @@ def test_exit_code_is_one_for_failures(run):
 def test_reasons_name_the_cause(run):
     _, records, _, _ = run
     assert records["test_segv.py"]["reason"] == "killed by SIGSEGV"
-    assert records["test_no_tests.py"]["reason"] == "no tests collected (pytest exit 5)"
+    assert records["test_no_tests.py"]["reason"] == "pytest ran no test case (collected 0, exit 5)"
     assert (
         "ModuleNotFoundError: No module named 'definitely_missing_module_xyz'"
         in (records["test_import_error.py"]["reason"])
     )
-    assert records["test_hang.py"]["reason"] == "timed out after 4s limit"
+    assert records["test_hang.py"]["reason"] == (
+        "timed out after 4s limit while running registered/test_hang.py::test_sleeps"
+    )
     assert records["test_hang.py"]["timeout"] == 4
     assert records["test_flaky.py"]["reason"].startswith("passed on attempt 2 after:")
 
@@ -131,13 +134,15 @@ def test_timeout_was_enforced_quickly(run):
 def test_console_lines_and_summary(run):
     proc, *_ = run
     out = proc.stdout
-    assert "registered/test_hang.py  timeout" in out and "[limit 4s]" in out
+    assert "registered/test_hang.py  timeout" in out
+    assert "[limit 4s; running registered/test_hang.py::test_sleeps]" in out
     assert "registered/test_segv.py  crashed" in out and "killed by SIGSEGV" in out
     assert "registered/test_flaky.py  flaky" in out and "attempts 2" in out
     assert "not retried: it cannot be flaky (broken file)" in out
+    assert "not retried: it ran no test (retrying cannot change that)" in out
     assert "not retried: timeouts are retried only with --retry-timeouts" in out
     assert "one is not two" in out  # a failing file's output is shown in full
-    assert "plain script" not in out  # a passing file's output is not
+    assert "plain script" not in out  # with --quiet a passing file's output is not
     assert "bad \ufffd\ufffd bytes" in out  # non-UTF-8 bytes replaced, not fatal
     # pass: 2 passed 1 skipped; script_ok 1; flaky 1 passed (final attempt); failures: fail,
     # segv, no_tests, import_error, hang, non_utf8 = 6 failed cases.
@@ -154,8 +159,10 @@ def test_junit_is_valid_and_has_one_suite_per_file(run):
     assert props["status"] == "flaky" and props["attempts"] == "2" and props["shard"] == "0/1"
     assert props["attempt.1"].startswith("failed")
     assert "fails on the first attempt only" in junit.read_text()
-    hang = next(iter(suites["test_hang.py"]))
-    assert hang.result[0].type == "timeout"
+    (hang,) = suites["test_hang.py"]
+    assert (hang.name, hang.result[0].type) == ("test_sleeps", "timeout")
+    assert hang.result[0].message == "timed out after 4s limit while running this case"
+    assert "in test_sleeps" in hang.result[0].text  # the stack of the case that hung
     names = sorted(case.name for case in suites["test_pass.py"])
     assert names == ["test_one", "test_skipped", "test_two"]
 
@@ -165,7 +172,9 @@ def test_step_summary_table_and_failures(run):
     text = summary.read_text()
     assert "| file | status | time | est | attempts |" in text
     assert "`registered/test_flaky.py` | ⚠️ flaky" in text
-    assert "### Failures and flaky files" in text
+    assert (
+        text.index("### Failures (6)") < text.index("### Flaky (1)") < text.index("### Files (9)")
+    )
     assert "predicted: this shard" in text
 
 

@@ -90,9 +90,8 @@ SWAPS_ITS_LOG = script_file(
     est=5,
 )
 REMOVES_THE_WORKDIR = script_file(
-    "import os\nimport re\nimport shutil\n\n\ndef main():\n"
-    "    junit = re.search(r'--junitxml=(\\S+)', os.environ['PYTEST_ADDOPTS']).group(1)\n"
-    "    shutil.rmtree(os.path.dirname(junit))\n    return 0\n",
+    "import os\nimport shutil\n\n\ndef main():\n"
+    "    shutil.rmtree(os.path.dirname(os.environ['CI_RUNNER_CASE_RECORD']))\n    return 0\n",
     est=5,
 )
 

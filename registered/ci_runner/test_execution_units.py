@@ -9,11 +9,14 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.cli.arguments import add_execution_arguments, shard_options
 from ci_runner.execution import ExecutionOptions, execute_shard
-from ci_runner.execution.file_runner import RunSettings, child_environment, judge_exit
-from ci_runner.execution.pytest_results import PytestReport, pytest_addopts
+from ci_runner.execution.case_record import CaseRecord, RecordedCase
+from ci_runner.execution.case_results import judge_exit
+from ci_runner.execution.child import CHILD_DIR
+from ci_runner.execution.child_env import AttemptFiles, child_environment, pytest_addopts
+from ci_runner.execution.file_runner import RunSettings
 from ci_runner.execution.retry import RetryPolicy, broken_file_error
 from ci_runner.execution.timeouts import timeout_for, timeout_from_est
-from ci_runner.model import AttemptResult, CaseResult, DisabledFile, FileToRun, ShardContext
+from ci_runner.model import AttemptResult, DisabledFile, FileToRun, ShardContext
 from ci_runner.reports import ReportOptions, ShardReports
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
@@ -86,35 +89,64 @@ def test_broken_file_error_reads_the_last_traceback_line():
     assert broken_file_error("AssertionError: mentions ImportError: inside") is None
 
 
-def test_pytest_addopts_appends_and_quotes():
-    assert pytest_addopts(None, Path("/t/a b.xml")) == "--junitxml='/t/a b.xml' -p no:cacheprovider"
-    assert pytest_addopts("-x", Path("/t/r.xml")).startswith("-x --junitxml=/t/r.xml")
+def test_pytest_addopts_appends_the_case_record_plugin():
+    assert pytest_addopts(None) == "-p no:cacheprovider -p ci_runner_pytest_plugin"
+    assert pytest_addopts("-x") == "-x -p no:cacheprovider -p ci_runner_pytest_plugin"
 
 
-def case(outcome):
-    return CaseResult(name="t", classname="c", time=0.1, outcome=outcome)
+def recorded(*outcomes, runner="pytest", running=0, collection=0):
+    cases = [RecordedCase(f"t.py::test_{i}", outcome=o) for i, o in enumerate(outcomes)]
+    cases += [RecordedCase(f"t.py::test_run{i}") for i in range(running)]
+    cases += [
+        RecordedCase(f"t.py::c{i}", outcome="error", detail="collection") for i in range(collection)
+    ]
+    return CaseRecord(runners=(runner,) if runner else (), cases=cases)
+
+
+def never(*_):
+    raise AssertionError("the file's test definitions were not needed")
 
 
 def test_judging_exit_codes():
-    ok = PytestReport((case("passed"),), 0)
-    bad = PytestReport((case("failed"),), 0)
-    collect = PytestReport((case("error"),), 1)
-    assert judge_exit(0, ok, "") == ("passed", "", False)
-    status, reason, retriable = judge_exit(0, bad, "")
-    assert status == "failed" and "must sys.exit(pytest.main(...))" in reason and retriable
-    assert judge_exit(1, bad, "") == ("failed", "1 failing test case(s) (exit 1)", True)
-    assert judge_exit(2, collect, "") == ("failed", "1 collection error(s) (exit 2)", False)
-    assert judge_exit(5, PytestReport((), 0), "") == (
+    ok, bad = recorded("passed"), recorded("failed")
+    assert judge_exit(0, ok, "", never) == ("passed", "", False)
+    status, reason, retriable = judge_exit(0, bad, "", never)
+    assert status == "failed" and "must pass the exit code on" in reason and retriable
+    assert judge_exit(1, bad, "", never) == ("failed", "1 failing test case(s) (exit 1)", True)
+    assert judge_exit(2, recorded(collection=1), "", never) == (
         "failed",
-        "no tests collected (pytest exit 5)",
+        "1 collection error(s) (exit 2)",
         False,
     )
-    assert judge_exit(-6, None, "") == ("crashed", "killed by SIGABRT", True)
-    assert judge_exit(1, None, "SyntaxError: invalid syntax\n") == (
+    assert judge_exit(5, recorded(), "", never) == (
+        "no_tests",
+        "pytest ran no test case (exit 5)",
+        False,
+    )
+    assert judge_exit(-6, CaseRecord(), "", never) == ("crashed", "killed by SIGABRT", True)
+    assert judge_exit(-11, recorded("passed", running=1), "", never) == (
+        "crashed",
+        "killed by SIGSEGV while running t.py::test_run0",
+        True,
+    )
+    assert judge_exit(0, recorded("passed", running=1), "", never) == (
+        "failed",
+        "exited with code 0 while running t.py::test_run0",
+        True,
+    )
+    assert judge_exit(1, CaseRecord(), "SyntaxError: invalid syntax\n", never) == (
         "failed",
         "SyntaxError: invalid syntax (exit 1)",
         False,
     )
+    assert judge_exit(0, CaseRecord(problem="line 3: not JSON"), "", never)[0] == "failed"
+
+
+def test_a_file_without_cases_passes_unless_it_defines_tests():
+    assert judge_exit(0, CaseRecord(), "", lambda: []) == ("passed", "", False)
+    status, reason, retriable = judge_exit(0, CaseRecord(), "", lambda: ["test_a", "T.test_b"])
+    assert status == "no_tests" and not retriable
+    assert reason.startswith("defines 2 test(s) (test_a, T.test_b) but ran none (exit 0)")
 
 
 def settings(tmp_path, env, nightly):
@@ -124,27 +156,51 @@ def settings(tmp_path, env, nightly):
     )  # fmt: skip
 
 
-def test_child_environment(tmp_path):
-    env = child_environment(
-        settings(tmp_path, {"PYTHONPATH": "/x", "PYTEST_ADDOPTS": "-x"}, True),
-        ("2", "3"), True, tmp_path / "j.xml", 2, "tok",
+def environment(tmp_path, base, nightly, gpu_ids=(), pin=False, attempt=1):
+    files = AttemptFiles(tmp_path / "a-1.log")
+    return child_environment(
+        base, tmp_path, nightly, files, gpu_ids=gpu_ids, pin_gpus=pin, attempt=attempt,
+        token="tok",
     )  # fmt: skip
+
+
+def test_child_environment(tmp_path):
+    env = environment(
+        tmp_path, {"PYTHONPATH": "/x", "PYTEST_ADDOPTS": "-x"}, True, ("2", "3"), True, 2
+    )
     assert env["SGLANG_JIT_KERNEL_RUN_FULL_TESTS"] == "1"
-    assert env["PYTHONPATH"] == f"{tmp_path}:/x"
+    assert env["PYTHONPATH"] == f"{CHILD_DIR}:{tmp_path}:/x"
     assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
-    assert env["PYTEST_ADDOPTS"].startswith("-x --junitxml=")
+    assert env["PYTEST_ADDOPTS"] == "-x -p no:cacheprovider -p ci_runner_pytest_plugin"
     assert env["CI_RUNNER_ATTEMPT"] == "2"
+    assert env["CI_RUNNER_CASE_RECORD"] == str(tmp_path / "a-1.cases")
+    assert env["CI_RUNNER_STACK_DIR"] == str(tmp_path / "a-1.stacks")
+    assert (env["CI_RUNNER_CASE_ROOT"], env["CI_RUNNER_CASE_DEPTH"]) == (str(tmp_path), "0")
 
 
 def test_nightly_keeps_the_callers_choice(tmp_path):
     base = {"SGLANG_JIT_KERNEL_RUN_FULL_TESTS": "off"}
-    env = child_environment(settings(tmp_path, base, True), (), False, tmp_path / "j", 1, "t")
-    assert env["SGLANG_JIT_KERNEL_RUN_FULL_TESTS"] == "off"
-    assert "CUDA_VISIBLE_DEVICES" not in child_environment(
-        settings(tmp_path, {}, False), ("0",), False, tmp_path / "j", 1, "t"
-    )
-    plain = child_environment(settings(tmp_path, {}, False), (), False, tmp_path / "j", 1, "t")
-    assert "SGLANG_JIT_KERNEL_RUN_FULL_TESTS" not in plain
+    assert environment(tmp_path, base, True)["SGLANG_JIT_KERNEL_RUN_FULL_TESTS"] == "off"
+    assert "CUDA_VISIBLE_DEVICES" not in environment(tmp_path, {}, False, ("0",), False)
+    assert "SGLANG_JIT_KERNEL_RUN_FULL_TESTS" not in environment(tmp_path, {}, False)
+
+
+@pytest.mark.parametrize(
+    ("launcher", "suite_launchers", "expected"),
+    [
+        ("python", {}, ["py", "registered/t.py", "-f"]),
+        ("pytest", {}, ["py", "-m", "pytest", "registered/t.py", "-f"]),
+        ("python", {"s": "pytest"}, ["py", "-m", "pytest", "registered/t.py", "-f"]),
+        ("pytest", {"s": "python"}, ["py", "registered/t.py", "-f"]),
+    ],
+)
+def test_launcher_command(tmp_path, launcher, suite_launchers, expected):
+    run = RunSettings(
+        root=tmp_path, workdir=tmp_path, base_env={}, nightly=False, kill_grace_seconds=1,
+        retry=RetryPolicy(), python="py", file_arguments=("-f",), launcher=launcher,
+        suite_launchers=suite_launchers,
+    )  # fmt: skip
+    assert run.command("registered/t.py", "s") == (expected, tmp_path)
 
 
 def parser():
