@@ -4,6 +4,8 @@ Test files import the markers from here; the runner itself never imports test fi
 This package must stay importable without torch.
 """
 
+__version__ = "0.1.0"  # the package's version (pyproject.toml reads it from here)
+
 from ci_runner.markers import (
     register_amd_ci,
     register_cpu_ci,
@@ -14,6 +16,7 @@ from ci_runner.markers import (
 )
 
 __all__ = [
+    "__version__",
     "register_amd_ci",
     "register_cpu_ci",
     "register_cuda_ci",

@@ -13,6 +13,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from ci_runner import __version__
 from ci_runner.adoption.init_command import DESCRIPTION as INIT_DESCRIPTION
 from ci_runner.adoption.init_command import add_init_arguments
 from ci_runner.catalog.execution_settings import DEFAULT_EXECUTION_SETTINGS, ExecutionSettings
@@ -140,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --print-matrix: target minutes per shard (default: from the catalog)",
     )
     add_execution_arguments(parser)
+    parser.add_argument(
+        "--version", action="version", version=f"run-suite {__version__}", help="print the version"
+    )
     return parser
 
 
@@ -309,9 +313,16 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         help="write per-file timings as JSON lines (after every file)",
     )
     out.add_argument(
+        "--quiet",
+        action="store_true",
+        help="do not stream the running files' output to the console; print it after a file "
+        "ends, for failing, flaky and no-test files only (start lines and heartbeats stay)",
+    )
+    out.add_argument(
         "--show-output",
         action="store_true",
-        help="print the output of passing files too (default: only failing and flaky files)",
+        help="with --quiet: print the output of passing files too, after each ends (without "
+        "--quiet every file's output is streamed anyway)",
     )
 
 
@@ -361,9 +372,14 @@ def shard_options(
         working_directory=settings.working_directory,
         file_arguments=settings.file_arguments,
         cuda_coredump=settings.cuda_coredump,
+        launcher=settings.launcher,
     )
     reports = ReportOptions.from_environment(
-        args.junit_xml, args.timings_out, args.show_output, timings_block=settings.timings_block
+        args.junit_xml,
+        args.timings_out,
+        args.show_output,
+        timings_block=settings.timings_block,
+        live=not args.quiet,
     )
     problems = reports.destination_problems()
     if problems:

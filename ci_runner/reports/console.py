@@ -1,22 +1,30 @@
-"""The console report: a live line per file, failing output in full, a table, the summary line.
+"""The console report: a line when a file starts, its output live, a line when it finishes,
+heartbeats while it runs late, the stacks of a hung file, a table, the failing cases, and the
+summary line.
 
 The very last line is always ``summary: N passed, N failed, N skipped``, counting test cases
-(pytest cases where a file is a pytest file, one case per file otherwise; not_run and disabled
-files count as skipped). Names and reasons are printed on one line each
+(the cases of the case record; one case for a file without any; not_run and disabled files
+count as skipped). Names and reasons are printed on one line each
 (:func:`~ci_runner.safe_text.one_line`): no file name can break a line or colour the terminal.
+A child's own output is copied as it is. When stdout is a pipe whose reader has gone (``| head``)
+the console stops writing, quietly (the run itself is stopped by the SIGPIPE that came with it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import threading
 from typing import TextIO
 
 from ci_runner.execution.captured_output import copy_text
+from ci_runner.execution.listener import AttemptStart
+from ci_runner.execution.stacks import format_stacks
 from ci_runner.model import (
     CRASHED,
-    FAILING_STATUSES,
     FLAKY,
+    NO_TESTS,
     TIMEOUT,
     AttemptResult,
     FileResult,
@@ -24,18 +32,13 @@ from ci_runner.model import (
     ShardOutcome,
     case_counts,
 )
+from ci_runner.reports.github import GitHubContext, annotations, case_name, failing_cases
+from ci_runner.reports.live import LiveOutput, format_seconds
 from ci_runner.safe_text import one_line
 
+__all__ = ["ConsoleReport", "file_line", "format_seconds"]
 
-def format_seconds(seconds: float) -> str:
-    """``12.3s``, ``4m05s``, ``1h02m``."""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
+MAX_CASES_LISTED = 10  # failing cases named per file in the failed: list
 
 
 def file_line(result: FileResult, index: int, total: int) -> str:
@@ -50,6 +53,12 @@ def file_line(result: FileResult, index: int, total: int) -> str:
         extras.append(f"limit {result.timeout_limit:g}s")
     if result.status == CRASHED and last is not None and last.term_signal:
         extras.append(one_line(result.reason))
+    if result.status == NO_TESTS:
+        extras.append(one_line(result.reason))
+        if result.tolerated:
+            extras.append(one_line(result.tolerated))
+    if last is not None and last.running and result.status in (TIMEOUT, CRASHED):
+        extras.append(f"running {one_line(', '.join(last.running))}")
     if len(result.attempts) > 1:
         extras.append(f"attempts {len(result.attempts)}")
     leftovers = sum(a.leftover_processes for a in result.attempts)
@@ -60,27 +69,100 @@ def file_line(result: FileResult, index: int, total: int) -> str:
     return line + (f"  [{'; '.join(extras)}]" if extras else "")
 
 
+def start_line(start: AttemptStart, label: str) -> str:
+    """``[2/9] start registered/test_x.py (est 30s) [GPU 0]``; a retry says its attempt."""
+    line = f"{label} start {one_line(start.path)} (est {start.est_time:g}s)"
+    if start.number > 1:
+        line += f" attempt {start.number}/{start.max_attempts}"
+    if start.gpu_ids:
+        line += f" [GPU {one_line(','.join(start.gpu_ids))}]"
+    return line
+
+
 class ConsoleReport:
-    """Writes to ``stream`` (stdout by default); safe to call from several threads."""
+    """Writes to ``stream`` (stdout by default); safe to call from several threads.
+
+    ``live``: stream each running file's output (``--quiet`` turns it off; start lines and
+    heartbeats stay).
+    """
 
     def __init__(
-        self, stream: TextIO | None = None, github_actions: bool = False, show_output: bool = False
+        self,
+        stream: TextIO | None = None,
+        github_actions: bool = False,
+        show_output: bool = False,
+        live: bool = True,
+        github: GitHubContext | None = None,
     ) -> None:
         self.stream = stream if stream is not None else sys.stdout
         self.github_actions = github_actions
         self.show_output = show_output
-        self._lock = threading.Lock()
+        self.github = github or GitHubContext()
+        self._lock = threading.RLock()
+        self._mid_line = False  # streamed output left the console inside a line
+        self._started = 0
+        self._total = 0
+        self._labels: dict[str, str] = {}  # file path -> "[i/N]", its start order
+        self._prefixed = False
+        self._broken = False
+        self.live = LiveOutput(self._emit, stream=live)
+
+    # ------------------------------------------------------------------ writing
+
+    def _emit(self, text: str, streamed: bool) -> None:
+        """From the follower: a file's output (``streamed``, copied as it is, perhaps ending
+        inside a line) or a heartbeat line (on a line of its own)."""
+        with self._lock:
+            if streamed:
+                self._write(text)
+                self._mid_line = not text.endswith("\n")
+            else:
+                self._print(text.rstrip("\n"))
+            self._flush()
+
+    def _write(self, text: str) -> None:
+        if self._broken:
+            return
+        try:
+            self.stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _flush(self) -> None:
+        if self._broken:
+            return
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        """stdout's reader went away (``| head``): write nothing more, and point the stream's
+        descriptor at /dev/null so the interpreter's last flush is quiet too."""
+        self._broken = True
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.stream.fileno())
+            os.close(null)
 
     def _print(self, text: str = "") -> None:
-        self.stream.write(text + "\n")
+        if self._mid_line:
+            self._write("\n")
+            self._mid_line = False
+        self._write(text + "\n")
+
+    # ------------------------------------------------------------------ events
 
     def header(self, info: RunInfo, count: int) -> None:
         with self._lock:
+            self._total = count
             self._print(
                 f"executing {count} file(s) of shard {info.shard} ({one_line(info.hw)}: "
                 f"{one_line(', '.join(info.suites))}); {one_line(info.slots)}; {info.mode}"
             )
-            self.stream.flush()
+            self._flush()
+        self._prefixed = info.slot_count > 1
+        self.live.start(prefixed=self._prefixed)
 
     def skipped(self, results: list[FileResult]) -> None:
         """Files that will not run on this runner (too few GPUs), each with its reason."""
@@ -89,7 +171,20 @@ class ConsoleReport:
                 self._print(
                     f"[skipped] {one_line(result.path)}  skipped  [{one_line(result.reason)}]"
                 )
-            self.stream.flush()
+            self._flush()
+
+    def attempt_started(self, start: AttemptStart) -> None:
+        with self._lock:
+            if start.number == 1 or start.path not in self._labels:
+                self._started += 1
+                self._labels[start.path] = f"[{self._started}/{self._total}]"
+            label = self._labels[start.path]
+            self._print(start_line(start, label))
+            self._flush()
+        self.live.follow(start, label)
+
+    def attempt_stopped(self, start: AttemptStart) -> None:
+        self.live.finish(start)
 
     def attempt_ended(self, path: str, attempt: AttemptResult, why: str, again: bool) -> None:
         """A failed attempt: say whether (and why not) it is retried."""
@@ -99,15 +194,34 @@ class ConsoleReport:
                 f"  attempt {attempt.number} of {one_line(path)} {attempt.status}: "
                 f"{one_line(attempt.reason)}; {one_line(verdict)}"
             )
-            self.stream.flush()
+            self._flush()
 
     def file_finished(self, result: FileResult, index: int, total: int) -> None:
         with self._lock:
-            self._print(file_line(result, index, total))
-            if result.status in FAILING_STATUSES or result.status == FLAKY or self.show_output:
+            line = file_line(result, index, total)
+            label = self._labels.get(result.path)
+            if label:  # the number its start line had, so both lines name the file alike
+                line = label + line[line.index("]") + 1 :]
+            self._print(line)
+            for attempt in result.attempts:
+                if attempt.stacks:
+                    self._stacks_block(result, attempt)
+            problem = result.failing or result.status in (FLAKY, NO_TESTS)
+            shown_live = self.live.stream and not self._prefixed
+            if (problem or self.show_output) and not shown_live:
                 for attempt in result.attempts:
                     self._output_block(result, attempt)
-            self.stream.flush()
+            self._flush()
+
+    def _stacks_block(self, result: FileResult, attempt: AttemptResult) -> None:
+        running = f"; running {', '.join(attempt.running)}" if attempt.running else ""
+        title = (
+            f"Python stacks of {one_line(result.path)} before the kill (attempt "
+            f"{attempt.number}: {attempt.status}{one_line(running)})"
+        )
+        self._print(f"----- {title} -----")
+        self._write(format_stacks(attempt.stacks, attempt.stacks_omitted) + "\n")
+        self._print(f"----- end of the stacks of {one_line(result.path)} -----")
 
     def _output_block(self, result: FileResult, attempt: AttemptResult) -> None:
         title = (
@@ -119,8 +233,12 @@ class ConsoleReport:
             self._print(f"::group::{title}")
         else:
             self._print(f"----- begin {title} -----")
-        self.stream.flush()
-        copy_text(attempt.output_path, self.stream)
+        self._flush()
+        if not self._broken:
+            try:
+                copy_text(attempt.output_path, self.stream)
+            except BrokenPipeError:
+                self._reader_gone()
         if not self.github_actions:
             self._print(
                 f"\n----- end output of {one_line(result.path)} (attempt {attempt.number}) -----"
@@ -134,11 +252,15 @@ class ConsoleReport:
             self._print(text)
 
     def finish(self, outcome: ShardOutcome) -> None:
+        self.live.stop()
         with self._lock:
             self._table(outcome)
+            if self.github_actions:
+                for line in annotations(outcome, self.github):
+                    self._print(line)
             passed, failed, skipped = case_counts(outcome.results)
             self._print(f"summary: {passed} passed, {failed} failed, {skipped} skipped")
-            self.stream.flush()
+            self._flush()
 
     def _table(self, outcome: ShardOutcome) -> None:
         rows = [("status", "time", "est", "attempts", "file")]
@@ -167,8 +289,13 @@ class ConsoleReport:
             + f"; wall {format_seconds(outcome.wall)}"
             + f" (shard est {outcome.info.shard_est_total:g}s)"
         )
+        if outcome.failing:
+            self._print("failed:")
+            for r in outcome.failing:
+                self._failed_lines(r)
+        tolerated = [r for r in outcome.no_tests if not r.failing]
         for title, items in (
-            ("failed", outcome.failing),
+            ("ran no tests (not failing)", tolerated),
             ("flaky", outcome.flaky),
             ("not run", outcome.not_run),
             ("skipped", outcome.skipped),
@@ -181,3 +308,19 @@ class ConsoleReport:
         if outcome.interrupted_by:
             self._print(f"interrupted by {outcome.interrupted_by}")
         self._print(f"exit code {outcome.exit_code}")
+
+    def _failed_lines(self, result: FileResult) -> None:
+        """``path::case [status]: message`` per failing case (the file itself when no case
+        names the failure), at most :data:`MAX_CASES_LISTED` per file."""
+        cases = failing_cases(result)
+        for case in cases[:MAX_CASES_LISTED]:
+            message = case.message if case.case_id else result.reason
+            self._print(
+                f"  {one_line(case_name(case, result))} [{result.status}]: "
+                f"{one_line(message or result.reason)}"
+            )
+        if len(cases) > MAX_CASES_LISTED:
+            self._print(
+                f"  ... and {len(cases) - MAX_CASES_LISTED} more failing case(s) of "
+                f"{one_line(result.path)}"
+            )

@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_runner.env import GITHUB_ACTIONS, get_bool_env
+from ci_runner.execution.listener import AttemptStart
 from ci_runner.file_safety import destination_problem, read_regular, same_file_groups, why
 from ci_runner.model import SKIPPED, AttemptResult, FileResult, RunInfo, ShardOutcome
 from ci_runner.reports.console import ConsoleReport
+from ci_runner.reports.github import GitHubContext
 from ci_runner.reports.step_summary import STEP_SUMMARY_VARIABLE, append_step_summary
 from ci_runner.reports.timings import write_timings
 from ci_runner.reports.timings_block import timings_block
@@ -32,6 +34,8 @@ class ReportOptions:
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY
     github_actions: bool = False  # $GITHUB_ACTIONS: fold outputs into log groups
     timings_block: bool = False  # catalog timings-block: print SGLang's TIMINGS block at the end
+    live: bool = True  # stream running files' output (--quiet: off)
+    github: GitHubContext = field(default_factory=GitHubContext)  # links, annotation paths
 
     @classmethod
     def from_environment(
@@ -41,6 +45,7 @@ class ReportOptions:
         show_output: bool = False,
         environ: Mapping[str, str] | None = None,
         timings_block: bool = False,
+        live: bool = True,
     ) -> ReportOptions:
         """The given report flags plus what GitHub Actions sets in the environment."""
         env = os.environ if environ is None else environ
@@ -52,6 +57,7 @@ class ReportOptions:
             step_summary=Path(summary) if summary else None,
             github_actions=get_bool_env(GITHUB_ACTIONS, environ=env),
             timings_block=timings_block,
+            live=live,
         )
 
     def destination_problems(self) -> list[str]:
@@ -89,7 +95,10 @@ class ShardReports:
     def __init__(self, options: ReportOptions, console: ConsoleReport | None = None) -> None:
         self.options = options
         self.console = console or ConsoleReport(
-            github_actions=options.github_actions, show_output=options.show_output
+            github_actions=options.github_actions,
+            show_output=options.show_output,
+            live=options.live,
+            github=options.github,
         )
         self.info: RunInfo | None = None
         self.results: list[FileResult] = []
@@ -105,6 +114,12 @@ class ShardReports:
         self._write_files()
         self.console.header(info, to_run)
         self.console.skipped([r for r in self.results if r.status == SKIPPED])
+
+    def attempt_started(self, start: AttemptStart) -> None:
+        self.console.attempt_started(start)
+
+    def attempt_stopped(self, start: AttemptStart) -> None:
+        self.console.attempt_stopped(start)
 
     def attempt_ended(self, path: str, attempt: AttemptResult, why: str, again: bool) -> None:
         self.console.attempt_ended(path, attempt, why, again)
@@ -122,7 +137,7 @@ class ShardReports:
         path = self.options.step_summary
         if path is not None:
             try:
-                append_step_summary(path, outcome)
+                append_step_summary(path, outcome, self.options.github)
             except OSError as exc:
                 _warn(f"could not append to the step summary {path}: {exc}")
         if self.options.timings_block:  # before the summary, which stays the last line

@@ -2,7 +2,8 @@
 
 Each line: ``path``, ``suite``, ``est_time``, ``elapsed`` (seconds over all attempts and retry
 waits), ``status``, ``attempts``, ``shard`` ("0/4"), plus ``attempt_elapsed`` (per attempt; the
-one to compare with est_time), ``timeout``, ``reason``, ``gpu_ids``, ``plan_hash``. Rewritten
+one to compare with est_time), ``timeout``, ``reason``, ``gpu_ids``, ``plan_hash``, and for a
+``no_tests`` file the policy allows, ``tolerated`` (why it does not fail the run). Rewritten
 atomically after every file; files not yet run appear as not_run. Lines are ASCII JSON (a
 non-ASCII character is a ``\\uXXXX`` escape, so no name can split a line), and a lone surrogate
 from a non-UTF-8 name becomes ``\\xNN`` (:func:`~ci_runner.safe_text.printable`).
@@ -33,6 +34,7 @@ def timing_record(result: FileResult, info: RunInfo) -> dict[str, object]:
         "reason": printable(result.reason),
         "gpu_ids": [printable(gpu) for gpu in result.gpu_ids],
         "plan_hash": info.plan_hash,
+        **({"tolerated": printable(result.tolerated)} if result.tolerated else {}),
     }
 
 

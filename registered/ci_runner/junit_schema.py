@@ -1,7 +1,10 @@
 """A checker for the common JUnit XML schema (Jenkins ``junit-10.xsd``), without lxml.
 
 It checks what that XSD says: which elements may appear where and in which order, which
-attributes each element may carry, the required ones, and numeric attribute types.
+attributes each element may carry, the required ones, and numeric attribute types; plus the
+elements Maven Surefire's schema (``surefire-test-report-3.0.xsd``) adds to a ``<testcase>``
+for reruns: ``<flakyFailure>``, ``<flakyError>``, ``<rerunFailure>`` and ``<rerunError>``,
+each with ``message``/``type`` and a ``<stackTrace>``.
 """
 
 from __future__ import annotations
@@ -42,15 +45,23 @@ _SPEC: dict[str, tuple[set[str], set[str], list[set[str]]]] = {
     "testcase": (
         {"name", "assertions", "time", "classname", "status", "class", "file", "line"},
         {"name"},
-        [{"skipped", "error", "failure", "system-out", "system-err"}],
+        [
+            {"skipped", "error", "failure", "system-out", "system-err"},
+            {"flakyFailure", "flakyError", "rerunFailure", "rerunError"},
+        ],
     ),
+    **{
+        tag: ({"message", "type"}, set(), [{"stackTrace"}, {"system-out"}, {"system-err"}])
+        for tag in ("flakyFailure", "flakyError", "rerunFailure", "rerunError")
+    },
+    "stackTrace": (set(), set(), []),
     "skipped": ({"message"}, set(), []),
     "error": ({"message", "type"}, set(), []),
     "failure": ({"message", "type"}, set(), []),
     "system-out": (set(), set(), []),
     "system-err": (set(), set(), []),
 }
-_NUMERIC = {"tests", "failures", "errors", "skipped", "disabled", "time", "assertions"}
+_NUMERIC = {"tests", "failures", "errors", "skipped", "disabled", "time", "assertions", "line"}
 
 
 def schema_problems(path: Path | str) -> list[str]:

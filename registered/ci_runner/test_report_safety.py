@@ -20,7 +20,6 @@ from junitparser import JUnitXml
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.junit_merge import check, load_plan, load_reports
 from ci_runner.model import (
-    FAILING_STATUSES,
     STATUSES,
     AttemptResult,
     CaseResult,
@@ -30,13 +29,14 @@ from ci_runner.model import (
     case_counts,
 )
 from ci_runner.reports import ConsoleReport
+from ci_runner.reports.github import GitHubContext, failing_cases
 from ci_runner.reports.junit import write_junit
-from ci_runner.reports.step_summary import render_step_summary
+from ci_runner.reports.step_summary import MAX_CASE_ROWS, render_step_summary
 from ci_runner.reports.timings import write_timings
 from ci_runner.safe_text import one_line, printable, xml_safe
 
 sys.path.insert(0, str(Path(__file__).parent))
-from execution_tree import make_tree, run_suite, runner_env, script_file
+from execution_tree import make_tree, pytest_file, run_suite, runner_env, script_file
 from junit_schema import schema_problems
 
 register_cpu_ci(est_time=6, suite="base-a-test-cpu")
@@ -52,7 +52,9 @@ NAMES = st.text(CHARACTERS, min_size=1, max_size=24)
 CASE = st.builds(
     CaseResult, name=TEXT, classname=TEXT, time=st.floats(0, 1e4), message=TEXT, text=TEXT,
     outcome=st.sampled_from(["passed", "failed", "error", "skipped"]), type=TEXT,
+    case_id=TEXT, file=TEXT, line=st.integers(0, 10**6),
 )  # fmt: skip
+GITHUB = GitHubContext("https://github.com", "o/r", "abc", "1", "2")
 
 
 @st.composite
@@ -73,6 +75,7 @@ def results(draw) -> list[FileResult]:
             elapsed=draw(st.floats(0, 1e5)), attempts=(attempt,), reason=draw(TEXT),
             gpu_ids=tuple(draw(st.lists(TEXT, max_size=2))),
             cases=tuple(draw(st.lists(CASE, max_size=3))),
+            tolerated=draw(st.sampled_from(["", "kept exit status 0"])) if status == "no_tests" else "",
         )  # fmt: skip
         out.append(result)
     return out
@@ -102,11 +105,22 @@ def check_timings(path: Path, files: list[FileResult]) -> None:
     assert [row["status"] for row in rows] == [r.status for r in files]
 
 
+def _table_rows(text: str, heading: str) -> list[str]:
+    """The table rows of the section headed ``### <heading> (...)``; [] without that section."""
+    if f"### {heading} (" not in text:
+        return []
+    section = text.split(f"### {heading} (", 1)[1].split("\n### ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ")]
+
+
 def check_step_summary(outcome: ShardOutcome) -> None:
-    text = render_step_summary(outcome)
+    text = render_step_summary(outcome, GITHUB)
     text.encode("utf-8")  # strict: no lone surrogate reaches the file
-    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    rows = _table_rows(text, "Files")
     assert len(rows) == 2 + len(outcome.results)  # header, rule, then one row per file
+    failing = sum(len(failing_cases(r)) for r in outcome.failing)
+    shown = failing if failing <= MAX_CASE_ROWS else MAX_CASE_ROWS + 1
+    assert len(_table_rows(text, "Failures")) == (2 + shown if failing else 0)
     assert "\x1b" not in text and "\x00" not in text
 
 
@@ -146,9 +160,12 @@ def test_every_report_format_stays_well_formed_whatever_the_names(files):
         check_merge(Path(tmp), files)
     check_step_summary(outcome)
     check_console(outcome)
-    stripped = [FileResult(r.path, r.suite, r.est_time, r.status, r.elapsed) for r in files]
+    stripped = [
+        FileResult(r.path, r.suite, r.est_time, r.status, r.elapsed, tolerated=r.tolerated)
+        for r in files
+    ]
     passed, failed, skipped = case_counts(stripped)  # a failing file counts even without cases
-    assert failed == sum(r.status in FAILING_STATUSES for r in files)
+    assert failed == sum(r.failing for r in files)
     assert passed + failed + skipped == len(files)
 
 
@@ -195,32 +212,25 @@ def test_a_file_named_with_an_escape_code_runs_and_its_reports_merge(tmp_path):
     ET.parse(tmp_path / "merged.xml")
 
 
-MALFORMED_JUNIT = """
+WRITES_INTO_ITS_RECORD = """
 def test_a():
-    pass
-
-
-def main():
-    code = pytest.main([__file__, "-q"])
-    path = re.search(r"--junitxml=(\\S+)", os.environ["PYTEST_ADDOPTS"]).group(1)
-    text = Path(path).read_text()
-    Path(path).write_text(re.sub(r'time="[^"]*"', 'time="n/a"', text))
-    return code
+    with open(os.environ["CI_RUNNER_CASE_RECORD"], "a") as record:
+        record.write('{"event": "end", "id": "x", "outcome": "great", "pid": 1, "depth": 0}\\n')
 """
 
 
-def test_a_child_junit_with_a_bad_time_fails_the_file_as_a_counted_runner_error(tmp_path):
-    body = "import os\nimport re\nfrom pathlib import Path\n\nimport pytest\n" + MALFORMED_JUNIT
-    root = make_tree(tmp_path / "repo", {"test_na.py": script_file(body)})
+def test_a_case_record_line_that_is_no_record_fails_the_file_as_a_counted_runner_error(tmp_path):
+    body = "import os\n\n" + WRITES_INTO_ITS_RECORD
+    root = make_tree(tmp_path / "repo", {"test_na.py": pytest_file(body)})
     result = run_suite(root, "--junit-xml", str(tmp_path / "j.xml"))
     assert result.returncode == 1, result.stdout
     assert (
-        "registered/test_na.py [failed]: runner error: test case 'test_a' has a time that is not "
-        "a number of seconds (could not convert string to float: 'n/a') (exit 0)" in result.stdout
+        "registered/test_na.py [failed]: runner error: case record line 4: outcome 'great' is "
+        "not one of passed, failed, error, skipped (exit 0)" in result.stdout
     )
-    assert result.stdout.rstrip().splitlines()[-1] == "summary: 0 passed, 1 failed, 0 skipped"
+    assert result.stdout.rstrip().splitlines()[-1] == "summary: 1 passed, 1 failed, 0 skipped"
     (suite,) = JUnitXml.fromfile(str(tmp_path / "j.xml"))
-    assert (suite.tests, suite.failures + suite.errors) == (1, 1)
+    assert (suite.tests, suite.failures + suite.errors) == (2, 1)
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,7 @@ def outcome(tmp_path, code=1):
 
 def test_step_summary(tmp_path):
     text = render_step_summary(outcome(tmp_path))
-    assert text.startswith("## run_suite: cuda unit, shard 2 of 4: failed (exit 1)")
+    assert text.startswith("## run_suite: cuda unit, shard 1/4: failed (exit 1)")
     assert (
         "predicted: this shard 90s of est, slowest shard 100s (lower bound 80s); actual wall 1m17s"
         in text
@@ -138,7 +138,7 @@ def test_console_line_format():
 
 def test_console_groups_output_under_github_actions(tmp_path):
     stream = io.StringIO()
-    console = ConsoleReport(stream, github_actions=True)
+    console = ConsoleReport(stream, github_actions=True, live=False)  # --quiet
     flaky = results(tmp_path)[1]
     console.file_finished(flaky, 2, 5)
     text = stream.getvalue()
@@ -154,8 +154,8 @@ def test_show_output_prints_passing_output(tmp_path):
         (attempt(1, "passed", output_path=str(log)),),
     )  # fmt: skip
     quiet, loud = io.StringIO(), io.StringIO()
-    ConsoleReport(quiet).file_finished(passed, 1, 1)
-    ConsoleReport(loud, show_output=True).file_finished(passed, 1, 1)
+    ConsoleReport(quiet, live=False).file_finished(passed, 1, 1)
+    ConsoleReport(loud, show_output=True, live=False).file_finished(passed, 1, 1)
     assert "hello from a passing file" not in quiet.getvalue()
     assert "hello from a passing file" in loud.getvalue()
 
