@@ -15,13 +15,15 @@ import contextlib
 import signal
 import time
 from pathlib import Path
-
-import psutil
+from typing import TYPE_CHECKING
 
 from ci_runner.execution.captured_output import read_tail
 from ci_runner.execution.child.ci_runner_case_record import STACK_SIGNAL
 from ci_runner.model import ProcessStack
 from ci_runner.safe_text import one_line
+
+if TYPE_CHECKING:  # psutil loads only when stacks are dumped (a dry run never loads it)
+    import psutil
 
 DUMP_SIGNAL: int | None = getattr(signal, STACK_SIGNAL, None)
 DUMP_WAIT_SECONDS = 2.0  # longest wait for the dumps to be written
@@ -46,6 +48,8 @@ def catches_signal(pid: int, signum: int) -> bool:
 
 
 def _command(proc: psutil.Process) -> str:
+    import psutil
+
     try:
         return one_line(" ".join(proc.cmdline()))[:300]
     except psutil.Error:
@@ -58,6 +62,8 @@ def dump_stacks(
     """Signal every ready process of ``processes``, then read their dumps: the file's own
     process (``root_pid``) first, then by pid, at most :data:`MAX_PROCESSES` of them; returns
     them and how many more dumped."""
+    import psutil
+
     if DUMP_SIGNAL is None:
         return [], 0
     ready: dict[int, tuple[psutil.Process, Path, int]] = {}

@@ -304,7 +304,8 @@ class ConsoleReport:
             if items:
                 self._print(f"{title}:")
                 for r in items:
-                    self._print(f"  {one_line(r.path)} [{r.status}]: {one_line(r.reason)}")
+                    why = f"{r.reason} ({r.tolerated})" if r.tolerated else r.reason
+                    self._print(f"  {one_line(r.path)} [{r.status}]: {one_line(why)}")
         if outcome.interrupted_by:
             self._print(f"interrupted by {outcome.interrupted_by}")
         self._print(f"exit code {outcome.exit_code}")

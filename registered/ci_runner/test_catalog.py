@@ -138,7 +138,7 @@ PER_BACKEND_HINT = (
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', colour='"red"'),
-            f"{W} suites[0]: unknown key(s) colour; known keys: gpus-per-file, hw, job-timeout-minutes, name, nightly, renamed-from, runner, timeout-per-file",
+            f"{W} suites[0]: unknown key(s) colour; known keys: gpus-per-file, hw, job-timeout-minutes, launcher, name, nightly, renamed-from, runner, timeout-per-file",
         ),
         (HEAD + suite_toml(hw='"cpu"'), f"{W} suites[0]: missing required key 'name'"),
         (HEAD + suite_toml(name='"a"'), f"{W} suites[0]: missing required key 'hw'"),
@@ -335,6 +335,35 @@ def test_find_root_error_says_what_to_do(tmp_path):
     message = str(info.value)
     assert message.startswith("no pyproject.toml with a [tool.ci-runner] table found in ")
     assert message.endswith("or any parent; run from inside the repository or pass --root DIR")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            HEAD + GOOD + '\n[tool.ci-runner.execution]\nlauncher = "pyest"\n',
+            f"{W}.execution: launcher must be one of 'python', 'pytest', got 'pyest'",
+        ),
+        (
+            HEAD + suite_toml(name='"a"', hw='"cpu"', launcher="1"),
+            f"{W} suites[0] (suite 'a'): launcher must be one of 'python', 'pytest', got 1",
+        ),
+    ],
+)
+def test_a_bad_launcher_names_where_it_is(tmp_path, text, message):
+    assert error_of(tmp_path, text) == message
+
+
+def test_a_suites_launcher_overrides_the_tables(tmp_path):
+    text = (
+        HEAD
+        + GOOD
+        + suite_toml(name='"py"', hw='"cpu"', launcher='"python"')
+        + '\n[tool.ci-runner.execution]\nlauncher = "pytest"\n'
+    )
+    catalog = load_catalog(write(tmp_path, text))
+    assert catalog.launcher_of(catalog.get("unit-cpu")) == "pytest"
+    assert catalog.launcher_of(catalog.get("py")) == "python"
 
 
 if __name__ == "__main__":

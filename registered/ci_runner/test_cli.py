@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import ci_runner
 from ci_runner import register_cpu_ci
 from ci_runner.cli import main
 from ci_runner.env import EnvVarError
@@ -204,11 +205,11 @@ def test_dry_run_text_lists_selection_disabled_and_every_shard(repo, capsys):
     assert out[3].startswith("plan: 3 shard(s), predicted makespan 40.0s, lower bound 40.0s")
     assert "ratio 1.000, plan hash " in out[3]
     assert out[4:] == [
-        "shard 1/3 (--auto-partition-id 0): 1 file(s), est total 40.0s",
+        "shard 0/3 (--auto-partition-id 0): 1 file(s), est total 40.0s",
         "  - registered/test_a.py (est 40.0s)",
-        "shard 2/3 (--auto-partition-id 1): 1 file(s), est total 30.0s",
+        "shard 1/3 (--auto-partition-id 1): 1 file(s), est total 30.0s",
         "  - registered/test_b.py (est 30.0s)",
-        "shard 3/3 (--auto-partition-id 2): 2 file(s), est total 30.0s",
+        "shard 2/3 (--auto-partition-id 2): 2 file(s), est total 30.0s",
         "  - registered/sub/test_c.py (est 20.0s)",
         "  - registered/sub/bench_d.py (est 10.0s)",
         "dry run: nothing was run",
@@ -320,8 +321,8 @@ def test_run_executes_only_the_current_shard_and_exits_0(repo, capfd):
     )
     out = capfd.readouterr().out
     assert code == 0
-    assert "shard 3/3 (--auto-partition-id 2): 2 file(s), est total 30.0s" in out
-    assert "shard 1/3" not in out
+    assert "shard 2/3 (--auto-partition-id 2): 2 file(s), est total 30.0s" in out
+    assert "shard 0/3" not in out
     assert ran_files(repo) == ["registered/sub/test_c.py", "registered/sub/bench_d.py"]
 
 
@@ -337,7 +338,7 @@ def test_empty_shard_succeeds(repo, capfd):
     )
     assert code == 0
     out = capfd.readouterr().out
-    assert "shard 4/4 (--auto-partition-id 3): 0 file(s), est total 0.0s" in out
+    assert "shard 3/4 (--auto-partition-id 3): 0 file(s), est total 0.0s" in out
     assert ran_files(repo) == []
 
 
@@ -401,6 +402,11 @@ def test_run_suite_script_end_to_end_from_the_repo_cwd(repo):
     )
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["files"]) == 4
+
+
+def test_version_prints_the_packages_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"run-suite {ci_runner.__version__}\n"
 
 
 if __name__ == "__main__":

@@ -241,6 +241,42 @@ def test_run_suite_py_init_end_to_end(tmp_path):
         assert flag in help_text
 
 
+PYTEST_ONLY = 'from ci_runner import register_cpu_ci\n\nregister_cpu_ci(est_time=2, suite="unit")\n\n\ndef test_a():\n    pass\n'
+
+
+def test_a_tree_without_main_blocks_gets_the_pytest_launcher(tmp_path, capsys):
+    root = make(
+        tmp_path,
+        {"registered/test_a.py": PYTEST_ONLY, "registered/sub/test_b.py": PYTEST_ONLY},
+    )
+    assert init(root) == 0
+    out = capsys.readouterr().out
+    assert (
+        '[tool.ci-runner.execution] launcher = "pytest": none of the 2 registered file(s) has an '
+        '`if __name__ == "__main__":` block that runs its tests, so each runs as python -m pytest '
+        "<file>" in out
+    )
+    catalog = load_catalog(root)
+    assert catalog.execution.launcher == "pytest"
+    assert collect(catalog).problems == []  # a pytest-launched file needs no __main__ block
+
+
+def test_a_tree_where_some_files_lack_main_blocks_is_asked(tmp_path, capsys):
+    main_file = (
+        PYTEST_ONLY.replace("from ci_runner", "import sys\n\nimport pytest\n\nfrom ci_runner")
+        + MAIN
+    )
+    root = make(tmp_path, {"registered/test_a.py": PYTEST_ONLY, "registered/test_b.py": main_file})
+    assert init(root) == 0
+    out = capsys.readouterr().out
+    assert (
+        '1 of 2 registered file(s) have no `if __name__ == "__main__":` block that runs their '
+        "tests, so `python <file>` runs no test (the runner reports each as no_tests): add the "
+        'block, or give their suites launcher = "pytest": registered/test_a.py' in out
+    )
+    assert load_catalog(root).execution.launcher == "python"
+
+
 def test_main_help_points_at_init(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
