@@ -215,6 +215,7 @@ def run_attempt(
         pin_gpus=pin_gpus, attempt=number, token=token,
     )  # fmt: skip
     argv, cwd = settings.command(path, suite)
+    start = time.monotonic()
     with open(files.output, "wb") as output, process_tree.spawn_guard():
         try:
             proc = process_tree.spawn_in_new_session(argv, cwd, env, output)
@@ -223,7 +224,6 @@ def run_attempt(
             output.write(reason.encode())
             return _failed_to_start(path, number, reason, files, timeout)
         process_tree.register_root(proc.pid)
-    start = time.monotonic()
     watch = AttemptStart(
         path, number, settings.retry.max_attempts if settings.retry.enabled else 1, est_time,
         timeout, gpu_ids, files.output, files.record, start,

@@ -57,7 +57,7 @@ def file_line(result: FileResult, index: int, total: int) -> str:
         extras.append(one_line(result.reason))
         if result.tolerated:
             extras.append(one_line(result.tolerated))
-    if last is not None and last.running and result.status in (TIMEOUT, CRASHED):
+    if last is not None and last.running and result.status == TIMEOUT:
         extras.append(f"running {one_line(', '.join(last.running))}")
     if len(result.attempts) > 1:
         extras.append(f"attempts {len(result.attempts)}")

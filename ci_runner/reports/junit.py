@@ -8,7 +8,8 @@ gets ``<error type="timeout|crashed">`` with the stacks and the output; a failur
 gets a case for the whole file; files that did not run or are disabled a ``<skipped>`` case with
 the reason. Retries use Maven Surefire's elements, so viewers show them: a case that failed and
 then passed carries ``<flakyFailure>`` / ``<flakyError>`` for each failed attempt, a case that
-failed every attempt ``<rerunFailure>`` / ``<rerunError>`` for the attempts before the last.
+failed every attempt ``<rerunFailure>`` / ``<rerunError>`` for the attempts before the last; a
+flaky case's first child is a ``<system-out>`` saying so, for viewers without those elements.
 Names and texts are made XML-safe (:func:`~ci_runner.safe_text.xml_safe`), so a file name with an
 escape code or a child's NUL byte never makes the report unreadable. Failed attempts are also
 kept in ``attempt.N`` properties and in the testsuite's ``<system-err>``. At the start every
@@ -22,7 +23,17 @@ import socket
 from datetime import UTC, datetime
 from pathlib import Path
 
-from junitparser import Attr, Error, Failure, IntAttr, JUnitXml, Skipped, SystemErr, TestSuite
+from junitparser import (
+    Attr,
+    Error,
+    Failure,
+    IntAttr,
+    JUnitXml,
+    Skipped,
+    SystemErr,
+    SystemOut,
+    TestSuite,
+)
 from junitparser.xunit2 import FlakyError, FlakyFailure, RerunError, RerunFailure
 from junitparser.xunit2 import TestCase as SurefireCase
 
@@ -97,14 +108,25 @@ def _other_attempts(result: FileResult, case: CaseResult) -> list[CaseResult]:
     return found
 
 
+def _flaky_note(result: FileResult, others: list[CaseResult]) -> SystemOut:
+    """A passing case's ``<system-out>`` naming the attempts it failed in, first among its
+    children: viewers that know no Surefire element (junit2html, xunit-viewer) show this."""
+    failed = "; ".join(f"{other.outcome}: {other.message}" for other in others)
+    return SystemOut(xml_safe(f"flaky: {failed}; passed on attempt {len(result.attempts)}"))
+
+
 def _cases(result: FileResult) -> list[_TestCase]:
     elements = []
     retried = len(result.attempts) > 1
     for case in report_cases(result):
         element = _case(case)
-        if retried and (result.status == FLAKY or case.outcome in ("failed", "error")):
-            for other in _other_attempts(result, case):
-                element.add_interim_result(_interim(other, flaky=result.status == FLAKY))
+        flaky = result.status == FLAKY
+        if retried and (flaky or case.outcome in ("failed", "error")):
+            others = _other_attempts(result, case)
+            if flaky and others:
+                element.append(_flaky_note(result, others))
+            for other in others:
+                element.add_interim_result(_interim(other, flaky=flaky))
         elements.append(element)
     return elements
 

@@ -46,8 +46,17 @@ _SPEC: dict[str, tuple[set[str], set[str], list[set[str]]]] = {
         {"name", "assertions", "time", "classname", "status", "class", "file", "line"},
         {"name"},
         [
-            {"skipped", "error", "failure", "system-out", "system-err"},
-            {"flakyFailure", "flakyError", "rerunFailure", "rerunError"},
+            {
+                "skipped",
+                "error",
+                "failure",
+                "system-out",
+                "system-err",
+                "flakyFailure",
+                "flakyError",
+                "rerunFailure",
+                "rerunError",
+            },
         ],
     ),
     **{

@@ -198,7 +198,10 @@ def test_junit_flaky_shape_and_schema(run):
     lucky = cases["test_second_time_lucky"]
     assert lucky.get("file") == "registered/test_flaky_case.py"
     assert lucky.get("line") == str(_line_of("registered/test_flaky_case.py", "def test_second"))
-    assert [child.tag for child in lucky] == ["flakyFailure"]
+    assert [child.tag for child in lucky] == ["system-out", "flakyFailure"]
+    assert lucky.find("system-out").text == (
+        "flaky: failed: AssertionError: fails on the first attempt only; passed on attempt 2"
+    )
     flaky = lucky.find("flakyFailure")
     assert flaky.get("message") == "AssertionError: fails on the first attempt only"
     assert "assert not first" in flaky.find("stackTrace").text

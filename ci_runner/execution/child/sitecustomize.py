@@ -49,9 +49,7 @@ class _UnittestHook:
         if self.done or name != "unittest.result":
             return None
         self.done = True
-        from importlib.machinery import PathFinder
-
-        spec = PathFinder.find_spec(name, path, target)
+        spec = _path_finder().find_spec(name, path, target)
         loader = getattr(spec, "loader", None)
         run = getattr(loader, "exec_module", None)
         if run is None:
@@ -74,12 +72,16 @@ def _hook_unittest(result_module):
         pass
 
 
+def _path_finder():
+    """importlib's PathFinder, from the module start-up already loaded (importing
+    ``importlib.machinery`` would load ``importlib`` and ``warnings`` in every process)."""
+    return sys.modules["_frozen_importlib_external"].PathFinder
+
+
 def _chain():
     """Run the ``sitecustomize`` this one shadows, reporting its errors as ``site`` does."""
-    from importlib.machinery import PathFinder
-
     others = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-    spec = PathFinder.find_spec("sitecustomize", others)
+    spec = _path_finder().find_spec("sitecustomize", others)
     if spec is None or spec.loader is None:
         return
     module = type(sys)("sitecustomize")
