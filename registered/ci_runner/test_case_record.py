@@ -336,8 +336,11 @@ HANGS = """
         threading.Thread(target=sleeper, name="helper", daemon=True).start()
         child = multiprocessing.get_context("fork").Process(target=sleeper)
         child.start()
-        if os.fork() == 0:  # a Python process that becomes another program
+        pid = os.fork()
+        if pid == 0:  # a Python process that becomes another program
             os.execvp("sleep", ["sleep", "600"])
+        while open(f"/proc/{pid}/comm").read().strip() != "sleep":
+            time.sleep(0.01)
         print("ready", flush=True)
         time.sleep(600)
 """
@@ -365,7 +368,7 @@ def test_stacks_of_every_python_process_and_no_signal_for_the_others(tmp_path):
         stacks, omitted = dump_stacks(tree, tmp_path, proc.pid)
         assert omitted == 0
         assert [s.pid for s in stacks] == [proc.pid, stacks[1].pid]  # root first, forked child
-        assert "line 20 in <module>" in stacks[0].text and "in sleeper" in stacks[0].text
+        assert "line 23 in <module>" in stacks[0].text and "in sleeper" in stacks[0].text
         assert "in sleeper" in stacks[1].text and "multiprocessing" in stacks[1].text
         assert stacks[0].command.endswith("hangs.py")
         assert sleeper.is_running()  # the exec'ed process got no signal, so it lives
@@ -404,6 +407,14 @@ def test_nothing_is_recorded_or_changed_without_the_runners_variables(tmp_path):
     )
     assert done.stdout.strip() == "None"
     assert list(tmp_path.iterdir()) == [tmp_path / "test_u.py"]
+
+
+def test_the_bootstrap_reads_the_variables_the_record_module_defines():
+    from ci_runner.execution.child import ci_runner_case_record as record
+
+    source = (CHILD_DIR / "sitecustomize.py").read_text()
+    for name in ("RECORD_VARIABLE", "DEPTH_VARIABLE", "STACK_DIR_VARIABLE", "STACK_SIGNAL"):
+        assert f'"{getattr(record, name)}"' in source, name
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from ci_runner.model import (
 )
 from ci_runner.reports import ConsoleReport
 from ci_runner.reports.console import file_line
+from ci_runner.reports.github import MAX_ANNOTATIONS, GitHubContext, annotations
 from ci_runner.reports.junit import write_junit, xml_safe
 from ci_runner.reports.step_summary import render_step_summary
 from ci_runner.reports.timings import write_timings
@@ -170,6 +171,21 @@ def test_console_table_and_summary_line(tmp_path):
     assert ["flaky", "4.0s", "20s", "2", "registered/test_flaky.py"] in [
         line.split() for line in lines
     ]
+
+
+def test_annotations_are_bounded_and_the_rest_summarised():
+    cases = tuple(
+        CaseResult(f"test_{i}", "c", 0.1, "failed", f"boom {i}", case_id=f"t.py::test_{i}",
+                   file="t.py", line=i + 1)
+        for i in range(12)
+    )  # fmt: skip
+    failing = FileResult("t.py", "unit", 1, "failed", 1.0, reason="12 failing", cases=cases)
+    lines = annotations(ShardOutcome(INFO, [failing], exit_code=1), GitHubContext())
+    assert len(lines) == MAX_ANNOTATIONS == 10
+    assert lines[0] == "::error file=t.py,line=1,title=t.py%3A%3Atest_0::failed: boom 0"
+    assert lines[-1] == (
+        "::error::3 more failing test case(s): see the job's step summary and JUnit report"
+    )
 
 
 if __name__ == "__main__":

@@ -57,23 +57,25 @@ MAX_MESSAGE = 2048  # characters of a one-line message kept
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
 
-_depth: int | None = None  # this process's depth, set once by sitecustomize
+_depth: int | None = None  # this process's depth
 _pytest_active = False  # a pytest session of this process reports cases (unittest stands down)
 _writer: _Writer | None = None
 _writer_pid = 0
 
 
 def claim_depth() -> int:
-    """Read this process's depth and give its children the next one (sitecustomize calls it
-    once, at start-up)."""
+    """This process's depth: what the bootstrap's ``sitecustomize`` read at start-up (it gave
+    the process's children the next one), else the variable as it is."""
     global _depth
     if _depth is None:
-        try:
-            _depth = max(0, int(os.environ.get(DEPTH_VARIABLE, "0")))
-        except ValueError:
-            _depth = 0
-        if RECORD_VARIABLE in os.environ:
-            os.environ[DEPTH_VARIABLE] = str(_depth + 1)
+        started = getattr(sys.modules.get("sitecustomize"), "CI_RUNNER_DEPTH", None)
+        if isinstance(started, int):
+            _depth = started
+        else:
+            try:
+                _depth = max(0, int(os.environ.get(DEPTH_VARIABLE, "0")))
+            except ValueError:
+                _depth = 0
     return _depth
 
 

@@ -11,14 +11,20 @@ that inherits the runner's ``PYTHONPATH`` (the file's own and its Python childre
    written to the case record however they are started (:mod:`ci_runner_unittest_hook`);
 3. runs the ``sitecustomize`` it shadows, if there is one further along the path.
 
-Standard library only, and cheap: besides :mod:`ci_runner_case_record` (its constants), nothing
-is imported that start-up has not imported already until a test needs it.
+Standard library only, and cheap (about 1 ms a process beyond what any ``sitecustomize`` costs):
+besides ``signal`` and ``faulthandler``, nothing is imported until a test reports a case. The
+variable names are those :mod:`ci_runner_case_record` defines (a test checks they agree).
 """
 
 import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_RECORD = "CI_RUNNER_CASE_RECORD"
+_DEPTH = "CI_RUNNER_CASE_DEPTH"
+_STACK_DIR = "CI_RUNNER_STACK_DIR"
+_STACK_SIGNAL = "SIGUSR2"
+CI_RUNNER_DEPTH = None  # this process's depth (ci_runner_case_record reads it)
 _dump_files = []  # kept open for faulthandler, one per process (a forked child adds its own)
 
 
@@ -100,17 +106,20 @@ def _chain():
 
 
 def _install():
-    import ci_runner_case_record as record
-
-    if os.environ.get(record.RECORD_VARIABLE):
-        record.claim_depth()
+    global CI_RUNNER_DEPTH
+    if os.environ.get(_RECORD):
+        try:
+            CI_RUNNER_DEPTH = max(0, int(os.environ.get(_DEPTH, "0")))
+        except ValueError:
+            CI_RUNNER_DEPTH = 0
+        os.environ[_DEPTH] = str(CI_RUNNER_DEPTH + 1)  # this process's Python children
         if "unittest.result" in sys.modules:
             _hook_unittest(sys.modules["unittest.result"])
         else:
             sys.meta_path.insert(0, _UnittestHook())
-    directory = os.environ.get(record.STACK_DIR_VARIABLE)
+    directory = os.environ.get(_STACK_DIR)
     if directory:
-        _register_stack_dump(directory, record.STACK_SIGNAL)
+        _register_stack_dump(directory, _STACK_SIGNAL)
 
 
 try:  # noqa: SIM105 - plain try: no contextlib import at start-up
