@@ -134,6 +134,17 @@ def _details(result: FileResult) -> list[str]:
     return out
 
 
+def _section(title: str, header: str, rows: list[str], results: list[FileResult]) -> list[str]:
+    """``### <title> (n)``: a table of ``rows`` (bounded), then each file's details."""
+    if not rows:
+        return []
+    out = ["", f"### {title} ({len(rows)})", "", header, "| --- | --- | --- |"]
+    out += _bounded_rows(rows)
+    for result in results:
+        out += _details(result)
+    return out
+
+
 def render_step_summary(outcome: ShardOutcome, github: GitHubContext | None = None) -> str:
     """The Markdown text for one shard: failures first, then flaky and no-test files, then
     every file."""
@@ -156,20 +167,18 @@ def render_step_summary(outcome: ShardOutcome, github: GitHubContext | None = No
     run_url = github.run_url()
     if run_url:
         out.append(f"- job log: [this run's jobs]({run_url})")
-    failures = _failure_rows(outcome, github)
-    if failures:
-        out += ["", f"### Failures ({len(failures)})", ""]
-        out += ["| test case | status | message |", "| --- | --- | --- |"]
-        out += _bounded_rows(failures)
-        for result in outcome.failing:
-            out += _details(result)
-    flaky = _flaky_rows(outcome, github)
-    if flaky:
-        out += ["", f"### Flaky ({len(flaky)})", ""]
-        out += ["| test case | failed first with | then |", "| --- | --- | --- |"]
-        out += _bounded_rows(flaky)
-        for result in outcome.flaky:
-            out += _details(result)
+    out += _section(
+        "Failures",
+        "| test case | status | message |",
+        _failure_rows(outcome, github),
+        outcome.failing,
+    )
+    out += _section(
+        "Flaky",
+        "| test case | failed first with | then |",
+        _flaky_rows(outcome, github),
+        outcome.flaky,
+    )
     tolerated = [r for r in outcome.no_tests if not r.failing]
     if tolerated:
         out += ["", f"### Ran no tests ({len(tolerated)})", ""]

@@ -55,6 +55,15 @@ def script_file(body: str, est: float = 1, suite: str = "cpu-suite", marker: str
     return _registered_file(body, est, suite, marker, use_pytest=False)
 
 
+FLAKY_CASE = """
+def test_second_time_lucky():
+    marker = Path(__file__).with_suffix(".ran")
+    first = not marker.exists()
+    marker.write_text("x")
+    assert not first, "fails on the first attempt only"
+"""  # a pytest case that fails on its file's first attempt only (needs pathlib's Path)
+
+
 def gpu_recorder(est: float, seconds: float, suite: str = "gpu-suite", extra: str = "") -> str:
     """A CUDA-registered script that sleeps, then appends a JSON line to ``$SLOT_LOG``: its file,
     ``CUDA_VISIBLE_DEVICES`` and start/end times. ``extra`` is appended to the registration

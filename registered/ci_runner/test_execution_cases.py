@@ -15,7 +15,7 @@ from ci_runner import register_cpu_ci
 register_cpu_ci(est_time=20, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from execution_tree import pytest_file, run_suite, script_file  # noqa: E402
+from execution_tree import FLAKY_CASE, pytest_file, run_suite, script_file  # noqa: E402
 from junit_schema import schema_problems  # noqa: E402
 from tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
 
@@ -29,21 +29,7 @@ CRASH = pytest_file(
     est=4,
 )
 FLAKY = pytest_file(
-    """
-    from pathlib import Path
-
-
-    def test_steady():
-        pass
-
-
-    def test_second_time_lucky():
-        marker = Path(__file__).with_suffix(".ran")
-        first = not marker.exists()
-        marker.write_text("x")
-        assert not first, "fails on the first attempt only"
-    """,
-    est=3,
+    "from pathlib import Path\n\n\ndef test_steady():\n    pass\n\n" + FLAKY_CASE, est=3
 )
 UNITTEST_HEAD = "import sys\nimport unittest\n\nfrom ci_runner import register_cpu_ci\n\n"
 UNIT_MIXED = (

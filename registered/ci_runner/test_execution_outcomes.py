@@ -12,7 +12,7 @@ from ci_runner import register_cpu_ci
 register_cpu_ci(est_time=14, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from execution_tree import make_tree, pytest_file, run_suite, script_file  # noqa: E402
+from execution_tree import FLAKY_CASE, make_tree, pytest_file, run_suite, script_file  # noqa: E402
 from junit_schema import schema_problems  # noqa: E402
 
 FILES = {
@@ -30,18 +30,7 @@ FILES = {
         est=9,
     ),
     "test_fail.py": pytest_file("def test_bad():\n    assert 1 == 2, 'one is not two'\n", est=8),
-    "test_flaky.py": pytest_file(
-        """
-        from pathlib import Path
-
-        def test_second_time_lucky():
-            marker = Path(__file__).with_suffix(".ran")
-            first = not marker.exists()
-            marker.write_text("x")
-            assert not first, "fails on the first attempt only"
-        """,
-        est=7,
-    ),
+    "test_flaky.py": pytest_file("from pathlib import Path\n\n" + FLAKY_CASE, est=7),
     "test_segv.py": script_file(
         "import ctypes\n\n\ndef main():\n    ctypes.string_at(0)\n    return 0\n", est=6
     ),
