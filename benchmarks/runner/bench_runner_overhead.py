@@ -3,6 +3,8 @@
 
 1. Overhead: N trivial files run sequentially with the JUnit and timings reports on. Overhead
    per file = (shard wall - sum of the files' own elapsed times) / N. Target: under 50 ms.
+   Beside it, the CPU time per file of the runner's own process and of the files' processes
+   (``getrusage``): on a shared, loaded machine the wall figures move with the load, these less.
 2. Slots: sleeping files on 4 fake GPUs (``--gpu-ids 0,1,2,3``). Wall time against the ideal
    ``max(longest, total / 4)`` computed from the files' own elapsed times. Target: within 10%.
 
@@ -15,6 +17,7 @@ import argparse
 import contextlib
 import io
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -52,16 +55,25 @@ def _run(root: Path, files: list[FileToRun], argv: list[str]) -> tuple[float, li
     return wall, [json.loads(line) for line in timings.read_text().splitlines()]
 
 
-def overhead(count: int) -> tuple[float, float, float]:
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def overhead(count: int) -> tuple[float, float, float, float, float]:
+    """(wall, files' own time, overhead per file, runner CPU per file, files' CPU per file)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         files = []
         for i in range(count):
             (root / f"test_noop_{i}.py").write_text("import sys\nsys.exit(0)\n")
             files.append(FileToRun(f"test_noop_{i}.py", "bench", 1.0, gpus=0))
+        runner, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
         wall, records = _run(root, files, [])
+        runner = (_cpu(resource.RUSAGE_SELF) - runner) / count
+        children = (_cpu(resource.RUSAGE_CHILDREN) - children) / count
         own = sum(r["elapsed"] for r in records)
-        return wall, own, (wall - own) / count
+        return wall, own, (wall - own) / count, runner, children
 
 
 def slots() -> tuple[float, float, float]:
@@ -81,7 +93,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=40, help="trivial files for the overhead run")
     count = parser.parse_args().files
-    wall, own, per_file = overhead(count)
+    wall, own, per_file, runner_cpu, file_cpu = overhead(count)
     s_wall, s_ideal, s_sleep_ideal = slots()
     rows = [
         ("measure", "value", "target", "ok"),
@@ -91,6 +103,8 @@ def main() -> int:
             "< 50 ms",
             "yes" if per_file < 0.05 else "NO",
         ),
+        ("runner CPU per file (its process, all threads)", f"{runner_cpu * 1000:.1f} ms", "", ""),
+        ("file CPU per file (a trivial Python file)", f"{file_cpu * 1000:.1f} ms", "", ""),
         (
             f"4 fake GPUs, {len(SLEEPS)} sleeping files",
             f"wall {s_wall:.2f}s / ideal {s_ideal:.2f}s = {s_wall / s_ideal:.3f} "
