@@ -1,8 +1,10 @@
 """What one attempt of a file runs with: its files on disk and its environment.
 
-Each attempt has three private paths in the shard's temporary directory (:class:`AttemptFiles`):
-the combined stdout+stderr (``.log``), the case record (``.cases``, see
-:mod:`ci_runner.execution.case_record`) and the directory of stack dumps (``.stacks/``). The
+Each attempt has private paths in the shard's temporary directory (:class:`AttemptFiles`): the
+combined stdout+stderr (``<stem>.log``), the case record (``<stem>.cases``, see
+:mod:`ci_runner.execution.case_record`) and one stack-dump file per Python process
+(``<stem>.stack.<pid>``; no directory of their own: creating and removing one per file cost the
+runner more than all the rest of its new work). The
 environment puts the child bootstrap (:mod:`ci_runner.execution.child`) first on ``PYTHONPATH``
 and tells it where those files are; ``PYTEST_ADDOPTS`` loads the case-record plugin and sets
 pytest's ``faulthandler_timeout`` just under the file's time limit.
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from ci_runner.execution.child.ci_runner_case_record import (
     DEPTH_VARIABLE,
     RECORD_VARIABLE,
     ROOT_VARIABLE,
-    STACK_DIR_VARIABLE,
+    STACK_PREFIX_VARIABLE,
 )
 from ci_runner.execution.gpu_slots import VISIBLE_DEVICES
 from ci_runner.execution.process_tree import TOKEN_VARIABLE
@@ -43,15 +44,24 @@ class AttemptFiles:
         return self.output.with_suffix(".cases")
 
     @property
-    def stack_dir(self) -> Path:
-        return self.output.with_suffix(".stacks")
+    def stack_prefix(self) -> str:
+        """Each Python process of the attempt dumps its stacks to ``<stack_prefix><pid>``."""
+        return str(self.output.with_suffix(".stack."))
+
+    def stack_file(self, pid: int) -> Path:
+        return Path(f"{self.stack_prefix}{pid}")
 
     def remove(self) -> None:
         """Delete them (whatever the file did to them)."""
         for path in (self.output, self.record):
             with contextlib.suppress(OSError):
                 path.unlink(missing_ok=True)
-        shutil.rmtree(self.stack_dir, ignore_errors=True)
+        start = self.output.with_suffix(".stack.").name
+        with contextlib.suppress(OSError), os.scandir(self.output.parent) as entries:
+            for entry in entries:
+                if entry.name.startswith(start):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
 
 
 def pytest_addopts(existing: str | None) -> str:
@@ -95,5 +105,5 @@ def child_environment(
     env[RECORD_VARIABLE] = str(files.record)
     env[ROOT_VARIABLE] = str(root)
     env[DEPTH_VARIABLE] = "0"
-    env[STACK_DIR_VARIABLE] = str(files.stack_dir)
+    env[STACK_PREFIX_VARIABLE] = files.stack_prefix
     return env

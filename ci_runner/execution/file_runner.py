@@ -99,11 +99,11 @@ class RunningAttempt:
     (:func:`~ci_runner.execution.stacks.dump_stacks`), then kills them.
     """
 
-    def __init__(self, root: psutil.Process, token: str, grace: float, stack_dir: Path) -> None:
+    def __init__(self, root: psutil.Process, token: str, grace: float, files: AttemptFiles) -> None:
         self.root = root
         self.token = token
         self.grace = grace
-        self.stack_dir = stack_dir
+        self.files = files
         self.timed_out = False
         self.interrupted_by: int | None = None
         self.stacks: tuple[ProcessStack, ...] = ()
@@ -121,7 +121,7 @@ class RunningAttempt:
             first, self._stopping = not self._stopping, True
         if first:
             processes = process_tree.find_file_processes(self.root, self.token)
-            stacks, omitted = dump_stacks(processes, self.stack_dir, self.root.pid)
+            stacks, omitted = dump_stacks(processes, self.files.stack_file, self.root.pid)
             self.stacks, self.stacks_omitted = tuple(stacks), omitted
         process_tree.kill_file_processes(self.root, self.token, self.grace)
 
@@ -208,8 +208,6 @@ def run_attempt(
     files = AttemptFiles(settings.workdir / f"{uuid.uuid4().hex[:12]}-{number}.log")
     token = uuid.uuid4().hex
     settings.workdir.mkdir(parents=True, exist_ok=True)  # a previous file may have removed it
-    with contextlib.suppress(OSError):
-        files.stack_dir.mkdir()
     env = child_environment(
         settings.base_env, settings.root, settings.nightly, files, gpu_ids=gpu_ids,
         pin_gpus=pin_gpus, attempt=number, token=token,
@@ -234,9 +232,7 @@ def run_attempt(
         root = psutil.Process(proc.pid)
     except psutil.Error:
         root = None
-    running = (
-        RunningAttempt(root, token, settings.kill_grace_seconds, files.stack_dir) if root else None
-    )
+    running = RunningAttempt(root, token, settings.kill_grace_seconds, files) if root else None
     timer: threading.Timer | None = None
     if running is not None:
         if not cancel.attach(running):

@@ -1,7 +1,8 @@
 """Python stacks of a file's processes, taken just before the runner kills them.
 
 Every Python process of a file's tree registers a stack dump at start-up (the child bootstrap's
-``sitecustomize``): on ``SIGUSR2`` it writes every thread's stack to ``<dump dir>/<pid>.txt``.
+``sitecustomize``): on ``SIGUSR2`` it writes every thread's stack to its own dump file, named by
+its pid (``<attempt>.stack.<pid>``).
 Before a timeout or interruption kill, :func:`dump_stacks` sends that signal to each process of
 the file that is *ready*: it has its dump file, and (on Linux, read from ``/proc/<pid>/status``)
 it catches the signal, whose default action would kill it. A process that exec'ed into another
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,7 +59,7 @@ def _command(proc: psutil.Process) -> str:
 
 
 def dump_stacks(
-    processes: list[psutil.Process], directory: Path, root_pid: int
+    processes: list[psutil.Process], dump_file: Callable[[int], Path], root_pid: int
 ) -> tuple[list[ProcessStack], int]:
     """Signal every ready process of ``processes``, then read their dumps: the file's own
     process (``root_pid``) first, then by pid, at most :data:`MAX_PROCESSES` of them; returns
@@ -68,7 +70,7 @@ def dump_stacks(
         return [], 0
     ready: dict[int, tuple[psutil.Process, Path, int]] = {}
     for proc in processes:
-        path = directory / f"{proc.pid}.txt"
+        path = dump_file(proc.pid)
         try:
             before = path.stat().st_size
         except OSError:

@@ -38,7 +38,7 @@ def run(tmp_path, argv, extra_path=(), check=True, **env):
         CI_RUNNER_CASE_RECORD=str(record),
         CI_RUNNER_CASE_ROOT=str(tmp_path),
         CI_RUNNER_CASE_DEPTH="0",
-        CI_RUNNER_STACK_DIR=str(tmp_path / "stacks"),
+        CI_RUNNER_STACK_PREFIX=str(tmp_path / "stacks" / "dump."),
         PYTEST_ADDOPTS="-p no:cacheprovider -p ci_runner_pytest_plugin",
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
         **env,
@@ -349,7 +349,9 @@ HANGS = """
 def test_stacks_of_every_python_process_and_no_signal_for_the_others(tmp_path):
     write(tmp_path, "hangs.py", HANGS)
     environ = {**os.environ, "PYTHONPATH": f"{CHILD_DIR}{os.pathsep}{REPO}"}
-    environ.update(CI_RUNNER_CASE_RECORD=str(tmp_path / "r"), CI_RUNNER_STACK_DIR=str(tmp_path))
+    environ.update(
+        CI_RUNNER_CASE_RECORD=str(tmp_path / "r"), CI_RUNNER_STACK_PREFIX=f"{tmp_path}/d."
+    )
     proc = subprocess.Popen(
         [sys.executable, "hangs.py"], cwd=tmp_path, env=environ, stdout=subprocess.PIPE,
         start_new_session=True,
@@ -365,7 +367,7 @@ def test_stacks_of_every_python_process_and_no_signal_for_the_others(tmp_path):
             time.sleep(0.05)
         sleeper = next(p for p in tree if p.name() == "sleep")
         assert not catches_signal(sleeper.pid, signal.SIGUSR2)
-        stacks, omitted = dump_stacks(tree, tmp_path, proc.pid)
+        stacks, omitted = dump_stacks(tree, lambda pid: tmp_path / f"d.{pid}", proc.pid)
         assert omitted == 0
         assert [s.pid for s in stacks] == [proc.pid, stacks[1].pid]  # root first, forked child
         assert "line 23 in <module>" in stacks[0].text and "in sleeper" in stacks[0].text
@@ -413,7 +415,7 @@ def test_the_bootstrap_reads_the_variables_the_record_module_defines():
     from ci_runner.execution.child import ci_runner_case_record as record
 
     source = (CHILD_DIR / "sitecustomize.py").read_text()
-    for name in ("RECORD_VARIABLE", "DEPTH_VARIABLE", "STACK_DIR_VARIABLE", "STACK_SIGNAL"):
+    for name in ("RECORD_VARIABLE", "DEPTH_VARIABLE", "STACK_PREFIX_VARIABLE", "STACK_SIGNAL"):
         assert f'"{getattr(record, name)}"' in source, name
 
 

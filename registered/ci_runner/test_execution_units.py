@@ -174,7 +174,7 @@ def test_child_environment(tmp_path):
     assert env["PYTEST_ADDOPTS"] == "-x -p no:cacheprovider -p ci_runner_pytest_plugin"
     assert env["CI_RUNNER_ATTEMPT"] == "2"
     assert env["CI_RUNNER_CASE_RECORD"] == str(tmp_path / "a-1.cases")
-    assert env["CI_RUNNER_STACK_DIR"] == str(tmp_path / "a-1.stacks")
+    assert env["CI_RUNNER_STACK_PREFIX"] == str(tmp_path / "a-1.stack.")
     assert (env["CI_RUNNER_CASE_ROOT"], env["CI_RUNNER_CASE_DEPTH"]) == (str(tmp_path), "0")
 
 

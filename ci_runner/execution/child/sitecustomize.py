@@ -4,7 +4,7 @@ Python imports the first ``sitecustomize`` on its path at start-up; this one, in
 that inherits the runner's ``PYTHONPATH`` (the file's own and its Python children):
 
 1. registers a stack dump: on ``SIGUSR2``, :mod:`faulthandler` writes the stack of every thread
-   to ``$CI_RUNNER_STACK_DIR/<pid>.txt`` (reopened for a forked child). That file marks the
+   to ``$CI_RUNNER_STACK_PREFIX<pid>`` (reopened for a forked child). That file marks the
    process as ready: the runner sends the signal only to processes that have one and that catch
    the signal, since its default action would kill any other process;
 2. hooks unittest's result reporting when ``unittest`` is first imported, so unittest cases are
@@ -22,13 +22,13 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _RECORD = "CI_RUNNER_CASE_RECORD"
 _DEPTH = "CI_RUNNER_CASE_DEPTH"
-_STACK_DIR = "CI_RUNNER_STACK_DIR"
+_STACK_PREFIX = "CI_RUNNER_STACK_PREFIX"
 _STACK_SIGNAL = "SIGUSR2"
 CI_RUNNER_DEPTH = None  # this process's depth (ci_runner_case_record reads it)
 _dump_files = []  # kept open for faulthandler, one per process (a forked child adds its own)
 
 
-def _register_stack_dump(directory, signal_name):
+def _register_stack_dump(prefix, signal_name):
     import faulthandler
     import signal
 
@@ -36,10 +36,10 @@ def _register_stack_dump(directory, signal_name):
 
     def register():
         try:
-            handle = open(os.path.join(directory, f"{os.getpid()}.txt"), "w")  # noqa: SIM115
+            handle = open(f"{prefix}{os.getpid()}", "w")  # noqa: SIM115
             faulthandler.register(signum, file=handle, all_threads=True, chain=False)
         except (OSError, ValueError, RuntimeError):
-            return  # the directory is gone: this process simply gets no stack dump
+            return  # the runner's directory is gone: this process simply gets no stack dump
         _dump_files.append(handle)
 
     register()
@@ -117,9 +117,9 @@ def _install():
             _hook_unittest(sys.modules["unittest.result"])
         else:
             sys.meta_path.insert(0, _UnittestHook())
-    directory = os.environ.get(_STACK_DIR)
-    if directory:
-        _register_stack_dump(directory, _STACK_SIGNAL)
+    prefix = os.environ.get(_STACK_PREFIX)
+    if prefix:
+        _register_stack_dump(prefix, _STACK_SIGNAL)
 
 
 try:  # noqa: SIM105 - plain try: no contextlib import at start-up
