@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -150,6 +151,8 @@ class LiveOutput:
             return
         if followed.handle is None:
             try:
+                if os.lstat(followed.start.output).st_size == 0:
+                    return  # nothing written yet (or ever): no need to open it
                 followed.handle = open_regular(followed.start.output, follow_links=False)
             except OSError:
                 followed.closed = True  # the file swapped its log for something else
