@@ -109,6 +109,21 @@ def test_failing_file_fails_the_check(tmp_path, capsys):
     assert f"b.py [{S}]: not_run" in text
 
 
+def test_a_no_tests_file_fails_the_check_unless_its_shard_tolerated_it(tmp_path, capsys):
+    plan = write_plan(tmp_path / "plan.json", [("a.py", S), ("b.py", S)])
+    report = write_report(
+        tmp_path / "reports" / "s0.xml", [("a.py", S, "no_tests"), ("b.py", S, "no_tests")]
+    )
+    text = report.read_text().replace(
+        'value="a.py" /><property name="suite"',
+        'value="a.py" /><property name="tolerated" value="kept exit status 0" /><property name="suite"',
+    )
+    report.write_text(text)
+    assert main(["--plan", str(plan), "--junit-dir", str(tmp_path / "reports")]) == 1
+    out = capsys.readouterr().out
+    assert "NOT PASSING: 1 file(s):" in out and f"b.py [{S}]: no_tests" in out
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
