@@ -21,7 +21,6 @@ from pathlib import Path
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
 from ci_runner.cli.arguments import build_parser, shard_options, validate_arguments
-from ci_runner.cli.broken_pipe import quiet_stdout
 from ci_runner.cli_errors import robust_output, usage_error
 from ci_runner.collect import collect
 from ci_runner.collect.scope import split_by_scope
@@ -72,8 +71,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return _run(parser, args)
-    except BrokenPipeError:  # stdout piped into head or a pager that quit: end quietly
-        return quiet_stdout()
     except (CatalogError, EnvVarError, LiveEstimateError) as exc:
         return usage_error(exc)
     except SelectionError as exc:

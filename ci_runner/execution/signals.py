@@ -1,8 +1,7 @@
-"""SIGTERM/SIGHUP/SIGINT/SIGPIPE while a shard runs: remember the signal, stop cleanly.
+"""SIGTERM/SIGHUP/SIGINT while a shard runs: remember the signal, let the executor stop cleanly.
 
 The handlers only set a flag (a cancelled CI job sends SIGTERM, a closed terminal or SSH session
-SIGHUP, Ctrl-C SIGINT, and writing to stdout piped into ``head`` that has quit SIGPIPE, which
-Python otherwise ignores); the executor polls it, kills the running files' process trees, marks the
+SIGHUP, Ctrl-C SIGINT); the executor polls it, kills the running files' process trees, marks the
 rest not_run, writes every report and exits ``128 + signal``. They are installed only for the duration of
 :func:`ci_runner.execution.execute_shard` and restored afterwards. A reader that closes stdout or
 stderr (``run_suite.py ... | head``) stops the shard the same way, as SIGPIPE (exit 141).
@@ -21,9 +20,7 @@ from ci_runner.cli_errors import on_output_closed
 PIPE_CLOSED = getattr(signal, "SIGPIPE", 13)  # what a closed stdout or stderr stops a shard as
 
 HANDLED_SIGNALS = tuple(
-    getattr(signal, name)
-    for name in ("SIGTERM", "SIGHUP", "SIGINT", "SIGPIPE")
-    if hasattr(signal, name)
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name)
 )
 
 

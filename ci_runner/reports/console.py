@@ -6,14 +6,12 @@ The very last line is always ``summary: N passed, N failed, N skipped``, countin
 (the cases of the case record; one case for a file without any; not_run and disabled files
 count as skipped). Names and reasons are printed on one line each
 (:func:`~ci_runner.safe_text.one_line`): no file name can break a line or colour the terminal.
-A child's own output is copied as it is. When stdout is a pipe whose reader has gone (``| head``)
-the console stops writing, quietly (the run itself is stopped by the SIGPIPE that came with it).
+A child's own output is copied as it is. A reader that closes stdout (``| head``) is handled by
+the stream every entry point wraps (:func:`ci_runner.cli_errors.robust_output`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 import threading
 from typing import TextIO
@@ -104,7 +102,6 @@ class ConsoleReport:
         self._total = 0
         self._labels: dict[str, str] = {}  # file path -> "[i/N]", its start order
         self._prefixed = False
-        self._broken = False
         self.live = LiveOutput(self._emit, stream=live)
 
     # ------------------------------------------------------------------ writing
@@ -121,29 +118,10 @@ class ConsoleReport:
             self._flush()
 
     def _write(self, text: str) -> None:
-        if self._broken:
-            return
-        try:
-            self.stream.write(text)
-        except BrokenPipeError:
-            self._reader_gone()
+        self.stream.write(text)
 
     def _flush(self) -> None:
-        if self._broken:
-            return
-        try:
-            self.stream.flush()
-        except BrokenPipeError:
-            self._reader_gone()
-
-    def _reader_gone(self) -> None:
-        """stdout's reader went away (``| head``): write nothing more, and point the stream's
-        descriptor at /dev/null so the interpreter's last flush is quiet too."""
-        self._broken = True
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, self.stream.fileno())
-            os.close(null)
+        self.stream.flush()
 
     def _print(self, text: str = "") -> None:
         if self._mid_line:
@@ -234,11 +212,7 @@ class ConsoleReport:
         else:
             self._print(f"----- begin {title} -----")
         self._flush()
-        if not self._broken:
-            try:
-                copy_text(attempt.output_path, self.stream)
-            except BrokenPipeError:
-                self._reader_gone()
+        copy_text(attempt.output_path, self.stream)
         if not self.github_actions:
             self._print(
                 f"\n----- end output of {one_line(result.path)} (attempt {attempt.number}) -----"
