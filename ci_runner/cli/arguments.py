@@ -361,9 +361,14 @@ def shard_options(
         working_directory=settings.working_directory,
         file_arguments=settings.file_arguments,
         cuda_coredump=settings.cuda_coredump,
+        failure_exit_status=settings.failure_exit_status,
     )
     reports = ReportOptions.from_environment(
-        args.junit_xml, args.timings_out, args.show_output, timings_block=settings.timings_block
+        args.junit_xml,
+        args.timings_out,
+        args.show_output,
+        timings_block=settings.timings_block,
+        timings_stream=settings.timings_stream,
     )
     problems = reports.destination_problems()
     if problems:

@@ -98,7 +98,12 @@ def _report_problems(
     """
     blocking, warnings = problems, []
     if catalog.policy.strict_checks_warn:  # checks beyond selection only warn (the policy)
-        blocking, lints = [p for p in problems if not p.lint], [p for p in problems if p.lint]
+        enforced = catalog.enforced_rules()  # but those the repository's own runner enforces
+
+        def blocks(problem: Problem) -> bool:
+            return not problem.lint or problem.rule in enforced
+
+        blocking, lints = [p for p in problems if blocks(p)], [p for p in problems if not blocks(p)]
         for problem in lints:
             print(f"warning: {one_line(str(problem))}", file=sys.stderr)
     if scoped is not None:
@@ -141,6 +146,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if _report_problems(collection.problems, catalog, request):
         return EXIT_USAGE
     request = request or _request(args, catalog)
+    for warning in request.warnings:
+        print(warning, file=sys.stderr)
     selection = select_files(collection.registrations, catalog, request, args.allow_empty)
     notice = empty_notice(selection) if catalog.policy.empty_is_notice else None
     if notice:

@@ -15,6 +15,7 @@ from ci_runner.catalog.execution_settings import (
     CudaCoredump,
 )
 from ci_runner.execution.retry import RetryPolicy
+from ci_runner.exit_codes import EXIT_TEST_FAILURES
 
 DEFAULT_MAX_ATTEMPTS = 2
 DEFAULT_KILL_GRACE_SECONDS = 5.0
@@ -45,6 +46,7 @@ class ExecutionOptions:
     working_directory: str = "."  # where files run, relative to the root
     file_arguments: tuple[str, ...] = ()  # python <file> <file_arguments...>
     cuda_coredump: CudaCoredump | None = None  # collect CUDA coredumps when its switch is on
+    failure_exit_status: int = EXIT_TEST_FAILURES  # the exit status of a shard with a failure
 
     def describe(self) -> str:
         """``fail-fast, timeout from the suite catalog, retry up to 2 attempts``."""

@@ -32,6 +32,7 @@ class ReportOptions:
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY
     github_actions: bool = False  # $GITHUB_ACTIONS: fold outputs into log groups
     timings_block: bool = False  # catalog timings-block: print SGLang's TIMINGS block at the end
+    timings_stream: str = "stdout"  # ... on stdout, or on stderr as SGLang's logger prints it
 
     @classmethod
     def from_environment(
@@ -41,6 +42,7 @@ class ReportOptions:
         show_output: bool = False,
         environ: Mapping[str, str] | None = None,
         timings_block: bool = False,
+        timings_stream: str = "stdout",
     ) -> ReportOptions:
         """The given report flags plus what GitHub Actions sets in the environment."""
         env = os.environ if environ is None else environ
@@ -52,6 +54,7 @@ class ReportOptions:
             step_summary=Path(summary) if summary else None,
             github_actions=get_bool_env(GITHUB_ACTIONS, environ=env),
             timings_block=timings_block,
+            timings_stream=timings_stream,
         )
 
     def destination_problems(self) -> list[str]:
@@ -126,7 +129,7 @@ class ShardReports:
             except OSError as exc:
                 _warn(f"could not append to the step summary {path}: {exc}")
         if self.options.timings_block:  # before the summary, which stays the last line
-            self.console.block(timings_block(outcome.results))
+            self.console.block(timings_block(outcome.results), self.options.timings_stream)
         self.console.finish(outcome)
 
     def _write_files_or_warn(self) -> None:

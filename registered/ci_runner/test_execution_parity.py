@@ -121,7 +121,8 @@ def test_every_key_parses(tmp_path):
         ("working-directory = '/abs'", "working-directory must be a directory relative to"),
         ("file-arguments = '-f'", "file-arguments must be a list of non-empty strings"),
         ("file-arguments = ['']", "file-arguments must be a list of non-empty strings"),
-        ("timings-block = 1", "timings-block must be true or false, got 1"),
+        ("timings-block = 1", 'timings-block must be true, false, "stdout" or "stderr", got 1'),
+        ("failure-exit-status = 0", "failure-exit-status must be an exit status from 1 to 255"),
         ("retry-count = 2", "unknown key(s) retry-count; known keys: est-timeout"),
         ("cuda-coredump = true", ".cuda-coredump: must be a table with switch-variable"),
         (
