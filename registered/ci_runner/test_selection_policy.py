@@ -381,7 +381,7 @@ def test_init_excludes_files_that_register_nothing(tmp_path, capsys):
         ("strict-checks = true", "policy: strict-checks must be 'error' or 'warning' (default "
          "'error'), got True"),
         ('nigthly = "suite"', "policy: unknown key(s) nigthly; known keys: nightly, suite-names, "
-         "empty-selection, strict-checks"),
+         "empty-selection, strict-checks, suites-from"),
     ],
 )  # fmt: skip
 def test_a_bad_policy_key_or_value_names_file_key_and_choices(tmp_path, table, message):
