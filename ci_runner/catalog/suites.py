@@ -61,6 +61,9 @@ BACKENDS: tuple[str, ...] = DEFAULT_SYNTAX.backends  # the built-in ones; a cata
 ALL_GPUS = "all"  # gpus-per-file = "all": each file gets every GPU of the runner
 DEFAULT_FILE_PATTERNS: tuple[str, ...] = ("test_*.py", "bench_*.py")
 NEVER_COLLECTED: tuple[str, ...] = ("__init__.py", "conftest.py")
+PLAN_BEST = "best"  # this runner's planner: the best of LPT, local search, KK and exact
+PLAN_UPSTREAM = "upstream"  # SGLang's auto_partition exactly, to compare logs in a migration
+PLANS = (PLAN_BEST, PLAN_UPSTREAM)
 
 
 class CatalogError(Exception):
@@ -79,6 +82,7 @@ class Suite:
     timeout_per_file: float | None = None
     runner: str | None = None
     job_timeout_minutes: float | None = None
+    runner_key: str | None = None  # the key a computed runs-on looks its label up with
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ class Catalog:
     extra_dirs: tuple[ExtraDir, ...] = ()  # more collected directories (extra-dirs)
     location: CatalogLocation | None = field(default=None, compare=False)  # None: not a file
     rules: RunnerRules | None = None  # policy suites-from: the runner's suite tables and checks
+    plan: str = PLAN_BEST  # how shards are packed: PLAN_BEST or PLAN_UPSTREAM
     table: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     def where(self, table: str = "") -> str:
@@ -158,7 +163,7 @@ class Catalog:
         return next((d for d in self.extra_dirs if d.holds(rel_path)), None)
 
 
-SHOWN_SUITES = 8  # a message lists at most this many suite names
+SHOWN_SUITES = 5  # a message lists at most this many suite names
 
 
 def unknown_suite_message(name: str, backend: str, catalog: Catalog, origin: str = "") -> str:
@@ -257,6 +262,7 @@ _SUITE_KEYS = {
     "gpus-per-file",
     "timeout-per-file",
     "runner",
+    "runner-key",
     "job-timeout-minutes",
 }
 
@@ -326,6 +332,9 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
     runner = raw.get("runner")
     if runner is not None:
         _expect(runner, str, where, "runner")
+    runner_key = raw.get("runner-key")
+    if runner_key is not None:
+        _expect(runner_key, str, where, "runner-key")
     return Suite(
         name=name,
         hw=hw,
@@ -335,6 +344,7 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
         timeout_per_file=timeout,
         runner=runner,
         job_timeout_minutes=job_minutes,
+        runner_key=runner_key,
     )
 
 
@@ -385,6 +395,8 @@ _TOP_KEYS = {
     "policy",
     "change-impact",  # read by ci_runner.impact.config (--changed-since, --changed-files)
     "execution",
+    "plan",
+    "partitions",  # read by ci_runner.plan.partition_sizes (run_suite.py partitions)
 }
 
 
@@ -481,7 +493,19 @@ def parse_catalog(
         location=location,
         table=table,
         rules=rules,
+        plan=_plan(table, where),
     )
+
+
+def _plan(table: dict, where: str) -> str:
+    value = table.get("plan", PLAN_BEST)
+    if value not in PLANS:
+        raise CatalogError(
+            f"{where}: plan must be {' or '.join(map(repr, PLANS))} (default {PLAN_BEST!r}: this "
+            f"runner's planner; {PLAN_UPSTREAM!r}: SGLang's auto_partition exactly), got "
+            f"{number_text(value)}"
+        )
+    return str(value)
 
 
 def _runner_rules(root: Path, policy: Policy, where: str) -> RunnerRules | None:

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="run_suite.py",
         usage="%(prog)s --hw HW --suite SUITE [options]\n"
         "       %(prog)s init [--root DIR] [--registered-dir DIR] [--suite-template TEMPLATE] "
-        "[--output PATH] [--force]",
+        "[--output PATH] [--update | --force]",
         description="Run one shard of a CI suite of registered test files.",
     )
     commands = parser.add_subparsers(

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
+from ci_runner.catalog.suites import PLAN_UPSTREAM
 from ci_runner.cli.arguments import build_parser, shard_options, validate_arguments
 from ci_runner.cli_errors import robust_output, usage_error
 from ci_runner.collect import collect
@@ -38,7 +39,7 @@ from ci_runner.maintenance.registration_lints import discover_packages, package_
 from ci_runner.model import FileToRun, Problem, ShardContext
 from ci_runner.plan.live_estimates import LiveEstimateError, load_live_estimates
 from ci_runner.plan.matrix import build_matrix
-from ci_runner.plan.packing import Plan, plan
+from ci_runner.plan.packing import Plan, plan, upstream_plan
 from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
 from ci_runner.reports.step_summary import append_notice
 from ci_runner.safe_text import one_line
@@ -167,7 +168,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return EXIT_OK
     shard_count = args.auto_partition_size or 1
     shard_id = args.auto_partition_id or 0
-    the_plan = plan(_packing_estimates(args, selection), shard_count)
+    planner = upstream_plan if catalog.plan == PLAN_UPSTREAM else plan
+    the_plan = planner(_packing_estimates(args, selection), shard_count)
     if args.dry_run:
         return _dry_run(args, catalog, selection, the_plan, impact)
     impact_text = impact_lines(impact) if impact is not None else []
