@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_runner.adoption.execution_table import execution_table
+from ci_runner.adoption.partition_script import partitions_table
 from ci_runner.adoption.policy_text import RunnerFacts, adopt_policy, policy_table
 from ci_runner.adoption.survey import Survey, survey_tree
 from ci_runner.adoption.tables import DraftedTable
@@ -134,7 +135,11 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
         notes.append("[tool.ci-runner.execution]: reproduces the run_suite.py beside the tree")
     extra = {n: hw for n, hw in draft.syntax.markers.items() if n not in MARKER_BACKENDS}
     markers = DraftedTable("extra-markers", dict(sorted(extra.items()))) if extra else None
-    draft.tables = [t for t in (markers, policy_table(draft), execution) if t is not None]
+    partitions, note = partitions_table(root, {})
+    if note:
+        notes.append(note)
+    tables = (markers, policy_table(draft), execution, partitions)
+    draft.tables = [t for t in tables if t is not None]
     _add_workflow_values(draft, read_workflows(root))
     _fill_cache(root, survey, draft.syntax, scans)
     if syntax.ignored_arguments:

@@ -44,6 +44,7 @@ from ci_runner.catalog.location import (
     CatalogLocation,
     find_catalog,
 )
+from ci_runner.catalog.partitions import PartitionRule, PartitionRuleError, parse_partition_rule
 from ci_runner.catalog.policy import STRICT, Policy, PolicyError, parse_policy
 from ci_runner.catalog.runner_rules import RunnerRules, RunnerRulesError, read_runner_rules
 from ci_runner.catalog.syntax import (
@@ -101,6 +102,7 @@ class Catalog:
     location: CatalogLocation | None = field(default=None, compare=False)  # None: not a file
     rules: RunnerRules | None = None  # policy suites-from: the runner's suite tables and checks
     plan: str = PLAN_BEST  # how shards are packed: PLAN_BEST or PLAN_UPSTREAM
+    partitions: PartitionRule | None = None  # how workflows' shard matrices are sized
     table: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     def where(self, table: str = "") -> str:
@@ -396,7 +398,7 @@ _TOP_KEYS = {
     "change-impact",  # read by ci_runner.impact.config (--changed-since, --changed-files)
     "execution",
     "plan",
-    "partitions",  # read by ci_runner.plan.partition_sizes (run_suite.py partitions)
+    "partitions",
 }
 
 
@@ -494,7 +496,15 @@ def parse_catalog(
         table=table,
         rules=rules,
         plan=_plan(table, where),
+        partitions=_partitions(table, where),
     )
+
+
+def _partitions(table: dict, where: str) -> PartitionRule | None:
+    try:
+        return parse_partition_rule(table, where)
+    except PartitionRuleError as exc:
+        raise CatalogError(str(exc)) from None
 
 
 def _plan(table: dict, where: str) -> str:

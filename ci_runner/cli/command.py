@@ -61,6 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ci_runner.adoption.init_command import main as init_main  # only init needs it
 
         return init_main(arguments[1:])
+    if arguments[:1] == ["partitions"]:
+        from ci_runner.cli.partitions_command import main as partitions_main
+
+        return partitions_main(arguments[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(arguments)
