@@ -164,7 +164,11 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.print_matrix:
         try:
             matrix = build_matrix(
-                list(selection.files), list(selection.suites), args.matrix_target_minutes
+                list(selection.files),
+                list(selection.suites),
+                args.matrix_target_minutes,
+                rule=catalog.partitions,
+                runner_required=catalog.rules is None,
             )
         except ValueError as exc:  # MatrixError: a suite cannot be sharded
             return usage_error(exc)
