@@ -26,6 +26,7 @@ case.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -56,9 +57,13 @@ class RunnerRules:
         names = [name for table in self.tables.values() for name in table.get(hw, ())]
         return tuple(dict.fromkeys(names))
 
+    @functools.cached_property
+    def _known(self) -> dict[str, frozenset[str]]:
+        return {hw: frozenset(self.suites(hw)) for t in self.tables.values() for hw in t}
+
     def knows(self, hw: str, name: str) -> bool:
         """True when a table lists ``name`` for ``hw``."""
-        return any(name in table.get(hw, ()) for table in self.tables.values())
+        return name in self._known.get(hw, ())
 
     def accepts(self, hw: str, name: str) -> bool:
         """True when a registration for ``hw`` may name ``name``: any name on a backend the runner

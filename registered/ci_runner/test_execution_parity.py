@@ -54,10 +54,12 @@ SGLANG_SETTINGS = ExecutionSettings(  # what init writes beside SGLang's run_sui
     working_directory="test",
     file_arguments=("-f",),
     timings_block=True,
+    timings_stream="stderr",
     one_file_at_a_time=True,
     cuda_coredump=CudaCoredump(
         "SGLANG_CUDA_COREDUMP", "SGLANG_CUDA_COREDUMP_DIR", "sglang_cuda_coredumps"
     ),
+    failure_exit_status=255,
 )
 
 
@@ -279,6 +281,23 @@ def test_file_runs_from_the_working_directory_with_file_arguments(tmp_path):
     ]
     assert all(type(r["elapsed"]) is int and 0 <= r["elapsed"] < 30 for r in timings)
     assert result.stdout.rstrip().splitlines()[-1].startswith("summary: ")
+
+
+def test_sglang_exit_status_and_timings_stream(tmp_path):
+    """failure-exit-status = 255 and timings-block = "stderr": a failing shard exits 255, as
+    sys.exit(-1) does in SGLang's runner, and the TIMINGS block is on stderr (its logger's
+    stream); the summary stays the last line of stdout."""
+    table = SGLANG_TABLE.replace("timings-block = true", 'timings-block = "stderr"')
+    root = tree(tmp_path, {"test_fail.py": failing("no")}, table + "failure-exit-status = 255\n")
+    result = run_suite(root)
+    assert result.returncode == 255, result.stdout + result.stderr
+    assert "TIMINGS BEGIN" not in result.stdout
+    timings = timings_of(result.stderr)
+    assert [(r["file"], r["passed"]) for r in timings] == [("test/registered/test_fail.py", False)]
+    assert result.stdout.rstrip().splitlines()[-1].startswith("summary: 0 passed, 1 failed")
+    passing = tree(tmp_path / "ok", {"test_ok.py": RECORDER}, table + "failure-exit-status = 255\n")
+    record = tmp_path / "record.jsonl"
+    assert run_suite(passing, env={"RECORD": str(record)}).returncode == 0
 
 
 def test_default_runs_from_the_root_without_arguments_or_timings(tmp_path):
@@ -506,7 +525,7 @@ def test_init_without_sglangs_runner_keeps_this_runners_defaults(tmp_path):
     (root / "pyproject.toml").unlink()
     _init(root)
     assert load_catalog(root).execution == DEFAULT_EXECUTION_SETTINGS
-    assert "[tool.ci-runner.execution]" not in (root / "pyproject.toml").read_text()
+    assert "[execution]" not in (root / "ci-runner.toml").read_text()
 
 
 if __name__ == "__main__":
