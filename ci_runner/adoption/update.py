@@ -19,7 +19,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 import tomlkit
-from tomlkit.items import AoT, Table
+from tomlkit.items import AoT, Comment, Table
 
 from ci_runner.adoption.catalog_text import catalog_text
 from ci_runner.adoption.draft import Draft
@@ -127,8 +127,11 @@ def _merge_suites(
         drafted_keys.add(key)
         shown = f"suite {key[1]}:{key[0]!r}"
         if key not in by_key:
+            last = existing[-1] if len(existing) else None
             suite.add(tomlkit.nl())
             existing.append(suite)
+            if last is not None:
+                _move_trailing_comments(last, suite)
             changes.append(f"+ {shown}")
             continue
         current = by_key[key]
@@ -156,6 +159,19 @@ def _merge_suites(
         changes.append(
             f"= kept {len(kept)} suite entr(y/ies) init does not draft ({why}): {shown}{more}"
         )
+
+
+def _move_trailing_comments(source: Table, target: Table) -> None:
+    """Comments after the last key of ``source`` belong to the table that follows it in the file
+    (tomlkit keeps them in ``source``): keep them there when ``target`` is inserted after it."""
+    body = source.value.body
+    trailing = []
+    while body and body[-1][0] is None:
+        trailing.insert(0, body.pop())
+    if not any(isinstance(item, Comment) for _, item in trailing):
+        body.extend(trailing)
+        return
+    target.value.body.extend(trailing)
 
 
 def _text(value: Any) -> str:
