@@ -65,6 +65,10 @@ class RunnerRules:
         """True when a table lists ``name`` for ``hw``."""
         return name in self._known.get(hw, ())
 
+    def knows_anywhere(self, name: str) -> bool:
+        """True when a table lists ``name`` for some backend."""
+        return any(name in names for names in self._known.values())
+
     def accepts(self, hw: str, name: str) -> bool:
         """True when a registration for ``hw`` may name ``name``: any name on a backend the runner
         does not validate."""
