@@ -251,5 +251,19 @@ def test_a_bad_suites_from_names_the_key(tmp_path, value):
         load_catalog(root)
 
 
+def test_workflow_dispatch_lint_reads_the_runners_tables(tmp_path):
+    from ci_runner.maintenance.workflow_coverage import Invocation, check
+
+    catalog = load_catalog(tree(tmp_path, FILES))
+    runs = [
+        Invocation("pr.yml job 'a' step 1", ("base-b-test-1-gpu-large",), "cuda", False, False),
+        Invocation("pr.yml job 'b' step 1", ("base-b-tset",), "cuda", False, False),
+    ]
+    assert check(catalog, runs) == [
+        "pr.yml job 'b' step 1: suite 'base-b-tset' is not a cuda suite of test/run_suite.py's "
+        "tables"
+    ]
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
