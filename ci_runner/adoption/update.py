@@ -76,7 +76,7 @@ def _merge_value(
 ) -> None:
     """Add a missing key; extend a list with the drafted entries it lacks; keep anything else."""
     if key not in table:
-        table[key] = value
+        _add(table, key, value)
         changes.append(f"+ {shown} = {_text(value)}")
         return
     current, drafted = _plain(table[key]), _plain(value)
@@ -145,7 +145,7 @@ def _merge_suites(
                 current[name] = value
                 changes.append(f"~ {shown} {name}: {before} -> {_text(value)} (the workflows)")
             elif name not in current:
-                current[name] = value
+                _add(current, name, value)
                 changes.append(f"+ {shown} {name} = {_text(value)}")
     kept = [key for key in by_key if key not in drafted_keys]
     if kept:
@@ -159,6 +159,20 @@ def _merge_suites(
         changes.append(
             f"= kept {len(kept)} suite entr(y/ies) init does not draft ({why}): {shown}{more}"
         )
+
+
+def _add(table: MutableMapping, key: str, value: Any) -> None:
+    """``table[key] = value``, placed before the comments that end the table's text: they
+    belong to what follows (tomlkit keeps them in this table)."""
+    body = table.value.body if isinstance(table, Table) else getattr(table, "body", None)
+    if body is None:
+        table[key] = value
+        return
+    trailing = []
+    while body and body[-1][0] is None:
+        trailing.insert(0, body.pop())
+    table[key] = value
+    body.extend(trailing)
 
 
 def _move_trailing_comments(source: Table, target: Table) -> None:

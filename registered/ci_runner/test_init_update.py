@@ -171,5 +171,23 @@ def test_without_update_an_existing_catalog_is_refused_with_the_choices(tmp_path
     assert init(root, capsys, "--force")[0] == 0
 
 
+def test_a_key_added_to_a_table_stays_above_the_next_tables_comment(tmp_path, capsys):
+    mlx = HEAD + 'register_mlx_ci(est_time=1, suite="m")\n' + MAIN
+    root = write(tmp_path, {**FILES, "pyproject.toml": "", "registered/test_m.py": mlx})
+    assert init(root, capsys)[0] == 0
+    path = root / "pyproject.toml"
+    text = path.read_text()
+    hand = '\n# mine: above its table\n[tool.ci-runner.change-impact]\npython-roots = ["src"]\n'
+    head = '[tool.ci-runner.extra-markers]\nregister_mlx_ci = "mlx"\n'
+    path.write_text(text.replace(head, head + hand))
+    ppu = HEAD + 'register_ppu_ci(est_time=1, suite="p")\n' + MAIN
+    write(root, {"registered/test_p.py": ppu})
+    rc, out = init(root, capsys, "--update")
+    assert rc == 0 and "+ extra-markers.register_ppu_ci = 'ppu'" in out
+    assert (
+        'register_mlx_ci = "mlx"\nregister_ppu_ci = "ppu"\n' + hand.lstrip("\n")
+    ) in path.read_text().replace("\n\n# mine", "\n# mine")
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
