@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 
 from ci_runner.adoption.tables import DraftedTable
+from ci_runner.catalog.partitions import KEYS
 from ci_runner.file_safety import read_regular_text
 
 _SCRIPT = re.compile(r"python3?\s+(?:\./)?([\w./-]*partition[\w./-]*\.py)")
@@ -72,19 +73,9 @@ def partitions_table(root: Path, backend_names: dict[str, str]) -> tuple[Drafted
     note = f"[partitions]: the rule of {script} (run_suite.py partitions prints its output)"
     if missing:
         note += f"; not found in it, add by hand: {', '.join(missing)}"
-    order = (
-        "backends",
-        "stage-workflows",
-        "suite-input",
-        "budget-input",
-        "budget-fraction",
-        "pinned",
-        "max-parallel-divisor",
-        "unthrottled-backends",
-    )
     table = DraftedTable(
         "partitions",
-        {key: values[key] for key in order if key in values},
+        {key: values[key] for key in KEYS if key in values},
         comments=(
             f"How {script} sizes the shard matrices of a workflow; `run_suite.py partitions",
             "--workflow .github/workflows/<file>.yml` prints what it prints (docs/ci-wiring.md).",

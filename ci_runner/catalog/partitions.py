@@ -40,7 +40,7 @@ class PartitionRule:
     unthrottled_backends: tuple[str, ...] = ()
 
 
-_KEYS = (
+KEYS = (  # every key, in the order init writes them
     "backends",
     "stage-workflows",
     "suite-input",
@@ -60,7 +60,7 @@ def parse_partition_rule(table: dict, where: str) -> PartitionRule | None:
     where = f"{where} {KEY}"
     if not isinstance(raw, dict):
         raise PartitionRuleError(f"{where}: must be a table")
-    if message := unknown_keys_message(raw, _KEYS, where):
+    if message := unknown_keys_message(raw, KEYS, where):
         raise PartitionRuleError(message)
     for key in ("backends", "stage-workflows", "budget-input"):
         if key not in raw:
