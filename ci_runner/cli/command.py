@@ -17,6 +17,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
 from ci_runner.catalog.suites import PLAN_UPSTREAM
@@ -26,15 +27,7 @@ from ci_runner.collect import collect
 from ci_runner.collect.scope import split_by_scope
 from ci_runner.env import EnvVarError
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
-from ci_runner.impact import (
-    ChangeImpact,
-    ChangeInputError,
-    changes_from_list,
-    changes_since,
-    impact_document,
-    impact_lines,
-    select_changed,
-)
+from ci_runner.impact.changes import ChangeInputError
 from ci_runner.maintenance.registration_lints import discover_packages, package_offenders
 from ci_runner.model import FileToRun, Problem, ShardContext
 from ci_runner.plan.live_estimates import LiveEstimateError, load_live_estimates
@@ -43,6 +36,9 @@ from ci_runner.plan.packing import Plan, plan, upstream_plan
 from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
 from ci_runner.reports.step_summary import append_notice
 from ci_runner.safe_text import one_line
+
+if TYPE_CHECKING:
+    from ci_runner.impact.selection import ChangeImpact
 from ci_runner.select import (
     Selection,
     SelectionError,
@@ -180,7 +176,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     the_plan = planner(_packing_estimates(args, selection), shard_count)
     if args.dry_run:
         return _dry_run(args, catalog, selection, the_plan, impact)
-    impact_text = impact_lines(impact) if impact is not None else []
+    impact_text = _impact_lines(impact)
     print(
         "\n".join(
             [
@@ -232,6 +228,11 @@ def _change_impact(
     args: argparse.Namespace, catalog: Catalog, selection: Selection
 ) -> ChangeImpact | None:
     """``--changed-since`` / ``--changed-files``: the part of the selection a change can affect."""
+    if args.changed_since is None and args.changed_files is None:
+        return None
+    from ci_runner.impact.changes import changes_from_list, changes_since
+    from ci_runner.impact.selection import select_changed  # the graph: only when asked for
+
     if args.changed_since is not None:
         return select_changed(selection, catalog, changes_since(catalog.root, args.changed_since))
     if args.changed_files is not None:
@@ -251,14 +252,18 @@ def _dry_run(
     warnings = _package_warnings(catalog)
     if args.format == "json":
         document = dry_run_document(selection, the_plan, args.auto_partition_id)
-        document["change_impact"] = impact_document(impact) if impact is not None else None
+        document["change_impact"] = None
+        if impact is not None:
+            from ci_runner.impact.report import impact_document
+
+            document["change_impact"] = impact_document(impact)
         document["warnings"] = [
             {"path": w.path, "line": w.line, "col": w.col, "message": w.message} for w in warnings
         ]
         print(json.dumps(document, indent=2))
     else:
         lines = selection_lines(selection)
-        lines += impact_lines(impact) if impact is not None else []
+        lines += _impact_lines(impact)
         lines += plan_lines(the_plan, selection, list(range(the_plan.shard_count)))
         lines += [f"warning: {one_line(str(w))}" for w in warnings]
         print("\n".join([*lines, "dry run: nothing was run"]))
@@ -286,3 +291,11 @@ def _context(catalog: Catalog, selection: Selection, the_plan: Plan, shard_id: i
         disabled=selection.disabled if shard_id == 0 else (),
         suite_timeouts={s.name: s.timeout_per_file for s in selection.suites},
     )
+
+
+def _impact_lines(impact: ChangeImpact | None) -> list[str]:
+    if impact is None:
+        return []
+    from ci_runner.impact.report import impact_lines
+
+    return impact_lines(impact)
