@@ -266,5 +266,22 @@ def test_plan_upstream_packs_as_auto_partition_and_default_stays_ours(tmp_path, 
     assert "plan must be 'best' or 'upstream'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("runs_on", "key"),
+    [
+        ("${{ fromJson(fromJson(inputs.cc).map)[inputs.config] }}", "4-gpu-b200"),
+        ("${{ fromJson(inputs.map)[format('{0}-x', inputs.config)] }}", "4-gpu-b200-x"),
+        ("${{ fromJson(inputs.map)[needs.a.outputs.key] }}", None),  # the key depends on the run
+        ("${{ inputs.label }}", None),  # no lookup
+        ("ubuntu-latest", None),
+        (["self-hosted", "x"], None),
+    ],
+)
+def test_the_runner_key_of_a_computed_runs_on(runs_on, key):
+    from ci_runner.workflows.runner_key import runner_key
+
+    assert runner_key(runs_on, {"inputs": {"config": "4-gpu-b200"}}) == key
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
