@@ -21,7 +21,7 @@ from tools.compare_sglang.ours import DEFAULT_RUNNER, OursResult
 from tools.compare_sglang.staging import StagingError, stage
 from tools.compare_sglang.upstream import Registration, Selection, Upstream, UpstreamError
 
-register_cpu_ci(est_time=15, suite="base-a-test-cpu")
+register_cpu_ci(est_time=22, suite="base-a-test-cpu")
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

@@ -11,7 +11,7 @@ from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
 from ci_runner.cli import main
 
-register_cpu_ci(est_time=8, suite="base-a-test-cpu")
+register_cpu_ci(est_time=10, suite="base-a-test-cpu")
 
 HEAD = "import sys\n\nimport pytest\n\nfrom ci_runner import *  # noqa\n\n"
 MAIN = '\nif __name__ == "__main__":\n    sys.exit(pytest.main([__file__]))\n'

@@ -19,7 +19,7 @@ from ci_runner.catalog import CatalogError, load_catalog
 from ci_runner.catalog.runner_rules import read_runner_rules
 from ci_runner.cli import main
 
-register_cpu_ci(est_time=6, suite="base-a-test-cpu")
+register_cpu_ci(est_time=10, suite="base-a-test-cpu")
 
 REG = "test/registered"
 MAIN = '\n\nif __name__ == "__main__":\n    sys.exit(0)\n'
