@@ -102,8 +102,9 @@ def test_no_table_is_this_runners_behaviour(tmp_path):
 
 
 def test_every_key_parses(tmp_path):
-    table = SGLANG_TABLE + (
+    table = SGLANG_TABLE.replace("timings-block = true", 'timings-block = "stderr"') + (
         'cuda-coredump = { switch-variable = "SW", dir-variable = "SW_DIR", dir-name = "dumps" }\n'
+        "failure-exit-status = 255\n"
     )
     assert load_catalog(tree(tmp_path, {}, table)).execution == replace(
         SGLANG_SETTINGS, retry_wait_seconds=0.0, cuda_coredump=CudaCoredump("SW", "SW_DIR", "dumps")
