@@ -138,7 +138,7 @@ PER_BACKEND_HINT = (
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', colour='"red"'),
-            f"{W} suites[0]: unknown key(s) colour; known keys: gpus-per-file, hw, job-timeout-minutes, name, nightly, renamed-from, runner, timeout-per-file",
+            f"{W} suites[0]: unknown key(s) colour; known keys: gpus-per-file, hw, job-timeout-minutes, name, nightly, renamed-from, runner, runner-key, timeout-per-file",
         ),
         (HEAD + suite_toml(hw='"cpu"'), f"{W} suites[0]: missing required key 'name'"),
         (HEAD + suite_toml(name='"a"'), f"{W} suites[0]: missing required key 'hw'"),
