@@ -39,6 +39,9 @@ class Registration:
         return " (from " + ", ".join(f"{k}={v!r}" for k, v in self.composed_from) + ")"
 
 
+MAIN_BLOCK = "main-block"  # an enabled file whose __main__ block is missing or calls nothing
+
+
 @dataclass(frozen=True)
 class Problem:
     """A registration or discovery error, printed as ``path:line:col: message``."""
@@ -49,6 +52,7 @@ class Problem:
     message: str
     # a check beyond selection (policy strict-checks): a warning under strict-checks = "warning"
     lint: bool = field(default=False, compare=False)
+    rule: str = field(default="", compare=False)  # which lint: MAIN_BLOCK, or "" (any other)
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}:{self.col}: {self.message}"

@@ -12,23 +12,25 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ci_runner.adoption.execution_text import execution_text, pytest_launcher_text
-from ci_runner.adoption.policy_text import RunnerFacts, adopt_policy
+from ci_runner.adoption.execution_table import execution_table, pytest_launcher_table
+from ci_runner.adoption.partition_script import partitions_table
+from ci_runner.adoption.policy_text import RunnerFacts, adopt_policy, policy_table
 from ci_runner.adoption.survey import Survey, survey_tree
+from ci_runner.adoption.tables import DraftedTable
 from ci_runner.adoption.workflow_suites import (
     SuiteValues,
     WorkflowFacts,
     read_workflows,
     suite_values,
 )
-from ci_runner.catalog import ALL_GPUS, DEFAULT_FILE_PATTERNS
+from ci_runner.catalog import DEFAULT_FILE_PATTERNS
 from ci_runner.catalog.extra_dirs import ExtraDir
 from ci_runner.catalog.policy import STRICT, Policy
+from ci_runner.catalog.suites import guess_gpus_per_file
 from ci_runner.catalog.syntax import (
     BUILTIN_KEYWORDS,
     RegistrationSyntax,
@@ -45,7 +47,6 @@ from ci_runner.model import Problem, Registration
 
 SGLANG_TEMPLATE = "{stage}-test-{runner_config}"
 SHOWN_PER_CONFLICT = 5
-_GPU_COUNT = re.compile(r"(?:^|-)(\d+)-(?:gpu|npu)(?:-|$)")
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,16 @@ class Draft:
     policy: Policy = STRICT  # chosen by ci_runner.adoption.policy_text
     policy_reasons: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # exclude-files, relative to the dir
-    execution_text: str = ""  # [tool.ci-runner.execution], when the tree's runner is SGLang's
+    tables: list[DraftedTable] = field(default_factory=list)  # [tool.ci-runner.<name>] tables
     extra_dirs: list[ExtraDir] = field(default_factory=list)  # extra-dirs the runner globs
+
+    @property
+    def written_suites(self) -> list[DraftSuite]:
+        """The suite entries to write: every suite, or under ``suites-from`` (the names come from
+        the runner) only those with settings from the workflows."""
+        if self.policy.suites_from is None:
+            return self.suites
+        return [s for s in self.suites if s.workflow is not None and s.workflow.has_settings]
 
     @property
     def scope(self) -> str:
@@ -122,10 +131,18 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     draft.problems = [*survey.problems, *problems]
     draft.suites, draft.conflicts = _suites(registrations)
     adopt_policy(root, draft, registrations, silent, facts)
-    draft.execution_text = execution_text(root, registered_dir)
-    if draft.execution_text:
+    execution = execution_table(root, registered_dir)
+    if execution is not None:
         notes.append("[tool.ci-runner.execution]: reproduces the run_suite.py beside the tree")
-    _propose_launcher(draft, survey, scans)
+    launcher = _propose_launcher(draft, survey, scans, sglang_runner=execution is not None)
+    execution = execution or launcher
+    extra = {n: hw for n, hw in draft.syntax.markers.items() if n not in MARKER_BACKENDS}
+    markers = DraftedTable("extra-markers", dict(sorted(extra.items()))) if extra else None
+    partitions, note = partitions_table(root, {})
+    if note:
+        notes.append(note)
+    tables = (markers, policy_table(draft), execution, partitions)
+    draft.tables = [t for t in tables if t is not None]
     _add_workflow_values(draft, read_workflows(root))
     _fill_cache(root, survey, draft.syntax, scans)
     if syntax.ignored_arguments:
@@ -147,7 +164,9 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     return draft
 
 
-def _propose_launcher(draft: Draft, survey: Survey, scans: dict[str, FileScan]) -> None:
+def _propose_launcher(
+    draft: Draft, survey: Survey, scans: dict[str, FileScan], sglang_runner: bool
+) -> DraftedTable | None:
     """``launcher = "pytest"`` when no enabled file runs its tests under ``python <file>`` (and
     the tree's own runner is not SGLang's, whose ``python3 <file> -f`` the table reproduces);
     when only some files lack the block, the user decides."""
@@ -162,21 +181,21 @@ def _propose_launcher(draft: Draft, survey: Survey, scans: dict[str, FileScan]) 
         if survey.read[path].module is not None and runs_no_test(survey.read[path].module)
     ]
     if not silent:
-        return
-    if len(silent) == len(enabled) and not draft.execution_text:
-        draft.execution_text = pytest_launcher_text(len(enabled))
+        return None
+    if len(silent) == len(enabled) and not sglang_runner:
         draft.notes.append(
             f'[tool.ci-runner.execution] launcher = "pytest": none of the {len(enabled)} '
             'registered file(s) has an `if __name__ == "__main__":` block that runs its tests, '
             "so each runs as python -m pytest <file>"
         )
-        return
+        return pytest_launcher_table(len(enabled))
     draft.conflicts.append(
         f'{len(silent)} of {len(enabled)} registered file(s) have no `if __name__ == "__main__":` '
         "block that runs their tests, so `python <file>` runs no test (the runner reports each as "
         'no_tests): add the block, or give their suites launcher = "pytest": '
         f"{_shown(silent)}"
     )
+    return None
 
 
 def _add_workflow_values(draft: Draft, facts: WorkflowFacts) -> None:
@@ -199,7 +218,9 @@ def _add_workflow_values(draft: Draft, facts: WorkflowFacts) -> None:
                 "registers it yet: added with no files"
             )
             index = index_of[hw, name] = len(draft.suites)
-            draft.suites.append(DraftSuite(name, hw, values.nightly, _guess_gpus(name, hw), 0, 0))
+            draft.suites.append(
+                DraftSuite(name, hw, values.nightly, guess_gpus_per_file(name, hw), 0, 0)
+            )
         draft.suites[index] = replace(draft.suites[index], workflow=values)
     draft.suites.sort(key=lambda s: (s.hw, s.name))
     draft.notes.extend(facts.notes)
@@ -289,21 +310,13 @@ def _suites(registrations: list[Registration]) -> tuple[list[DraftSuite], list[s
                 name=name,
                 hw=hw,
                 nightly=nightly,
-                gpus_per_file=_guess_gpus(name, hw),
+                gpus_per_file=guess_gpus_per_file(name, hw),
                 registrations=len(mine),
                 files=len({r.path for r in mine}),
             )
         )
     suites.sort(key=lambda s: (s.hw, s.name))
     return suites, conflicts
-
-
-def _guess_gpus(name: str, hw: str) -> int | str:
-    """0 for CPU suites; ``"all"`` for ``<N>-gpu`` names with N > 1; else 1."""
-    if hw == "cpu":
-        return 0
-    match = _GPU_COUNT.search(name)
-    return ALL_GPUS if match and int(match.group(1)) > 1 else 1
 
 
 def _votes(counter: Counter[str]) -> str:

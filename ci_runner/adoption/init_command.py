@@ -1,9 +1,13 @@
 """``run_suite.py init``: write a starting ``[tool.ci-runner]`` catalog for an existing tree.
 
 It surveys the registrations, drafts the catalog (:mod:`ci_runner.adoption.draft`), checks that
-the text it is about to write loads as a catalog, writes it (appended to ``pyproject.toml`` by
-default; an existing catalog is replaced only with ``--force``) and prints where it wrote, the
+the text it is about to write loads as a catalog, writes it and prints where it wrote, the
 conflicts to decide, and the registration problems no catalog can fix.
+
+Where: the file that already holds the catalog; else the root ``pyproject.toml`` (appended);
+else, for a repository without one, a file of its own, ``ci-runner.toml`` (a root
+``pyproject.toml`` would change how pip and IDEs see the repository). An existing catalog is
+merged with ``--update`` (:mod:`ci_runner.adoption.update`) or replaced with ``--force``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_runner.catalog import CATALOG_FILE, CatalogError, parse_catalog
+from ci_runner.catalog.location import (
+    OWN_FILE,
+    CatalogFileError,
+    CatalogLocation,
+    find_catalog,
+)
 from ci_runner.catalog.syntax import SyntaxConfigError
 from ci_runner.cli_errors import StoreOnce, usage_error
 from ci_runner.env import EnvVarError
@@ -70,13 +80,21 @@ def add_init_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         action=StoreOnce,
         metavar="PATH",
-        help="write the catalog to PATH ('-' for stdout) instead of appending it to the root's "
-        "pyproject.toml",
+        help="write the catalog to PATH ('-' for stdout; a file named ci-runner.toml holds it at "
+        "its top level) instead of where the repository keeps it (default: its existing "
+        "catalog, else the root pyproject.toml, else a new ci-runner.toml)",
     )
-    parser.add_argument(
+    existing = parser.add_mutually_exclusive_group()
+    existing.add_argument(
+        "--update",
+        action="store_true",
+        help="merge into the existing catalog: add what is new, keep every hand-written key, "
+        "table and comment; print what changed",
+    )
+    existing.add_argument(
         "--force",
         action="store_true",
-        help="replace an existing [tool.ci-runner] catalog in the target file",
+        help="replace an existing catalog in the target file",
     )
 
 
@@ -107,22 +125,70 @@ def _init(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     if not root.is_dir():
         raise InitError(f"--root {args.root}: not a directory")
+    if args.update and args.output == "-":
+        raise InitError("--update needs a file to merge into; --output - prints a new catalog")
     registered_dir = _registered_dir(root, args.registered_dir)
+    location, why = _target(root, args.output)
     draft = draft_catalog(root, registered_dir, args.suite_template)
     if not draft.suites:
         raise InitError(
             f"no registration found under {registered_dir}/ ({draft.files} file(s) looked at): "
             "nothing to write; register files with register_<backend>_ci(...) first"
         )
-    text = catalog_text(draft)
-    _check_loads(text, root)
-    target = None if args.output == "-" else Path(args.output or root / CATALOG_FILE)
-    if target is None:
+    if location is None:
+        text = catalog_text(draft, CatalogLocation(root / CATALOG_FILE, False))
+        _check_loads(text, root, CatalogLocation(root / CATALOG_FILE, False))
         sys.stdout.write(text)
-    else:
-        _write(target, text, args.force)
-    _report(draft, target)
+        _report(draft, None, why)
+        return EXIT_OK
+    if args.update:
+        changes = _update(location, draft, root)
+        _report(draft, location.path, why, changes)
+        return EXIT_OK
+    text = catalog_text(draft, location)
+    _check_loads(text, root, location)
+    _write(location, text, args.force)
+    _report(draft, location.path, why)
     return EXIT_OK
+
+
+def _target(root: Path, output: str | None) -> tuple[CatalogLocation | None, str]:
+    """Where the catalog goes, and why there (None: stdout)."""
+    if output == "-":
+        return None, ""
+    if output is not None:
+        return CatalogLocation.for_file(Path(output)), "--output"
+    try:
+        found = find_catalog(root)
+    except CatalogFileError as exc:
+        raise InitError(str(exc)) from None
+    if found is not None:
+        return found[0], "the repository's catalog"
+    if (root / CATALOG_FILE).exists():
+        return CatalogLocation(root / CATALOG_FILE, False), f"the root {CATALOG_FILE}"
+    return CatalogLocation(root / OWN_FILE, True), (
+        f"the root has no {CATALOG_FILE}: a file of its own, which the runner reads"
+    )
+
+
+def _update(location: CatalogLocation, draft: Draft, root: Path) -> list[str]:
+    from ci_runner.adoption.update import UpdateError, update_catalog
+
+    path = location.path
+    problem = destination_problem(path)
+    if problem or not path.exists():
+        raise InitError(f"{path}: {problem or 'not found'}; nothing to update")
+    try:
+        old = read_regular_text(path)
+        text, changes = update_catalog(old, draft, location)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InitError(f"{path}: cannot read it: {exc}") from None
+    except UpdateError as exc:
+        raise InitError(str(exc)) from None
+    _check_loads(text, root, location, "the updated catalog")
+    if text != old:
+        write_atomic(path, text.encode("utf-8"))
+    return changes
 
 
 def _registered_dir(root: Path, given: str | None) -> str:
@@ -146,15 +212,21 @@ def _registered_dir(root: Path, given: str | None) -> str:
     )
 
 
-def _check_loads(text: str, root: Path) -> None:
-    """The drafted text must load as a catalog; anything else is a bug worth a clear message."""
+def _check_loads(
+    text: str, root: Path, location: CatalogLocation, what: str = "the drafted catalog"
+) -> None:
+    """The text to write must load as a catalog; anything else is worth a clear message."""
     try:
-        parse_catalog(tomllib.loads(text)["tool"]["ci-runner"], root, "the drafted catalog")
+        table = location.table_of(tomllib.loads(text))
+        if table is None:
+            raise CatalogError("no catalog table")
+        parse_catalog(table, root, what)
     except (tomllib.TOMLDecodeError, CatalogError) as exc:
-        raise InitError(f"the drafted catalog does not load ({exc}); nothing was written") from None
+        raise InitError(f"{what} does not load ({exc}); nothing was written") from None
 
 
-def _write(target: Path, text: str, force: bool) -> None:
+def _write(location: CatalogLocation, text: str, force: bool) -> None:
+    target = location.path
     problem = destination_problem(target)
     if problem:
         raise InitError(f"{target}: {problem}; nothing was written")
@@ -168,11 +240,20 @@ def _write(target: Path, text: str, force: bool) -> None:
         raise InitError(
             f"{target}: cannot read it as TOML ({exc}); fix it, or write elsewhere with --output"
         ) from None
+    if location.own_file and old.strip():
+        if not force:
+            raise InitError(
+                f"{target} already holds a catalog; pass --update to merge the new draft into "
+                "it, --force to replace it, or --output FILE to write the new one elsewhere"
+            )
+        write_atomic(target, text.encode("utf-8"))
+        return
     if "ci-runner" in data.get("tool", {}):
         if not force:
             raise InitError(
-                f"{target} already has a [tool.ci-runner] catalog; pass --force to replace it, "
-                "or --output FILE to write the new one elsewhere"
+                f"{target} already has a [tool.ci-runner] catalog; pass --update to merge the "
+                "new draft into it, --force to replace it, or --output FILE to write the new one "
+                "elsewhere"
             )
         old = _without_catalog(old, target, data)
     joined = old.rstrip("\n") + ("\n\n" if old.strip() else "") + text
@@ -206,16 +287,28 @@ def _without_catalog(text: str, target: Path, data: dict) -> str:
     return result
 
 
-def _report(draft: Draft, target: Path | None) -> None:
+def _report(draft: Draft, target: Path | None, why: str, changes: list[str] | None = None) -> None:
     out = sys.stderr if target is None else sys.stdout
     backends = sorted({s.hw for s in draft.suites})
     where = "stdout" if target is None else str(target.resolve())
+    reason = f" ({why})" if why else ""
+    written = len(draft.written_suites)
+    names = (
+        f"{len(draft.suites)} suite(s) registered on {', '.join(backends)} (names read from "
+        f"{draft.policy.suites_from} on every run; {written} entr(y/ies) with workflow settings)"
+        if draft.policy.suites_from
+        else f"{len(draft.suites)} suite(s) on {', '.join(backends)}"
+    )
+    verb = "updated the catalog in" if changes is not None else "wrote the catalog to"
     print(
-        f"wrote [tool.ci-runner] to {where}: {len(draft.suites)} suite(s) on "
-        f"{', '.join(backends)}, from {draft.registration_count} registration(s) in "
+        f"{verb} {where}{reason}: {names}, from {draft.registration_count} registration(s) in "
         f"{draft.files} file(s) under {draft.scope}",
         file=out,
     )
+    if changes is not None:
+        print(f"changes ({len(changes)}):" if changes else "changes: none", file=out)
+        for change in changes:
+            print(f"  {change}", file=out)
     for note in draft.notes:
         print(f"  {note}", file=out)
     if draft.conflicts:

@@ -6,9 +6,10 @@ selecting ``t.backend == hw and t.effective_suite == suite and t.nightly == nigh
 compatible policy; init's report names the facts that need it (one suite with both cadences,
 one suite name on two backends). Then:
 
+* the suite names are read from the runner on every run (``suites-from``, see
+  :mod:`ci_runner.catalog.runner_rules`), never copied: the catalog keeps a suite entry only
+  for its settings (runner, job budget from the workflows);
 * every suite is drafted per backend (``suite-names = "per-backend"``);
-* the suites the runner's own tables name (module-level dicts of backend -> suite names) join the
-  catalog even when no file registers them yet, so their jobs get the same empty-selection notice;
 * the runner's backends (its ``--hw`` mapping) get markers;
 * files that match the patterns but register nothing are ones the runner does not collect (its
   own sanity check would fail otherwise), so they go into ``exclude-files``.
@@ -18,16 +19,18 @@ Any other tree keeps this project's strict policy (no table is written).
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ci_runner.adoption.runner_globs import collected_dirs
+from ci_runner.adoption.tables import DraftedTable
 from ci_runner.catalog.extra_dirs import ExtraDir
 from ci_runner.catalog.policy import COMPATIBLE, STRICT, Policy
+from ci_runner.catalog.runner_rules import RunnerRules, RunnerRulesError, read_runner_rules
+from ci_runner.catalog.suites import guess_gpus_per_file
 from ci_runner.file_safety import read_regular_text
 from ci_runner.model import Registration
 
@@ -47,14 +50,20 @@ class RunnerFacts:
         self.path = (root / parent / RUNNER_NAME) if str(parent) != "." else root / RUNNER_NAME
         self.relative = (parent / RUNNER_NAME).as_posix()
         self.text = _read(self.path)
-        self.tables: dict[str, dict[str, list[str]]] = {}
-        self.backends: list[str] = []
-        if self.text:
-            self._read_tables()
+        self.rules: RunnerRules | None = None
+        if self.registry_based:
+            try:
+                self.rules = read_runner_rules(root, self.relative)
+            except RunnerRulesError:
+                self.rules = None
 
     @property
     def registry_based(self) -> bool:
         return bool(self.text and _REGISTRY.search(self.text))
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        return self.rules.backends if self.rules is not None else ()
 
     def extra_dirs(self, root: Path, registered_dir: str) -> tuple[list[ExtraDir], list[str]]:
         """The directories besides ``registered_dir`` that a registry-based runner globs (for
@@ -77,55 +86,12 @@ class RunnerFacts:
     def filters_per_registration(self) -> bool:
         return bool(self.text and _PER_REGISTRATION_FILTER.search(self.text))
 
-    def _read_tables(self) -> None:
-        try:
-            tree = ast.parse(self.text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return
-        for stmt in tree.body:
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-                continue
-            target, value = stmt.targets[0], stmt.value
-            if not (isinstance(target, ast.Name) and isinstance(value, ast.Dict)):
-                continue
-            backends = _hw_mapping(value)
-            if backends:
-                self.backends = backends
-            table = _suite_table(value)
-            if table:
-                self.tables[target.id] = table
-
 
 def _read(path: Path) -> str:
     try:
         return read_regular_text(path)
     except (OSError, UnicodeDecodeError):
         return ""
-
-
-def _hw_mapping(value: ast.Dict) -> list[str]:
-    """``{"cpu": HWBackend.CPU, ...}`` -> ``["cpu", ...]`` (the runner's ``--hw`` names)."""
-    names = []
-    for key, item in zip(value.keys, value.values, strict=True):
-        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-            return []
-        if not (isinstance(item, ast.Attribute) and item.attr.lower() == key.value):
-            return []
-        names.append(key.value)
-    return names
-
-
-def _suite_table(value: ast.Dict) -> dict[str, list[str]]:
-    """``{HWBackend.CUDA: ["a", "b"], ...}`` -> ``{"cuda": ["a", "b"]}``; else empty."""
-    table: dict[str, list[str]] = {}
-    for key, item in zip(value.keys, value.values, strict=True):
-        if not (isinstance(key, ast.Attribute) and isinstance(item, ast.List)):
-            return {}
-        names = [e.value for e in item.elts if isinstance(e, ast.Constant)]
-        if not all(isinstance(n, str) for n in names) or len(names) != len(item.elts):
-            return {}
-        table[key.attr.lower()] = names
-    return table
 
 
 def choose_policy(
@@ -154,7 +120,14 @@ def choose_policy(
         reasons.append(
             f"{len(shared)} suite name(s) are registered on several backends (first: {shared[0]})"
         )
-    return COMPATIBLE, reasons
+    if facts.rules is None:
+        return COMPATIBLE, reasons
+    reasons.append(
+        f"its suite tables name the suites (suites-from: read on every run, never copied); "
+        f"it validates the names of {', '.join(sorted(facts.rules.checked)) or 'no backend'}"
+        + ("; its registry requires a __main__ block" if facts.rules.main_block_required else "")
+    )
+    return replace(COMPATIBLE, suites_from=facts.relative), reasons
 
 
 def adopt_policy(
@@ -166,7 +139,7 @@ def adopt_policy(
 ) -> None:
     """Choose the draft's policy; under the compatible one, redraft its suites per backend, add
     the runner's table suites and backends, and exclude the files that register nothing."""
-    from ci_runner.adoption.draft import DraftSuite, _guess_gpus
+    from ci_runner.adoption.draft import DraftSuite
 
     facts = facts or RunnerFacts(root, draft.registered_dir)
     draft.policy, draft.policy_reasons = choose_policy(facts, registrations)
@@ -181,10 +154,6 @@ def adopt_policy(
     for reg in registrations:
         if reg.suite:
             by_key[reg.backend, reg.suite].append(reg)
-    for table in facts.tables.values():
-        for hw, names in table.items():
-            for name in names:
-                by_key.setdefault((hw, name), [])
     suites = []
     for (hw, name), regs in by_key.items():
         votes = Counter(r.nightly for r in regs)
@@ -193,13 +162,15 @@ def adopt_policy(
                 name=name,
                 hw=hw,
                 nightly=votes[True] > votes[False],
-                gpus_per_file=_guess_gpus(name, hw),
+                gpus_per_file=guess_gpus_per_file(name, hw),
                 registrations=len(regs),
                 files=len({r.path for r in regs}),
             )
         )
     draft.suites = sorted(suites, key=lambda s: (s.hw, s.name))
     draft.conflicts = [c for c in draft.conflicts if not c.startswith("suite ")]
+    if facts.rules is not None:
+        draft.conflicts += _refused(facts.rules, registrations)
     markers = dict(draft.syntax.markers)
     for hw in {*facts.backends, *(s.hw for s in draft.suites)}:
         if hw not in markers.values():
@@ -217,36 +188,31 @@ def adopt_policy(
         draft.conflicts = [c for c in draft.conflicts if "register nothing" not in c]
 
 
-def exclude_lines(draft: Draft) -> list[str]:
-    """The top-level ``exclude-files`` key, when the draft excludes files."""
-    if not draft.excluded:
+def _refused(rules: RunnerRules, registrations: list[Registration]) -> list[str]:
+    """Registrations the runner refuses: a suite its tables lack on a backend it validates."""
+    bad = [
+        f"{r.path}:{r.line} ({r.backend} {r.suite!r})"
+        for r in registrations
+        if r.suite and not rules.accepts(r.backend, r.suite)
+    ]
+    if not bad:
         return []
+    shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
     return [
-        "# exclude-files: they register nothing, so the tree's own runner does not collect them",
-        f"exclude-files = {json.dumps(draft.excluded)}",
+        f"{len(bad)} registration(s) name a suite that {rules.path}'s tables lack on a backend "
+        f"it validates; it refuses the tree for them, and so does the runner: {shown}"
     ]
 
 
-def extra_dirs_lines(draft: Draft) -> list[str]:
-    """The top-level ``extra-dirs`` key, when the tree's runner collects more directories."""
-    if not draft.extra_dirs:
-        return []
-    entries = ", ".join(
-        f"{{path = {json.dumps(d.path)}, files = {json.dumps(list(d.files))}}}"
-        for d in draft.extra_dirs
-    )
-    return [
-        "# extra-dirs: the tree's own runner also collects these directories",
-        f"extra-dirs = [{entries}]",
-    ]
-
-
-def policy_lines(draft: Draft) -> list[str]:
-    """The ``[tool.ci-runner.policy]`` table with why it was chosen (nothing for strict)."""
+def policy_table(draft: Draft) -> DraftedTable | None:
+    """The ``[tool.ci-runner.policy]`` table with why it was chosen (None for strict)."""
     if draft.policy == STRICT:
-        return []
-    lines = ["", "# The policy that reproduces this tree's own runner:"]
-    lines += [f"#   - {reason}" for reason in draft.policy_reasons]
-    lines.append("[tool.ci-runner.policy]")
-    lines += [f"{key} = {json.dumps(value)}" for key, value in draft.policy.table().items()]
-    return lines
+        return None
+    return DraftedTable(
+        "policy",
+        dict(draft.policy.table()),
+        comments=(
+            "The policy that reproduces this tree's own runner:",
+            *(f"  - {reason}" for reason in draft.policy_reasons),
+        ),
+    )

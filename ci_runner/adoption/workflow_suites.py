@@ -76,6 +76,7 @@ class SuiteValues:
     """One suite's values agreed by its workflow calls (None: none given, or they disagree)."""
 
     runner: str | None
+    runner_key: str | None  # the key a computed runs-on looks its label up with
     job_timeout_minutes: float | None
     timeout_is_default: bool  # no job or step sets timeout-minutes: GitHub's default applies
     timeout_from_step: bool  # the run step's own timeout-minutes (below the job's)
@@ -84,12 +85,20 @@ class SuiteValues:
     where: tuple[str, ...]
     conflicts: tuple[str, ...]
 
+    @property
+    def has_settings(self) -> bool:
+        """True when the workflows give a runner, a runner key or a job budget."""
+        return any(v is not None for v in (self.runner, self.runner_key, self.job_timeout_minutes))
+
 
 def suite_values(hw: str, suite: str, calls: list[Invocation]) -> SuiteValues:
     """The runner and budget the calls of one suite agree on; a disagreement is a conflict and
     the most frequent value is written (ties: the first in file order)."""
     conflicts: list[str] = []
     runner = _agreed(f"{hw} suite {suite!r}: runs-on", [(c.runner, c) for c in calls], conflicts)
+    key = _agreed(
+        f"{hw} suite {suite!r}: runs-on key", [(c.runner_key, c) for c in calls], conflicts
+    )
     timeouts = [(c.timeout_minutes, c) for c in calls if c.timeout_minutes is not None]
     timeout = _agreed(f"{hw} suite {suite!r}: timeout-minutes", timeouts, conflicts)
     unknown = any("timeout-minutes" in note for c in calls for note in c.notes)
@@ -105,6 +114,7 @@ def suite_values(hw: str, suite: str, calls: list[Invocation]) -> SuiteValues:
     sizes = tuple(sorted({c.size for c in calls if c.size is not None}))
     return SuiteValues(
         runner=runner,
+        runner_key=key,
         job_timeout_minutes=timeout,
         timeout_is_default=is_default,
         timeout_from_step=any(c.step_timeout and c.timeout_minutes == timeout for c in calls),

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 
 from ci_runner.catalog.keys import unknown_keys_message
 from ci_runner.catalog.limits import MAX_SECONDS, is_finite_number, number_text
+from ci_runner.exit_codes import EXIT_TEST_FAILURES
 
 EST_TIMEOUT_CI_RUNNER = "ci-runner"  # min(max(3*est+60, 60), cap)
 EST_TIMEOUT_SGLANG = "sglang"  # max(1.5*est, est+1800), no cap
@@ -25,6 +26,7 @@ LAUNCHER_PYTHON = "python"  # python <file>: the file's __main__ block runs its 
 LAUNCHER_PYTEST = "pytest"  # python -m pytest <file>: no __main__ block needed
 LAUNCHERS = (LAUNCHER_PYTHON, LAUNCHER_PYTEST)
 DEFAULT_RETRY_WAIT_SECONDS = 30.0
+TIMINGS_STDOUT, TIMINGS_STDERR = "stdout", "stderr"
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DIR_NAME = re.compile(r"(?!\.\.?\Z)[A-Za-z0-9._-]+\Z")
 
@@ -60,8 +62,10 @@ class ExecutionSettings:
     working_directory: str = "."  # where files run, relative to the root
     file_arguments: tuple[str, ...] = ()  # appended to ``python <file>``
     timings_block: bool = False  # print SGLang's TIMINGS block at the end of a shard
+    timings_stream: str = TIMINGS_STDOUT  # where the block goes: stdout, or stderr as SGLang's
     one_file_at_a_time: bool = False  # on cuda: one file at a time unless --gpus/--gpu-ids
     cuda_coredump: CudaCoredump | None = None
+    failure_exit_status: int = EXIT_TEST_FAILURES  # a shard with a failing file exits with this
 
 
 DEFAULT_EXECUTION_SETTINGS = ExecutionSettings()
@@ -78,6 +82,7 @@ _KEYS = (
     "timings-block",
     "one-file-at-a-time",
     "cuda-coredump",
+    "failure-exit-status",
 )
 _COREDUMP_KEYS = ("switch-variable", "dir-variable", "dir-name")
 
@@ -100,15 +105,41 @@ def parse_execution_settings(raw: object, where: str) -> ExecutionSettings:
         retry_timeouts=_boolean(raw, "retry-timeouts", where),
         working_directory=_relative_directory(raw, "working-directory", where),
         file_arguments=_strings(raw, "file-arguments", where),
-        timings_block=_boolean(raw, "timings-block", where),
+        **_timings(raw, where),
         one_file_at_a_time=_boolean(raw, "one-file-at-a-time", where),
         cuda_coredump=_coredump(raw.get("cuda-coredump"), f"{where}.cuda-coredump"),
+        failure_exit_status=_exit_status(raw, "failure-exit-status", where),
     )
 
 
 def parse_launcher(raw: dict, where: str) -> str:
     """The ``launcher`` key of the execution table or of a suite (``where`` names it)."""
     return _choice(raw, "launcher", LAUNCHERS, where, LAUNCHER_PYTHON)
+
+
+def _timings(raw: dict, where: str) -> dict[str, object]:
+    """``timings-block``: false, true (on stdout), or the stream ``"stdout"`` / ``"stderr"``."""
+    value = raw.get("timings-block", False)
+    if isinstance(value, bool):
+        return {"timings_block": value}
+    if value in (TIMINGS_STDOUT, TIMINGS_STDERR):
+        return {"timings_block": True, "timings_stream": value}
+    raise ExecutionSettingsError(
+        f'{where}: timings-block must be true, false, "stdout" or "stderr", got '
+        f"{number_text(value)}"
+    )
+
+
+def _exit_status(raw: dict, key: str, where: str) -> int:
+    """An exit status from 1 to 255 (a failure must not look like success or a signal's 128+N
+    is allowed: SGLang's runner exits 255 = -1)."""
+    value = raw.get(key, EXIT_TEST_FAILURES)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 255:
+        raise ExecutionSettingsError(
+            f"{where}: {key} must be an exit status from 1 to 255 (SGLang's runner: 255), "
+            f"got {number_text(value)}"
+        )
+    return value
 
 
 def _no_unknown(raw: dict, known: tuple[str, ...], where: str) -> None:

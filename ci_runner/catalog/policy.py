@@ -12,15 +12,19 @@ that reproduce its current runner (``run_suite.py init`` does, e.g. for SGLang's
 * ``empty-selection``: ``"error"`` (exit 2) or ``"notice"`` (exit 0 with a notice naming the
   backend, suites and cadence, in the console and the step summary);
 * ``strict-checks``: ``"error"`` or ``"warning"``: the checks of registrations and ``__main__``
-  blocks that go beyond selection (see :data:`STRICT_CHECKS`) stop the run, or are printed.
+  blocks that go beyond selection (see :data:`STRICT_CHECKS`) stop the run, or are printed;
+* ``suites-from``: the repository's own runner file (``"test/run_suite.py"``); its suite tables
+  are the suite names, read on every run, and its rules decide which names a backend accepts and
+  whether a ``__main__`` block is required (:mod:`ci_runner.catalog.runner_rules`).
 
-Unknown suite names are errors under every policy.
+Unknown suite names are errors under every policy without ``suites-from``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from ci_runner.catalog.keys import unknown_keys_message
 
@@ -46,6 +50,9 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+SUITES_FROM = "suites-from"
+
+
 class PolicyError(ValueError):
     """A key or value of ``[tool.ci-runner.policy]`` is wrong; the message names both."""
 
@@ -58,6 +65,7 @@ class Policy:
     suite_names: str = NAMES_GLOBAL
     empty_selection: str = EMPTY_ERROR
     strict_checks: str = CHECKS_ERROR
+    suites_from: str | None = None  # the runner file whose suite tables name the suites
 
     @property
     def nightly_per_registration(self) -> bool:
@@ -77,12 +85,15 @@ class Policy:
 
     def table(self) -> dict[str, str]:
         """The ``[tool.ci-runner.policy]`` keys and values of this policy."""
-        return {
+        table = {
             "nightly": self.nightly,
             "suite-names": self.suite_names,
             "empty-selection": self.empty_selection,
             "strict-checks": self.strict_checks,
         }
+        if self.suites_from is not None:
+            table[SUITES_FROM] = self.suites_from
+        return table
 
 
 STRICT = Policy()  # this project's own model, and the default of every key
@@ -97,9 +108,9 @@ def parse_policy(table: Mapping[str, object], where: str) -> Policy:
         raise PolicyError(
             f'{where}: must be a table, e.g. [tool.ci-runner.policy] nightly = "suite", got {raw!r}'
         )
-    if message := unknown_keys_message(raw, _CHOICES, where):
+    if message := unknown_keys_message(raw, [*_CHOICES, SUITES_FROM], where):
         raise PolicyError(message)
-    values: dict[str, str] = {}
+    values: dict[str, str | None] = {"suites_from": _suites_from(raw.get(SUITES_FROM), where)}
     for key, choices in _CHOICES.items():
         value = raw.get(key, choices[0])
         if value not in choices:
@@ -109,3 +120,16 @@ def parse_policy(table: Mapping[str, object], where: str) -> Policy:
             )
         values[key.replace("-", "_")] = str(value)
     return Policy(**values)
+
+
+def _suites_from(value: object, where: str) -> str | None:
+    """A relative POSIX path inside the repository (the runner file), or None."""
+    if value is None:
+        return None
+    path = PurePosixPath(value) if isinstance(value, str) else None
+    if path is None or not value.strip() or path.is_absolute() or ".." in path.parts:
+        raise PolicyError(
+            f"{where}: {SUITES_FROM} must be the path of the repository's runner file relative "
+            f'to the root (e.g. "test/run_suite.py"), got {value!r}'
+        )
+    return path.as_posix()

@@ -1,4 +1,5 @@
-"""The suites of the catalog, read and validated from ``[tool.ci-runner]`` in ``pyproject.toml``.
+"""The suites of the catalog, read and validated from ``[tool.ci-runner]`` in ``pyproject.toml``
+(or from ``ci-runner.toml``: :mod:`ci_runner.catalog.location`).
 
 The catalog is data, so another repository adopts the runner by writing its own table; nothing
 about a particular project's suites lives in code.
@@ -11,6 +12,7 @@ import functools
 import re
 import sys
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -36,21 +38,34 @@ from ci_runner.catalog.limits import (
     is_finite_number,
     number_text,
 )
+from ci_runner.catalog.location import (
+    OWN_FILE,
+    PYPROJECT,
+    CatalogFileError,
+    CatalogLocation,
+    find_catalog,
+)
+from ci_runner.catalog.partitions import PartitionRule, PartitionRuleError, parse_partition_rule
 from ci_runner.catalog.policy import STRICT, Policy, PolicyError, parse_policy
+from ci_runner.catalog.runner_rules import RunnerRules, RunnerRulesError, read_runner_rules
 from ci_runner.catalog.syntax import (
     DEFAULT_SYNTAX,
     RegistrationSyntax,
     SyntaxConfigError,
     parse_syntax,
 )
-from ci_runner.file_safety import NotRegularFileError, read_regular_text, why
+from ci_runner.file_safety import read_regular_text, why
+from ci_runner.model import MAIN_BLOCK
 
-CATALOG_FILE = "pyproject.toml"
+CATALOG_FILE = PYPROJECT
 DEFAULT_TIMEOUT_PER_FILE = 1200.0
 BACKENDS: tuple[str, ...] = DEFAULT_SYNTAX.backends  # the built-in ones; a catalog may add more
 ALL_GPUS = "all"  # gpus-per-file = "all": each file gets every GPU of the runner
 DEFAULT_FILE_PATTERNS: tuple[str, ...] = ("test_*.py", "bench_*.py")
 NEVER_COLLECTED: tuple[str, ...] = ("__init__.py", "conftest.py")
+PLAN_BEST = "best"  # this runner's planner: the best of LPT, local search, KK and exact
+PLAN_UPSTREAM = "upstream"  # SGLang's auto_partition exactly, to compare logs in a migration
+PLANS = (PLAN_BEST, PLAN_UPSTREAM)
 
 
 class CatalogError(Exception):
@@ -70,6 +85,7 @@ class Suite:
     runner: str | None = None
     job_timeout_minutes: float | None = None
     launcher: str | None = None  # overrides the execution table's launcher for this suite
+    runner_key: str | None = None  # the key a computed runs-on looks its label up with
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,17 @@ class Catalog:
     exclude_files: tuple[str, ...] = ()  # globs over paths relative to registered-dir
     execution: ExecutionSettings = DEFAULT_EXECUTION_SETTINGS  # [tool.ci-runner.execution]
     extra_dirs: tuple[ExtraDir, ...] = ()  # more collected directories (extra-dirs)
+    location: CatalogLocation | None = field(default=None, compare=False)  # None: not a file
+    rules: RunnerRules | None = None  # policy suites-from: the runner's suite tables and checks
+    plan: str = PLAN_BEST  # how shards are packed: PLAN_BEST or PLAN_UPSTREAM
+    partitions: PartitionRule | None = None  # how workflows' shard matrices are sized
+    table: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
+
+    def where(self, table: str = "") -> str:
+        """How messages name the catalog (or one of its tables)."""
+        if self.location is None:
+            return f"[tool.ci-runner{'.' + table if table else ''}]"
+        return self.location.where(table)
 
     @functools.cached_property
     def _suites_by_name(self) -> dict[str, list[Suite]]:
@@ -98,6 +125,29 @@ class Catalog:
         """The suite called ``name`` (that of ``hw`` first, when given), or None."""
         named = self._suites_by_name.get(name, [])
         return next((s for s in named if s.hw == hw), named[0] if named else None)
+
+    def suite_for(self, name: str, hw: str) -> Suite | None:
+        """The suite ``name`` of ``hw``: its catalog entry, else under ``suites-from`` one with
+        the default settings (any name: the runner's rules decide which names are valid)."""
+        suite = self.get(name, hw)
+        if suite is not None and (suite.hw == hw or self.rules is None):
+            return suite
+        if self.rules is None:
+            return None
+        return Suite(name=name, hw=hw, gpus_per_file=guess_gpus_per_file(name, hw))
+
+    def enforced_rules(self) -> frozenset[str]:
+        """Lints that stop the run even under ``strict-checks = "warning"``: those the
+        repository's own runner enforces (``suites-from``: its ``__main__`` requirement)."""
+        if self.rules is not None and self.rules.main_block_required:
+            return frozenset({MAIN_BLOCK})
+        return frozenset()
+
+    def suite_names(self, hw: str) -> list[str]:
+        """The suite names of ``hw``: the runner's tables under ``suites-from``, and the
+        catalog's entries."""
+        names = list(self.rules.suites(hw)) if self.rules is not None else []
+        return list(dict.fromkeys([*names, *(s.name for s in self.for_hw(hw))]))
 
     def for_hw(self, hw: str) -> list[Suite]:
         """Suites of one backend, in catalog order."""
@@ -121,46 +171,70 @@ class Catalog:
         return next((d for d in self.extra_dirs if d.holds(rel_path)), None)
 
 
+SHOWN_SUITES = 5  # a message lists at most this many suite names
+
+
 def unknown_suite_message(name: str, backend: str, catalog: Catalog, origin: str = "") -> str:
-    """ "unknown cuda suite 'x'; did you mean 'y'?" (or the list of known suites)."""
-    known = [s.name for s in catalog.for_hw(backend)]
+    """ "unknown cuda suite 'x'; did you mean 'y'?" (or the first known suites)."""
+    return f"unknown {backend} suite {name!r}{origin}; {suite_hint(name, backend, catalog)}"
+
+
+def suite_hint(name: str, backend: str, catalog: Catalog) -> str:
+    """ "did you mean 'y'?", else the first few known suites of ``backend`` (a short line however
+    many there are)."""
+    known = catalog.suite_names(backend)
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     if close:
-        hint = f"did you mean {close[0]!r}?"
-    elif known:
-        hint = f"known {backend} suites: {', '.join(known)}"
-    else:
-        hint = f"the catalog defines no {backend} suite"
-    return f"unknown {backend} suite {name!r}{origin}; {hint}"
+        return f"did you mean {close[0]!r}?"
+    if not known:
+        return f"the catalog defines no {backend} suite"
+    more = len(known) - SHOWN_SUITES
+    listed = ", ".join(known[:SHOWN_SUITES]) + (f" and {more} more" if more > 0 else "")
+    return f"known {backend} suites: {listed}"
+
+
+_GPU_COUNT = re.compile(r"(?:^|-)(\d+)-(?:gpu|npu)(?:-|$)")
+
+
+def guess_gpus_per_file(name: str, hw: str) -> int | str:
+    """``gpus-per-file`` from a suite name: 0 for CPU, ``"all"`` for ``<N>-gpu`` (or ``-npu``)
+    with N > 1, else 1."""
+    if hw == "cpu":
+        return 0
+    match = _GPU_COUNT.search(name)
+    return ALL_GPUS if match and int(match.group(1)) > 1 else 1
 
 
 def find_root(start: Path) -> Path:
-    """Walk up from ``start`` to the first directory whose pyproject.toml has [tool.ci-runner];
-    a pyproject.toml on the way that cannot be read is passed, with a notice naming it (it may
-    have been meant to hold the catalog)."""
+    """Walk up from ``start`` to the first directory that holds a catalog (``ci-runner.toml``,
+    or ``pyproject.toml`` with ``[tool.ci-runner]``); a pyproject.toml on the way that cannot be
+    read is passed, with a notice naming it (it may have been meant to hold the catalog)."""
     current = start.resolve()
     passed: list[str] = []
     for candidate in (current, *current.parents):
+        own = candidate / OWN_FILE
+        found = own.exists() or own.is_symlink()
         path = candidate / CATALOG_FILE
-        if path.is_file():
+        if not found and path.is_file():
             try:
                 data = tomllib.loads(read_regular_text(path))
             except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, RecursionError) as exc:
                 passed.append(f"{path} ({why(exc)})")
                 continue
             tool = data.get("tool")
-            if isinstance(tool, dict) and "ci-runner" in tool:
-                for skipped in passed:
-                    print(
-                        f"notice: passed {skipped}, which cannot be read; using the catalog of "
-                        f"{candidate} (pass --root DIR to choose)",
-                        file=sys.stderr,
-                    )
-                return candidate
+            found = isinstance(tool, dict) and "ci-runner" in tool
+        if found:
+            for skipped in passed:
+                print(
+                    f"notice: passed {skipped}, which cannot be read; using the catalog of "
+                    f"{candidate} (pass --root DIR to choose)",
+                    file=sys.stderr,
+                )
+            return candidate
     unread = f" (not read: {'; '.join(passed)})" if passed else ""
     raise CatalogError(
-        f"no {CATALOG_FILE} with a [tool.ci-runner] table found in {current} or any "
-        f"parent{unread}; run from inside the repository or pass --root DIR"
+        f"no {CATALOG_FILE} with a [tool.ci-runner] table (nor a {OWN_FILE}) found in {current} "
+        f"or any parent{unread}; run from inside the repository or pass --root DIR"
     )
 
 
@@ -196,6 +270,7 @@ _SUITE_KEYS = {
     "gpus-per-file",
     "timeout-per-file",
     "runner",
+    "runner-key",
     "job-timeout-minutes",
     "launcher",
 }
@@ -270,6 +345,9 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
         launcher = parse_launcher(raw, where) if "launcher" in raw else None
     except ExecutionSettingsError as exc:
         raise CatalogError(str(exc)) from None
+    runner_key = raw.get("runner-key")
+    if runner_key is not None:
+        _expect(runner_key, str, where, "runner-key")
     return Suite(
         name=name,
         hw=hw,
@@ -280,47 +358,43 @@ def _parse_suite(raw: object, where: str, backends: tuple[str, ...]) -> Suite:
         runner=runner,
         job_timeout_minutes=job_minutes,
         launcher=launcher,
+        runner_key=runner_key,
     )
 
 
 def load_catalog(root: Path) -> Catalog:
     """Read and validate the catalog of the repository at ``root``."""
-    table, where = _read_table(root)
-    return parse_catalog(table, root, where)
+    table, location = read_catalog_table(root)
+    return parse_catalog(table, root, location.where(), location)
 
 
 def load_syntax(root: Path) -> RegistrationSyntax:
     """Only the registration syntax of the catalog at ``root`` (its suites may be incomplete)."""
-    table, where = _read_table(root)
+    table, location = read_catalog_table(root)
+    where = location.where()
     try:
-        return parse_syntax(table, where)
-    except SyntaxConfigError as exc:
+        rules = _runner_rules(root, parse_policy(table, where), where)
+        return parse_syntax(table, where, rules.markers if rules is not None else None)
+    except (SyntaxConfigError, PolicyError) as exc:
         raise CatalogError(str(exc)) from None
 
 
-def _read_table(root: Path) -> tuple[dict, str]:
-    """The ``[tool.ci-runner]`` table of ``root/pyproject.toml`` and how messages name it."""
-    path = root / CATALOG_FILE
+def read_catalog_table(root: Path) -> tuple[dict, CatalogLocation]:
+    """The catalog table of ``root`` and where it lives; :class:`CatalogError` when there is none
+    or it cannot be read."""
     try:
-        data = tomllib.loads(read_regular_text(path))
-    except NotRegularFileError as exc:
-        raise CatalogError(f"{exc}; the suite catalog must be a regular file") from None
-    except FileNotFoundError:
+        found = find_catalog(root)
+    except CatalogFileError as exc:
+        raise CatalogError(str(exc)) from None
+    if found is None:
+        path = root / CATALOG_FILE
+        if path.exists():
+            raise CatalogError(f"{path}: no [tool.ci-runner] table (nor a {root / OWN_FILE})")
         raise CatalogError(
-            f"{path}: not found; the suite catalog lives in [tool.ci-runner]"
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise CatalogError(f"{path}: invalid TOML: nested too deeply to read") from None
-    except UnicodeDecodeError as exc:
-        raise CatalogError(f"{path}: not UTF-8 text: {exc.reason}") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read: {why(exc)}") from None
-    table = data.get("tool", {}).get("ci-runner")
-    if not isinstance(table, dict):
-        raise CatalogError(f"{path}: no [tool.ci-runner] table")
-    return table, f"{path.name} [tool.ci-runner]"
+            f"{path}: not found; the suite catalog lives in [tool.ci-runner] (or in {OWN_FILE})"
+        )
+    location, table = found
+    return table, location
 
 
 _TOP_KEYS = {
@@ -335,6 +409,8 @@ _TOP_KEYS = {
     "policy",
     "change-impact",  # read by ci_runner.impact.config (--changed-since, --changed-files)
     "execution",
+    "plan",
+    "partitions",
 }
 
 
@@ -374,26 +450,29 @@ def _registered_dir(table: dict, where: str) -> str:
     return path.as_posix()
 
 
-def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
+def parse_catalog(
+    table: dict, root: Path, where: str, location: CatalogLocation | None = None
+) -> Catalog:
     """Validate a ``[tool.ci-runner]`` table already read from TOML (``where`` names it)."""
     if message := unknown_keys_message(table, sorted(_TOP_KEYS), where):
         raise CatalogError(message)
     registered_dir = _registered_dir(table, where)
     try:
-        syntax = parse_syntax(table, where)
+        policy = parse_policy(table, where)
+    except PolicyError as exc:
+        raise CatalogError(str(exc)) from None
+    rules = _runner_rules(root, policy, where)
+    try:
+        syntax = parse_syntax(table, where, rules.markers if rules is not None else None)
     except SyntaxConfigError as exc:
         raise CatalogError(str(exc)) from None
     raw_suites = table.get("suites", [])
-    if not isinstance(raw_suites, list) or not raw_suites:
+    if not isinstance(raw_suites, list) or (not raw_suites and rules is None):
         raise CatalogError(f"{where}: define at least one [[tool.ci-runner.suites]] entry")
     suites = tuple(
         _parse_suite(raw, f"{where} suites[{i}]", syntax.backends)
         for i, raw in enumerate(raw_suites)
     )
-    try:
-        policy = parse_policy(table, where)
-    except PolicyError as exc:
-        raise CatalogError(str(exc)) from None
     seen: dict[tuple[str, str], str] = {}
     for suite in suites:
         scope = suite.hw if policy.names_per_backend else ""
@@ -425,7 +504,40 @@ def parse_catalog(table: dict, root: Path, where: str) -> Catalog:
         exclude_files=_exclude_files(table, where),
         execution=_execution(table, where),
         extra_dirs=extra_dirs,
+        location=location,
+        table=table,
+        rules=rules,
+        plan=_plan(table, where),
+        partitions=_partitions(table, where),
     )
+
+
+def _partitions(table: dict, where: str) -> PartitionRule | None:
+    try:
+        return parse_partition_rule(table, where)
+    except PartitionRuleError as exc:
+        raise CatalogError(str(exc)) from None
+
+
+def _plan(table: dict, where: str) -> str:
+    value = table.get("plan", PLAN_BEST)
+    if value not in PLANS:
+        raise CatalogError(
+            f"{where}: plan must be {' or '.join(map(repr, PLANS))} (default {PLAN_BEST!r}: this "
+            f"runner's planner; {PLAN_UPSTREAM!r}: SGLang's auto_partition exactly), got "
+            f"{number_text(value)}"
+        )
+    return str(value)
+
+
+def _runner_rules(root: Path, policy: Policy, where: str) -> RunnerRules | None:
+    """The rules of the runner named by ``suites-from`` (None without the key)."""
+    if policy.suites_from is None:
+        return None
+    try:
+        return read_runner_rules(root, policy.suites_from)
+    except RunnerRulesError as exc:
+        raise CatalogError(f"{where} policy: suites-from: {exc}") from None
 
 
 def _execution(table: dict, where: str) -> ExecutionSettings:

@@ -141,8 +141,11 @@ class RegistrationSyntax:
 DEFAULT_SYNTAX = RegistrationSyntax()
 
 
-def parse_syntax(table: Mapping[str, object], where: str) -> RegistrationSyntax:
-    """The registration syntax declared in a ``[tool.ci-runner]`` table (raises with ``where``)."""
+def parse_syntax(
+    table: Mapping[str, object], where: str, runner_markers: Mapping[str, str] | None = None
+) -> RegistrationSyntax:
+    """The registration syntax declared in a ``[tool.ci-runner]`` table (raises with ``where``);
+    ``runner_markers``: more markers the repository's own runner reads (``suites-from``)."""
     markers = dict(MARKER_BACKENDS)
     extra = table.get("extra-markers", {})
     if not isinstance(extra, dict):
@@ -166,6 +169,9 @@ def parse_syntax(table: Mapping[str, object], where: str) -> RegistrationSyntax:
                 f"(letters, digits, _), got {backend!r}"
             )
         markers[name] = backend
+    for name, backend in (runner_markers or {}).items():
+        if _IDENTIFIER.match(name) and _BACKEND.match(backend):
+            markers.setdefault(name, backend)
     ignored = table.get("ignored-arguments", [])
     if not isinstance(ignored, list) or not all(isinstance(a, str) for a in ignored):
         raise SyntaxConfigError(

@@ -45,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="run_suite.py",
         usage="%(prog)s --hw HW --suite SUITE [options]\n"
         "       %(prog)s init [--root DIR] [--registered-dir DIR] [--suite-template TEMPLATE] "
-        "[--output PATH] [--force]",
+        "[--output PATH] [--update | --force]\n"
+        "       %(prog)s partitions --workflow PATH [--partition-model-file PATH] "
+        "[--full-parallel true|false] [--output-format json|gha]",
         description="Run one shard of a CI suite of registered test files.",
     )
     commands = parser.add_subparsers(
@@ -57,6 +59,17 @@ def build_parser() -> argparse.ArgumentParser:
             help="adopt the runner in an existing repository: write a starting "
             "[tool.ci-runner] catalog from its registrations (run_suite.py init --help)",
             description=INIT_DESCRIPTION,
+        )
+    )
+    from ci_runner.cli.partitions_command import DESCRIPTION as PARTITIONS_DESCRIPTION
+    from ci_runner.cli.partitions_command import add_partitions_arguments
+
+    add_partitions_arguments(
+        commands.add_parser(
+            "partitions",
+            help="the shard counts of a workflow's stage suites, as its partition script "
+            "prints them (run_suite.py partitions --help)",
+            description=PARTITIONS_DESCRIPTION,
         )
     )
     parser.add_argument(
@@ -168,8 +181,10 @@ def add_change_arguments(parser: argparse.ArgumentParser) -> None:
 
 def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Cross-flag checks; errors exit 2 through ``parser.error``."""
-    if args.command == "init":
-        parser.error("init must be the first argument: run_suite.py init [--root DIR] ...")
+    if args.command in ("init", "partitions"):
+        parser.error(
+            f"{args.command} must be the first argument: run_suite.py {args.command} [--root DIR] ..."
+        )
     shard_id, size = args.auto_partition_id, args.auto_partition_size
     if (shard_id is None) != (size is None):
         parser.error("--auto-partition-id and --auto-partition-size must be given together")
@@ -373,6 +388,7 @@ def shard_options(
         file_arguments=settings.file_arguments,
         cuda_coredump=settings.cuda_coredump,
         launcher=settings.launcher,
+        failure_exit_status=settings.failure_exit_status,
     )
     reports = ReportOptions.from_environment(
         args.junit_xml,
@@ -380,6 +396,7 @@ def shard_options(
         args.show_output,
         timings_block=settings.timings_block,
         live=not args.quiet,
+        timings_stream=settings.timings_stream,
     )
     problems = reports.destination_problems()
     if problems:

@@ -18,32 +18,29 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
+from ci_runner.catalog.suites import PLAN_UPSTREAM
 from ci_runner.cli.arguments import build_parser, shard_options, validate_arguments
 from ci_runner.cli_errors import robust_output, usage_error
 from ci_runner.collect import collect
 from ci_runner.collect.scope import split_by_scope
 from ci_runner.env import EnvVarError
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
-from ci_runner.impact import (
-    ChangeImpact,
-    ChangeInputError,
-    changes_from_list,
-    changes_since,
-    impact_document,
-    impact_lines,
-    select_changed,
-)
+from ci_runner.impact.changes import ChangeInputError
 from ci_runner.maintenance.registration_lints import discover_packages, package_offenders
 from ci_runner.model import FileToRun, Problem, ShardContext
 from ci_runner.plan.live_estimates import LiveEstimateError, load_live_estimates
 from ci_runner.plan.matrix import build_matrix
-from ci_runner.plan.packing import Plan, plan
+from ci_runner.plan.packing import Plan, plan, upstream_plan
 from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
 from ci_runner.reports.github import GitHubContext
 from ci_runner.reports.step_summary import append_notice
 from ci_runner.safe_text import one_line
+
+if TYPE_CHECKING:
+    from ci_runner.impact.selection import ChangeImpact
 from ci_runner.select import (
     Selection,
     SelectionError,
@@ -62,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ci_runner.adoption.init_command import main as init_main  # only init needs it
 
         return init_main(arguments[1:])
+    if arguments[:1] == ["partitions"]:
+        from ci_runner.cli.partitions_command import main as partitions_main
+
+        return partitions_main(arguments[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(arguments)
@@ -100,7 +101,12 @@ def _report_problems(
     """
     blocking, warnings = problems, []
     if catalog.policy.strict_checks_warn:  # checks beyond selection only warn (the policy)
-        blocking, lints = [p for p in problems if not p.lint], [p for p in problems if p.lint]
+        enforced = catalog.enforced_rules()  # but those the repository's own runner enforces
+
+        def blocks(problem: Problem) -> bool:
+            return not problem.lint or problem.rule in enforced
+
+        blocking, lints = [p for p in problems if blocks(p)], [p for p in problems if not blocks(p)]
         for problem in lints:
             print(f"warning: {one_line(str(problem))}", file=sys.stderr)
     if scoped is not None:
@@ -147,6 +153,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if _report_problems(collection.problems, catalog, request):
         return EXIT_USAGE
     request = request or _request(args, catalog)
+    for warning in request.warnings:
+        print(warning, file=sys.stderr)
     selection = select_files(collection.registrations, catalog, request, args.allow_empty)
     notice = empty_notice(selection) if catalog.policy.empty_is_notice else None
     if notice:
@@ -158,7 +166,11 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.print_matrix:
         try:
             matrix = build_matrix(
-                list(selection.files), list(selection.suites), args.matrix_target_minutes
+                list(selection.files),
+                list(selection.suites),
+                args.matrix_target_minutes,
+                rule=catalog.partitions,
+                runner_required=catalog.rules is None,
             )
         except ValueError as exc:  # MatrixError: a suite cannot be sharded
             return usage_error(exc)
@@ -166,10 +178,11 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return EXIT_OK
     shard_count = args.auto_partition_size or 1
     shard_id = args.auto_partition_id or 0
-    the_plan = plan(_packing_estimates(args, selection), shard_count)
+    planner = upstream_plan if catalog.plan == PLAN_UPSTREAM else plan
+    the_plan = planner(_packing_estimates(args, selection), shard_count)
     if args.dry_run:
         return _dry_run(args, catalog, selection, the_plan, impact)
-    impact_text = impact_lines(impact) if impact is not None else []
+    impact_text = _impact_lines(impact)
     print(
         "\n".join(
             [
@@ -221,6 +234,11 @@ def _change_impact(
     args: argparse.Namespace, catalog: Catalog, selection: Selection
 ) -> ChangeImpact | None:
     """``--changed-since`` / ``--changed-files``: the part of the selection a change can affect."""
+    if args.changed_since is None and args.changed_files is None:
+        return None
+    from ci_runner.impact.changes import changes_from_list, changes_since
+    from ci_runner.impact.selection import select_changed  # the graph: only when asked for
+
     if args.changed_since is not None:
         return select_changed(selection, catalog, changes_since(catalog.root, args.changed_since))
     if args.changed_files is not None:
@@ -240,14 +258,18 @@ def _dry_run(
     warnings = _package_warnings(catalog)
     if args.format == "json":
         document = dry_run_document(selection, the_plan, args.auto_partition_id)
-        document["change_impact"] = impact_document(impact) if impact is not None else None
+        document["change_impact"] = None
+        if impact is not None:
+            from ci_runner.impact.report import impact_document
+
+            document["change_impact"] = impact_document(impact)
         document["warnings"] = [
             {"path": w.path, "line": w.line, "col": w.col, "message": w.message} for w in warnings
         ]
         print(json.dumps(document, indent=2))
     else:
         lines = selection_lines(selection)
-        lines += impact_lines(impact) if impact is not None else []
+        lines += _impact_lines(impact)
         lines += plan_lines(the_plan, selection, list(range(the_plan.shard_count)))
         lines += [f"warning: {one_line(str(w))}" for w in warnings]
         print("\n".join([*lines, "dry run: nothing was run"]))
@@ -276,3 +298,11 @@ def _context(catalog: Catalog, selection: Selection, the_plan: Plan, shard_id: i
         suite_timeouts={s.name: s.timeout_per_file for s in selection.suites},
         suite_launchers={s.name: s.launcher for s in selection.suites if s.launcher},
     )
+
+
+def _impact_lines(impact: ChangeImpact | None) -> list[str]:
+    if impact is None:
+        return []
+    from ci_runner.impact.report import impact_lines
+
+    return impact_lines(impact)

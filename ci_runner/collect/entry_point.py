@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable
 
 from ci_runner.collect.calls import iter_nodes
-from ci_runner.model import Problem
+from ci_runner.model import MAIN_BLOCK, Problem
 
 FIX_HINT = 'end the file with: if __name__ == "__main__": sys.exit(pytest.main([__file__, "-v"]))'
 
@@ -92,6 +92,7 @@ def check_entry_point(tree: ast.Module, rel_path: str, anchor: tuple[int, int]) 
                 'enabled registration but no `if __name__ == "__main__":` block, so '
                 f"`python {rel_path}` would run no test; {FIX_HINT}",
                 lint=True,
+                rule=MAIN_BLOCK,
             )
         ]
     problems: list[Problem] = []
@@ -122,6 +123,7 @@ def _check_block(block: ast.If, rel_path: str) -> list[Problem]:
                 block.col_offset + 1,
                 f"the __main__ block calls nothing, so no test runs; {FIX_HINT}",
                 lint=True,
+                rule=MAIN_BLOCK,
             )
         ]
     runner_calls = [

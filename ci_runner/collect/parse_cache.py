@@ -261,14 +261,17 @@ def _fields(item: object, known: set[str]) -> dict:
 
 
 def _problem(item: object, rel_path: str) -> Problem:
-    fields = _fields(item, {"path", "line", "col", "message", "lint"})
+    fields = _fields(item, {"path", "line", "col", "message", "lint", "rule"})
     if _text(fields, "path") != rel_path:
         raise DamagedEntry(f"a problem of {fields['path']!r} cached for {rel_path!r}")
     lint = fields.get("lint", False)
     if not isinstance(lint, bool):
         raise DamagedEntry(f"lint {number_text(lint)} is not true or false")
     line, col = _position(fields, "line"), _position(fields, "col")
-    return Problem(rel_path, line, col, _text(fields, "message"), lint)
+    rule = fields.get("rule", "")
+    if not isinstance(rule, str):
+        raise DamagedEntry(f"rule {number_text(rule)} is not a string")
+    return Problem(rel_path, line, col, _text(fields, "message"), lint, rule)
 
 
 _REGISTRATION_FIELDS = {

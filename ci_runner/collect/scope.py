@@ -67,6 +67,8 @@ def _matches(suite: str, names: set[str], catalog: Catalog) -> bool:
         return True
     if catalog.get(suite) is not None or catalog.renamed(suite) is not None:
         return False  # another suite of the catalog, not a misspelling
+    if catalog.rules is not None and catalog.rules.knows_anywhere(suite):
+        return False  # another suite of the runner's tables (suites-from)
     return bool(difflib.get_close_matches(suite, names, n=1, cutoff=0.8))
 
 

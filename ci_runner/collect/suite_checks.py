@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ci_runner.catalog import Catalog, unknown_suite_message
+from ci_runner.catalog.suites import suite_hint
 from ci_runner.model import Problem, Registration
 
 
@@ -19,6 +20,8 @@ def _message(reg: Registration, catalog: Catalog) -> str | None:
     marker = marker_for(reg.backend)
     name = f"{reg.suite!r}{reg.suite_origin}"
     policy = catalog.policy
+    if catalog.rules is not None:
+        return _runner_rule_message(reg, catalog, name)
     suite = catalog.get(reg.suite, reg.backend)
     if suite is not None and suite.hw != reg.backend and policy.names_per_backend:
         return (
@@ -45,6 +48,25 @@ def _message(reg: Registration, catalog: Catalog) -> str | None:
             "(or register for a nightly suite)"
         )
     if reg.min_gpus is not None and suite.gpus_per_file == 0:
+        return (
+            f"min_gpus={reg.min_gpus} cannot be honoured: suite {name} runs its files without "
+            "GPUs (gpus-per-file = 0 in the catalog)"
+        )
+    return None
+
+
+def _runner_rule_message(reg: Registration, catalog: Catalog, name: str) -> str | None:
+    """Under ``suites-from``: a backend the runner validates accepts the names of its tables; any
+    other accepts any name (as that runner does)."""
+    rules = catalog.rules
+    assert rules is not None
+    if not rules.accepts(reg.backend, reg.suite):
+        return (
+            f"unknown {reg.backend} suite {name}: {rules.path} validates {reg.backend} suite "
+            f"names and its tables list no such suite; {suite_hint(reg.suite, reg.backend, catalog)}"
+        )
+    suite = catalog.suite_for(reg.suite, reg.backend)
+    if suite is not None and reg.min_gpus is not None and suite.gpus_per_file == 0:
         return (
             f"min_gpus={reg.min_gpus} cannot be honoured: suite {name} runs its files without "
             "GPUs (gpus-per-file = 0 in the catalog)"

@@ -16,6 +16,7 @@ from ci_runner.catalog.execution_settings import (
     CudaCoredump,
 )
 from ci_runner.execution.retry import RetryPolicy
+from ci_runner.exit_codes import EXIT_TEST_FAILURES
 
 DEFAULT_MAX_ATTEMPTS = 2
 DEFAULT_KILL_GRACE_SECONDS = 5.0
@@ -48,6 +49,7 @@ class ExecutionOptions:
     cuda_coredump: CudaCoredump | None = None  # collect CUDA coredumps when its switch is on
     launcher: str = LAUNCHER_PYTHON  # the execution table's launcher (suites may override it)
     no_tests_fail: bool = True  # a no_tests file fails the run (policy strict-checks = "error")
+    failure_exit_status: int = EXIT_TEST_FAILURES  # the exit status of a shard with a failure
 
     def describe(self) -> str:
         """``fail-fast, timeout from the suite catalog, retry up to 2 attempts``."""

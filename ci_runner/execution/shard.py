@@ -126,6 +126,7 @@ def execute_shard(
             runner = ShardRunner(
                 jobs, slots, settings, listener, stop, start_results,
                 continue_on_error=options.continue_on_error, fail_on_flaky=options.fail_on_flaky,
+                failure_exit_status=options.failure_exit_status,
             )  # fmt: skip
             run_jobs(runner, outcome)
             listener.shard_finished(outcome)

@@ -77,8 +77,9 @@ class ShardRunner:
         results: Sequence[FileResult],
         continue_on_error: bool,
         fail_on_flaky: bool,
+        failure_exit_status: int = EXIT_TEST_FAILURES,
     ) -> None:
-        self.jobs = sorted(jobs, key=lambda j: (-j.est_time, j.path))
+        self.jobs = sorted(jobs, key=lambda j: j.index)  # plan order: longest first as packed
         self.slots = slots
         self.pool = SlotPool(slots.ids)
         self.settings = settings
@@ -87,6 +88,7 @@ class ShardRunner:
         self.stop = stop
         self.continue_on_error = continue_on_error
         self.fail_on_flaky = fail_on_flaky
+        self.failure_exit_status = failure_exit_status
         self.budget = RetryBudget()
         self._done: queue.Queue[tuple[int, FileResult]] = queue.Queue()
         self._first_failure: FileResult | None = None
@@ -176,7 +178,7 @@ class ShardRunner:
 
     def exit_code(self, results: Sequence[FileResult]) -> int:
         if any(self._is_failure(r) for r in results):
-            return EXIT_TEST_FAILURES
+            return self.failure_exit_status
         return EXIT_OK
 
 

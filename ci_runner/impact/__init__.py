@@ -6,28 +6,26 @@ references and the ``#include`` closure the JIT cache key uses) decides which te
 reaches (:mod:`.selection`), and anything it cannot attribute runs the whole suite, with the
 reason (:mod:`.report` shows them). The repository's layout comes from the catalog's
 ``[tool.ci-runner.change-impact]`` table (:mod:`.config`).
+
+The names below load on first use, so a run without ``--changed-*`` never loads the graph.
 """
 
-from ci_runner.impact.changes import (
-    Change,
-    ChangeInputError,
-    ChangeSet,
-    changes_from_list,
-    changes_since,
-)
-from ci_runner.impact.report import impact_document, impact_lines
-from ci_runner.impact.selection import ChangeImpact, Link, Reason, select_changed
+from ci_runner.lazy_exports import lazy_exports
 
-__all__ = [
-    "Change",
-    "ChangeImpact",
-    "ChangeInputError",
-    "ChangeSet",
-    "Link",
-    "Reason",
-    "changes_from_list",
-    "changes_since",
-    "impact_document",
-    "impact_lines",
-    "select_changed",
-]
+_EXPORTS = {
+    "Change": "ci_runner.impact.changes",
+    "ChangeInputError": "ci_runner.impact.changes",
+    "ChangeSet": "ci_runner.impact.changes",
+    "changes_from_list": "ci_runner.impact.changes",
+    "changes_since": "ci_runner.impact.changes",
+    "impact_document": "ci_runner.impact.report",
+    "impact_lines": "ci_runner.impact.report",
+    "ChangeImpact": "ci_runner.impact.selection",
+    "Link": "ci_runner.impact.selection",
+    "Reason": "ci_runner.impact.selection",
+    "select_changed": "ci_runner.impact.selection",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

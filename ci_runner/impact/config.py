@@ -76,11 +76,11 @@ class ImpactConfig:
 
 
 def load_impact_config(catalog: Catalog) -> ImpactConfig:
-    """The ``change-impact`` table of the catalog's ``pyproject.toml``, checked; raises
-    :class:`CatalogError` naming the key."""
+    """The ``change-impact`` table of the catalog, checked; raises :class:`CatalogError` naming
+    the key."""
     data = _pyproject(catalog.root)
-    table = data.get("tool", {}).get("ci-runner", {}).get(TABLE, {})
-    where = f"{CATALOG_FILE} [tool.ci-runner.{TABLE}]"
+    table = catalog.table.get(TABLE, {})
+    where = catalog.where(TABLE)
     if not isinstance(table, dict):
         raise CatalogError(f"{where}: must be a table")
     if message := unknown_keys_message(table, sorted(_KEYS), where):
@@ -115,7 +115,9 @@ def load_impact_config(catalog: Catalog) -> ImpactConfig:
 
 
 def _pyproject(root: Path) -> dict:
-    """``pyproject.toml`` as read by the catalog (which has already checked that it parses)."""
+    """The root ``pyproject.toml`` (its packaging keys); none: empty."""
+    if not (root / CATALOG_FILE).exists():
+        return {}
     try:
         return tomllib.loads(read_regular_text(root / CATALOG_FILE))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:

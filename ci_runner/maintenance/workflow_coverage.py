@@ -497,7 +497,15 @@ def check(catalog: Catalog, invocations: Sequence[Invocation]) -> list[str]:
     unproven: dict[str, list[str]] = {}
     for inv in invocations:
         for name in inv.suites:
-            suite = catalog.get(name)
+            suite = catalog.get(name, inv.hw)
+            if catalog.rules is not None and inv.hw is not None:  # suites-from: its tables
+                if not catalog.rules.knows(inv.hw, name):
+                    problems.append(
+                        f"{inv.where}: suite {name!r} is not a {inv.hw} suite of "
+                        f"{catalog.rules.path}'s tables"
+                    )
+                    continue
+                suite = catalog.suite_for(name, inv.hw)
             if suite is None:
                 renamed = catalog.renamed(name)
                 hint = f" (renamed to {renamed.name!r})" if renamed else ""

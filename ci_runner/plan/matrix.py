@@ -17,6 +17,13 @@ Sizing rule, per suite:
 
 An empty suite still gets one shard, so its job runs and reports "no files" instead of GitHub
 rejecting an empty matrix.
+
+With a ``[tool.ci-runner.partitions]`` rule (a repository whose workflows are sized by its own
+partition script) the shard counts are that rule's instead: pinned suites keep their count, the
+others get ceil(total est / budget), and only a count above the number of files is an error;
+each suite also gets its ``max_parallel``. A suite whose runner label is computed at run time
+has no ``runner``; its entries carry the catalog's ``runner-key`` (the key the workflow looks
+the label up with), or null.
 """
 
 from __future__ import annotations
@@ -26,8 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ci_runner.catalog import Suite
-from ci_runner.model import FileToRun
+from ci_runner.catalog.partitions import PartitionRule
+from ci_runner.model import FileToRun, Registration
 from ci_runner.plan.packing import plan
+from ci_runner.plan.partition_sizes import Model, PartitionSizeError, partition_sizes
 
 FILL_FRACTION = 0.75
 GITHUB_MATRIX_JOB_LIMIT = 256
@@ -132,7 +141,27 @@ def _check_job_limit(shard_counts: dict[str, int], qualifier: str) -> None:
         )
 
 
-def build_matrix(files: list[FileToRun], suites: list[Suite], target_minutes: float | None) -> dict:
+def _by_rule(
+    rule: PartitionRule, suite: Suite, files: list[FileToRun], target: float | None
+) -> tuple[int, int]:
+    """(shards, max_parallel) of one suite by the repository's partition rule."""
+    minutes = _target_minutes(suite, target)
+    registrations = [Registration(f.path, suite.hw, suite.name, f.est_time) for f in files]
+    try:
+        sized = partition_sizes(rule, registrations, {suite.name: int(minutes)}, Model())
+    except PartitionSizeError as exc:
+        raise MatrixError(str(exc)) from None
+    entry = sized.get(suite.name, {"size": 1, "max_parallel": 1})
+    return int(entry["size"]), int(entry["max_parallel"])  # type: ignore[call-overload]
+
+
+def build_matrix(
+    files: list[FileToRun],
+    suites: list[Suite],
+    target_minutes: float | None,
+    rule: PartitionRule | None = None,
+    runner_required: bool = True,
+) -> dict:
     """The matrix JSON for ``suites``: one ``include`` entry per (suite, shard).
 
     Each entry has ``suite``, ``shard`` (0-based, for ``--auto-partition-id``), ``shards`` (for
@@ -159,15 +188,32 @@ def build_matrix(files: list[FileToRun], suites: list[Suite], target_minutes: fl
     )
     include: list[dict] = []
     shard_counts: dict[str, int] = {}
+    max_parallel: dict[str, int] = {}
     sizing: dict[str, dict] = {}
     for suite in suites:
-        if suite.runner is None:
+        if suite.runner is None and suite.runner_key is None and runner_required:
             raise MatrixError(
                 f"suite {suite.name!r} has no runner label in [tool.ci-runner]; "
                 'add runner = "<GitHub Actions runner label>"'
             )
-        sized = size_suite(suite, by_suite[suite.name], target_minutes)
-        timeout = math.ceil(sized.budget_seconds / FILL_FRACTION / 60)
+        if rule is None:
+            sized = size_suite(suite, by_suite[suite.name], target_minutes)
+        else:
+            shards, max_parallel[suite.name] = _by_rule(
+                rule, suite, by_suite[suite.name], target_minutes
+            )
+            items = sorted((f.path, float(f.est_time)) for f in by_suite[suite.name])
+            budget = rule.budget_fraction * _target_minutes(suite, target_minutes) * 60
+            sized = SuiteSizing(
+                suite.name,
+                shards,
+                len(items),
+                sum(e for _, e in items),
+                budget,
+                _makespan(items, shards) if items else 0.0,
+            )
+        fraction = FILL_FRACTION if rule is None else rule.budget_fraction
+        timeout = math.ceil(sized.budget_seconds / fraction / 60)
         shard_counts[suite.name] = sized.shards
         sizing[suite.name] = {
             "files": sized.files,
@@ -181,10 +227,14 @@ def build_matrix(files: list[FileToRun], suites: list[Suite], target_minutes: fl
                 "shard": index,
                 "shards": sized.shards,
                 "runner": suite.runner,
+                **({"runner_key": suite.runner_key} if suite.runner_key is not None else {}),
                 "timeout_minutes": timeout,
                 "name": f"{suite.name} {index + 1}/{sized.shards}",
             }
             for index in range(sized.shards)
         )
     _check_job_limit(shard_counts, "")
-    return {"include": include, "shards": shard_counts, "jobs": len(include), "sizing": sizing}
+    matrix = {"include": include, "shards": shard_counts, "jobs": len(include), "sizing": sizing}
+    if rule is not None:
+        matrix["max_parallel"] = max_parallel
+    return matrix

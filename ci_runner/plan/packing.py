@@ -113,6 +113,41 @@ def plan(items: Sequence[tuple[str, float]], shard_count: int) -> Plan:
     )
 
 
+def upstream_plan(items: Sequence[tuple[str, float]], shard_count: int) -> Plan:
+    """SGLang's ``auto_partition``, exactly (``plan = "upstream"`` in the catalog): sort by
+    ``(-est, path)``, give each file to the shard with the smallest running float sum (lowest
+    index on ties), keep the shards in that numbering and each shard in that order. For
+    comparing logs with that runner's during a migration; :func:`plan` is never worse."""
+    if isinstance(shard_count, bool) or not isinstance(shard_count, int) or shard_count < 1:
+        raise ValueError(f"shard_count must be a positive integer, got {shard_count!r}")
+    ordered = sorted(((str(p), float(e)) for p, e in items), key=lambda it: it[0])
+    for (previous, _), (current, _) in itertools.pairwise(ordered):
+        if previous == current:
+            raise ValueError(f"path {current!r} appears twice in the plan input")
+    for path, est in ordered:
+        _to_ticks(path, est)  # the same checks of each value as plan()
+    shards: list[list[str]] = [[] for _ in range(shard_count)]
+    sums = [0.0] * shard_count
+    for path, est in sorted(ordered, key=lambda it: (-it[1], it[0])):
+        index = min(range(shard_count), key=sums.__getitem__)
+        shards[index].append(path)
+        sums[index] += est
+    ests = dict(ordered)
+    totals = [math.fsum(ests[p] for p in shard) for shard in shards]
+    makespan = max(totals, default=0.0)
+    lower_bound = max(max(ests.values(), default=0.0), math.fsum(ests.values()) / shard_count)
+    return Plan(
+        shards=shards,
+        shard_totals=totals,
+        makespan=makespan,
+        lower_bound=lower_bound,
+        ratio=makespan / lower_bound if lower_bound > 0 else 1.0,
+        plan_hash=_hash(ordered, shard_count, shards),
+        algorithm="upstream",
+        lpt_makespan=makespan,
+    )
+
+
 def lpt_plan(items: Sequence[tuple[str, float]], shard_count: int) -> list[list[str]]:
     """Plain LPT shards (paths, longest first), the baseline :func:`plan` never loses to."""
     ordered = sorted(items, key=lambda it: (-_to_ticks(it[0], it[1]), it[0]))

@@ -220,10 +220,14 @@ class ConsoleReport:
         else:
             self._print("\n::endgroup::")
 
-    def block(self, text: str) -> None:
-        """Print a block of lines as they are (e.g. the TIMINGS block)."""
+    def block(self, text: str, stream: str = "stdout") -> None:
+        """Print a block of lines as they are (e.g. the TIMINGS block), on stdout or stderr."""
         with self._lock:
-            self._print(text)
+            if stream == "stderr":
+                self.stream.flush()
+                print(text, file=sys.stderr, flush=True)
+            else:
+                self._print(text)
 
     def finish(self, outcome: ShardOutcome) -> None:
         self.live.stop()

@@ -36,6 +36,7 @@ class ReportOptions:
     timings_block: bool = False  # catalog timings-block: print SGLang's TIMINGS block at the end
     live: bool = True  # stream running files' output (--quiet: off)
     github: GitHubContext = field(default_factory=GitHubContext)  # links, annotation paths
+    timings_stream: str = "stdout"  # ... on stdout, or on stderr as SGLang's logger prints it
 
     @classmethod
     def from_environment(
@@ -46,6 +47,7 @@ class ReportOptions:
         environ: Mapping[str, str] | None = None,
         timings_block: bool = False,
         live: bool = True,
+        timings_stream: str = "stdout",
     ) -> ReportOptions:
         """The given report flags plus what GitHub Actions sets in the environment."""
         env = os.environ if environ is None else environ
@@ -58,6 +60,7 @@ class ReportOptions:
             github_actions=get_bool_env(GITHUB_ACTIONS, environ=env),
             timings_block=timings_block,
             live=live,
+            timings_stream=timings_stream,
         )
 
     def destination_problems(self) -> list[str]:
@@ -141,7 +144,7 @@ class ShardReports:
             except OSError as exc:
                 _warn(f"could not append to the step summary {path}: {exc}")
         if self.options.timings_block:  # before the summary, which stays the last line
-            self.console.block(timings_block(outcome.results))
+            self.console.block(timings_block(outcome.results), self.options.timings_stream)
         self.console.finish(outcome)
 
     def _write_files_or_warn(self) -> None:

@@ -121,7 +121,7 @@ def gpu_need(regs: list[Registration], catalog: Catalog) -> tuple[int, bool, str
 
 
 def _suite(catalog: Catalog, name: str, hw: str) -> Suite:
-    suite = catalog.get(name, hw)
+    suite = catalog.suite_for(name, hw)
     assert suite is not None  # request_suites checked every selected name
     return suite
 

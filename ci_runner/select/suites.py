@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ci_runner.catalog import Catalog, Suite, unknown_suite_message
+from ci_runner.catalog.suites import suite_hint
 
 
 class SelectionError(Exception):
@@ -25,6 +26,7 @@ class SuiteRequest:
     suites: tuple[Suite, ...]  # in the order asked for
     nightly: bool
     placeholders: bool = False  # --suite '': the disabled suite="" placeholders, listed skipped
+    warnings: tuple[str, ...] = ()  # suites-from: names the runner's tables do not list
 
 
 PLACEHOLDER_SUITE = ""  # what ``suite=""`` placeholders register for
@@ -40,7 +42,34 @@ def request_from_text(catalog: Catalog, hw: str, text: str, nightly: bool) -> Su
 
 def request_suites(catalog: Catalog, hw: str, names: list[str], nightly: bool) -> SuiteRequest:
     """The request for ``names`` (see :func:`parse_suite_list`); raises :class:`SelectionError`."""
+    if catalog.rules is not None:
+        return _request_by_runner_rules(catalog, hw, names, nightly)
     return SuiteRequest(hw, tuple(resolve_suites(catalog, names, hw, nightly)), nightly)
+
+
+def _request_by_runner_rules(
+    catalog: Catalog, hw: str, names: list[str], nightly: bool
+) -> SuiteRequest:
+    """Under ``suites-from`` every name selects its registrations, as the runner does; a name
+    its tables do not list is a warning (exit 0 when it selects nothing), never an error."""
+    rules = catalog.rules
+    assert rules is not None
+    suites: list[Suite] = []
+    warnings: list[str] = []
+    for name in names:
+        renamed = catalog.renamed(name, hw)
+        if catalog.get(name, hw) is None and renamed is not None and renamed.hw == hw:
+            raise SelectionError([f"--suite: suite {name!r} was renamed to {renamed.name!r}"])
+        suite = catalog.suite_for(name, hw)
+        assert suite is not None  # suites-from: any name has a suite
+        suites.append(suite)
+        if not rules.knows(hw, name):
+            warnings.append(
+                f"warning: --suite {name!r}: {rules.path} lists no such {hw} suite "
+                f"({suite_hint(name, hw, catalog)}); selecting its registrations, as that "
+                "runner does"
+            )
+    return SuiteRequest(hw, tuple(suites), nightly, warnings=tuple(warnings))
 
 
 def parse_suite_list(text: str) -> list[str]:

@@ -46,6 +46,7 @@ from ci_runner.workflows.expressions import (
     substitute,
     to_text,
 )
+from ci_runner.workflows.runner_key import runner_key
 from ci_runner.workflows.yaml_file import WorkflowFileError, load_workflow_file
 
 WORKFLOW_DIR = ".github/workflows"
@@ -77,6 +78,7 @@ class Invocation:
     via: str
     job: str = ""
     runner: str | None = None  # the job's runs-on label; None: not a literal single label
+    runner_key: str | None = None  # the key a computed runs-on looks its label up with
     # minutes the run step has: its timeout-minutes capped by the job's; None: neither is set
     timeout_minutes: float | None = None
     step_timeout: bool = False  # timeout_minutes is the step's own
@@ -479,9 +481,11 @@ def _job_budget(job_id: str, job: dict, step: dict, scope: dict) -> dict[str, An
     timeout-minutes, capped by the job's; with why any of them is unknown."""
     notes: list[str] = []
     runner = _value(job.get("runs-on"), scope)
+    key = runner_key(job.get("runs-on"), scope) if runner is UNKNOWN else None
     if runner is UNKNOWN:
         runner = None
-        notes.append(f"runs-on {job.get('runs-on')!r} depends on the run")
+        if key is None:  # with a known lookup key, the key stands for the label
+            notes.append(f"runs-on {job.get('runs-on')!r} depends on the run")
     elif isinstance(runner, list | dict):
         notes.append(f"runs-on {to_text(runner)[:80]!r} is not a single label")
         runner = None
@@ -493,6 +497,7 @@ def _job_budget(job_id: str, job: dict, step: dict, scope: dict) -> dict[str, An
     return {
         "job": job_id,
         "runner": runner,
+        "runner_key": key,
         "timeout_minutes": min(known) if known else None,
         "step_timeout": step_minutes is not None and step_minutes == min(known),
         "notes": tuple(notes),

@@ -84,7 +84,7 @@ def test_missing_file(tmp_path):
     with pytest.raises(CatalogError) as info:
         load_catalog(tmp_path)
     assert str(info.value) == (
-        f"{tmp_path / 'pyproject.toml'}: not found; the suite catalog lives in [tool.ci-runner]"
+        f"{tmp_path / 'pyproject.toml'}: not found; the suite catalog lives in [tool.ci-runner] (or in ci-runner.toml)"
     )
 
 
@@ -113,7 +113,7 @@ def test_invalid_toml(tmp_path):
 
 def test_no_table(tmp_path):
     assert error_of(tmp_path, "[project]\nname = 'x'\n") == (
-        f"{tmp_path / 'pyproject.toml'}: no [tool.ci-runner] table"
+        f"{tmp_path / 'pyproject.toml'}: no [tool.ci-runner] table (nor a {tmp_path / 'ci-runner.toml'})"
     )
 
 
@@ -138,7 +138,7 @@ PER_BACKEND_HINT = (
         ),
         (
             HEAD + suite_toml(name='"a"', hw='"cpu"', colour='"red"'),
-            f"{W} suites[0]: unknown key(s) colour; known keys: gpus-per-file, hw, job-timeout-minutes, launcher, name, nightly, renamed-from, runner, timeout-per-file",
+            f"{W} suites[0]: unknown key(s) colour; known keys: gpus-per-file, hw, job-timeout-minutes, launcher, name, nightly, renamed-from, runner, runner-key, timeout-per-file",
         ),
         (HEAD + suite_toml(hw='"cpu"'), f"{W} suites[0]: missing required key 'name'"),
         (HEAD + suite_toml(name='"a"'), f"{W} suites[0]: missing required key 'hw'"),
@@ -333,7 +333,9 @@ def test_find_root_error_says_what_to_do(tmp_path):
     with pytest.raises(CatalogError) as info:
         find_root(tmp_path)
     message = str(info.value)
-    assert message.startswith("no pyproject.toml with a [tool.ci-runner] table found in ")
+    assert message.startswith(
+        "no pyproject.toml with a [tool.ci-runner] table (nor a ci-runner.toml) found in "
+    )
     assert message.endswith("or any parent; run from inside the repository or pass --root DIR")
 
 

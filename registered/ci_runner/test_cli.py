@@ -134,7 +134,7 @@ def test_missing_catalog_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == (
         f"error: {tmp_path / 'pyproject.toml'}: not found; the suite catalog lives in "
-        "[tool.ci-runner]\n"
+        "[tool.ci-runner] (or in ci-runner.toml)\n"
     )
 
 
@@ -147,7 +147,9 @@ def test_no_root_found_from_cwd_is_an_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["--hw", "cpu", "--suite", "x"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: no pyproject.toml with a [tool.ci-runner] table found in ")
+    assert err.startswith(
+        "error: no pyproject.toml with a [tool.ci-runner] table (nor a ci-runner.toml) found in "
+    )
     assert err.endswith("run from inside the repository or pass --root DIR\n")
 
 

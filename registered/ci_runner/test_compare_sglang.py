@@ -16,12 +16,12 @@ from ci_runner.workflows.invocations import Invocation, scan_workflows
 from tools.compare_sglang.__main__ import main as compare_main
 from tools.compare_sglang.cases import Case, enumerate_cases
 from tools.compare_sglang.compare import compare, template
-from tools.compare_sglang.comparison import our_problem_lines, run_comparison
+from tools.compare_sglang.comparison import OursSetup, our_problem_lines, run_comparison
 from tools.compare_sglang.ours import DEFAULT_RUNNER, OursResult
 from tools.compare_sglang.staging import StagingError, stage
 from tools.compare_sglang.upstream import Registration, Selection, Upstream, UpstreamError
 
-register_cpu_ci(est_time=15, suite="base-a-test-cpu")
+register_cpu_ci(est_time=22, suite="base-a-test-cpu")
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -506,6 +506,44 @@ def test_subprocess_mode_runs_the_real_cli_per_case_with_the_same_result(tmp_pat
     assert [(o.case, o.ours_rc, o.ours_files, o.ours_shards) for o in fast.outcomes] == [
         (o.case, o.ours_rc, o.ours_files, o.ours_shards) for o in slow.outcomes
     ]
+
+
+def test_an_older_catalog_updated_selects_as_upstream_with_a_new_suite_and_its_shards(tmp_path):
+    """Issue 48's migration check on the tiny tree: a catalog written before a file with a
+    brand-new suite name appeared, run through init --update, with plan = "upstream": every case
+    is identical, sharded ones shard for shard, file for file."""
+    checkout = write(tmp_path / "checkout", TINY_TREE)
+    older = tmp_path / "older" / "ci-runner.toml"
+    older.parent.mkdir()
+    from ci_runner.cli import main as runner_main
+
+    assert runner_main(["init", "--root", str(checkout), "--output", str(older)]) == 0
+    overlay = write(
+        tmp_path / "overlay",
+        {
+            "test/registered/c/test_new.py": source_with(
+                'register_cuda_ci(est_time=5, suite="brand-new")'
+            )
+        },
+    )
+    setup = OursSetup(catalog=older, update=True, upstream_plan=True, overlay=overlay)
+    report = run_comparison(checkout, DEFAULT_RUNNER, jobs=2, setup=setup)
+    outcomes = {o.case.label: o for o in report.outcomes}
+    assert "cuda:'brand-new'" in outcomes and outcomes["cuda:'brand-new'"].ours_files == [
+        "test/registered/c/test_new.py"
+    ]
+    assert [label for label, o in outcomes.items() if not o.identical] == []
+    assert report.catalog == f"given ({older}) + init --update" and report.upstream_plan
+    sharded = outcomes["cuda:'base-b-test-1-gpu' [2 shard(s)]"]
+    assert (
+        sharded.ours_shards
+        == sharded.upstream_shards
+        == [
+            ["test/registered/b/test_gpu_three.py"],
+            ["test/registered/b/test_gpu_two.py", "test/registered/b/test_gpu_one.py"],
+        ]
+    )
+    assert report.partitions.skipped  # the tiny tree has no partition script
 
 
 def test_not_an_sglang_tree_is_refused_with_what_is_missing(tmp_path, capsys):

@@ -54,10 +54,12 @@ SGLANG_SETTINGS = ExecutionSettings(  # what init writes beside SGLang's run_sui
     working_directory="test",
     file_arguments=("-f",),
     timings_block=True,
+    timings_stream="stderr",
     one_file_at_a_time=True,
     cuda_coredump=CudaCoredump(
         "SGLANG_CUDA_COREDUMP", "SGLANG_CUDA_COREDUMP_DIR", "sglang_cuda_coredumps"
     ),
+    failure_exit_status=255,
 )
 
 
@@ -100,8 +102,9 @@ def test_no_table_is_this_runners_behaviour(tmp_path):
 
 
 def test_every_key_parses(tmp_path):
-    table = SGLANG_TABLE + (
+    table = SGLANG_TABLE.replace("timings-block = true", 'timings-block = "stderr"') + (
         'cuda-coredump = { switch-variable = "SW", dir-variable = "SW_DIR", dir-name = "dumps" }\n'
+        "failure-exit-status = 255\n"
     )
     assert load_catalog(tree(tmp_path, {}, table)).execution == replace(
         SGLANG_SETTINGS, retry_wait_seconds=0.0, cuda_coredump=CudaCoredump("SW", "SW_DIR", "dumps")
@@ -121,7 +124,8 @@ def test_every_key_parses(tmp_path):
         ("working-directory = '/abs'", "working-directory must be a directory relative to"),
         ("file-arguments = '-f'", "file-arguments must be a list of non-empty strings"),
         ("file-arguments = ['']", "file-arguments must be a list of non-empty strings"),
-        ("timings-block = 1", "timings-block must be true or false, got 1"),
+        ("timings-block = 1", 'timings-block must be true, false, "stdout" or "stderr", got 1'),
+        ("failure-exit-status = 0", "failure-exit-status must be an exit status from 1 to 255"),
         ("retry-count = 2", "unknown key(s) retry-count; known keys: est-timeout"),
         ("cuda-coredump = true", ".cuda-coredump: must be a table with switch-variable"),
         (
@@ -278,6 +282,23 @@ def test_file_runs_from_the_working_directory_with_file_arguments(tmp_path):
     ]
     assert all(type(r["elapsed"]) is int and 0 <= r["elapsed"] < 30 for r in timings)
     assert result.stdout.rstrip().splitlines()[-1].startswith("summary: ")
+
+
+def test_sglang_exit_status_and_timings_stream(tmp_path):
+    """failure-exit-status = 255 and timings-block = "stderr": a failing shard exits 255, as
+    sys.exit(-1) does in SGLang's runner, and the TIMINGS block is on stderr (its logger's
+    stream); the summary stays the last line of stdout."""
+    table = SGLANG_TABLE.replace("timings-block = true", 'timings-block = "stderr"')
+    root = tree(tmp_path, {"test_fail.py": failing("no")}, table + "failure-exit-status = 255\n")
+    result = run_suite(root)
+    assert result.returncode == 255, result.stdout + result.stderr
+    assert "TIMINGS BEGIN" not in result.stdout
+    timings = timings_of(result.stderr)
+    assert [(r["file"], r["passed"]) for r in timings] == [("test/registered/test_fail.py", False)]
+    assert result.stdout.rstrip().splitlines()[-1].startswith("summary: 0 passed, 1 failed")
+    passing = tree(tmp_path / "ok", {"test_ok.py": RECORDER}, table + "failure-exit-status = 255\n")
+    record = tmp_path / "record.jsonl"
+    assert run_suite(passing, env={"RECORD": str(record)}).returncode == 0
 
 
 def test_default_runs_from_the_root_without_arguments_or_timings(tmp_path):
@@ -476,7 +497,8 @@ def test_partition_model_file_needs_the_partition_flags(tmp_path):
 SGLANG_RUNNER = "from sglang.test.ci.ci_register import collect_tests\n\n\ndef main():\n    pass\n"
 REGISTERED = {
     "test/registered/test_k.py": "from sglang.test.ci.ci_register import register_cuda_ci\n"
-    'register_cuda_ci(est_time=5, suite="kernel-1-gpu")\n',
+    'register_cuda_ci(est_time=5, suite="kernel-1-gpu")\n'
+    'if __name__ == "__main__":\n    print("runs")\n',
 }
 
 
@@ -505,7 +527,7 @@ def test_init_without_sglangs_runner_keeps_this_runners_defaults(tmp_path):
     (root / "pyproject.toml").unlink()
     _init(root)
     assert load_catalog(root).execution == DEFAULT_EXECUTION_SETTINGS
-    assert "[tool.ci-runner.execution]" not in (root / "pyproject.toml").read_text()
+    assert "[execution]" not in (root / "ci-runner.toml").read_text()
 
 
 if __name__ == "__main__":

@@ -62,8 +62,9 @@ def test_init_appends_a_catalog_that_loads_and_keeps_the_rest(tmp_path, capsys):
     assert init(root) == 0
     out = capsys.readouterr().out
     assert out.startswith(
-        f"wrote [tool.ci-runner] to {root.resolve() / 'pyproject.toml'}: 5 suite(s) on cpu, cuda, "
-        "mlx, from 9 registration(s) in 6 file(s) under test/registered/\n"
+        f"wrote the catalog to {root.resolve() / 'pyproject.toml'} (the root pyproject.toml): "
+        "5 suite(s) on cpu, cuda, mlx, from 9 registration(s) in 6 file(s) under "
+        "test/registered/\n"
     )
     text = (root / "pyproject.toml").read_text()
     assert text.startswith(PYPROJECT)
@@ -135,8 +136,8 @@ def test_existing_catalog_is_kept_without_force(tmp_path, capsys):
     assert init(root) == 2
     assert capsys.readouterr().err == (
         f"run_suite.py init: error: {root.resolve() / 'pyproject.toml'} already has a "
-        "[tool.ci-runner] catalog; pass --force to replace it, or --output FILE to write the "
-        "new one elsewhere\n"
+        "[tool.ci-runner] catalog; pass --update to merge the new draft into it, --force to "
+        "replace it, or --output FILE to write the new one elsewhere\n"
     )
     assert (root / "pyproject.toml").read_text() == before
 
@@ -162,7 +163,7 @@ def test_output_writes_elsewhere_or_to_stdout(tmp_path, capsys):
     capsys.readouterr()
     assert init(root, "--output", "-") == 0
     captured = capsys.readouterr()
-    assert "[tool.ci-runner]" in captured.out and "wrote [tool.ci-runner] to stdout" in captured.err
+    assert "[tool.ci-runner]" in captured.out and "wrote the catalog to stdout" in captured.err
 
 
 def test_no_pyproject_yet_creates_one(tmp_path):
@@ -216,7 +217,7 @@ def test_init_errors_are_one_line(tmp_path, capsys, flags, files, message):
 def test_unreadable_pyproject_is_refused(tmp_path, capsys):
     root = make(tmp_path, pyproject="[broken\n")
     assert init(root) == 2
-    assert "cannot read it as TOML" in capsys.readouterr().err
+    assert "pyproject.toml: invalid TOML: Expected ']'" in capsys.readouterr().err
     assert (root / "pyproject.toml").read_text() == "[broken\n"
 
 
@@ -230,7 +231,7 @@ def test_run_suite_py_init_end_to_end(tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("wrote [tool.ci-runner] to ")
+    assert proc.stdout.startswith("wrote the catalog to ")
     help_text = subprocess.run(
         [sys.executable, str(REPO_ROOT / "run_suite.py"), "init", "--help"],
         capture_output=True,

@@ -107,7 +107,7 @@ def make(root: Path) -> Path:
 
 
 def suites_of(root: Path) -> dict[str, dict]:
-    table = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["ci-runner"]
+    table = tomllib.loads((root / "ci-runner.toml").read_text())  # the root has no pyproject.toml
     return {suite["name"]: suite for suite in table["suites"]}
 
 
@@ -125,7 +125,7 @@ def test_runner_and_budget_come_from_the_job(adopted):
     assert suites["unit-cpu"]["runner"] == "ubuntu-22.04"
     # the step that runs the suite has 20 of the job's 30 minutes: shards are sized for 20
     assert suites["unit-cpu"]["job-timeout-minutes"] == 20
-    assert "= 20  # the timeout-minutes of the step" in (root / "pyproject.toml").read_text()
+    assert "= 20  # the timeout-minutes of the step" in (root / "ci-runner.toml").read_text()
 
 
 def test_reusable_workflow_inputs_and_matrix_rows_resolve(adopted):
@@ -133,7 +133,7 @@ def test_reusable_workflow_inputs_and_matrix_rows_resolve(adopted):
     kernel = suites_of(root)["kernel-1-gpu"]
     assert kernel["runner"] == "h100-1"  # the caller's with:, not the input's default
     assert kernel["job-timeout-minutes"] == 45
-    text = (root / "pyproject.toml").read_text()
+    text = (root / "ci-runner.toml").read_text()
     assert "_stage.yml:" in text and "--auto-partition-size there: 3" in text
 
 
@@ -142,7 +142,7 @@ def test_job_without_timeout_gets_githubs_default_and_says_so(adopted):
     assert suites_of(root)["late-cpu"]["job-timeout-minutes"] == 360
     line = next(
         line
-        for line in (root / "pyproject.toml").read_text().splitlines()
+        for line in (root / "ci-runner.toml").read_text().splitlines()
         if line.startswith("job-timeout-minutes = 360")
     )
     assert "GitHub's default" in line
@@ -153,7 +153,7 @@ def test_suite_only_in_workflows_is_added_with_a_note(adopted):
     added = suites_of(root)["kernel-2-gpu"]
     assert added["hw"] == "cuda" and added["runner"] == "1-gpu-runner"
     assert added["job-timeout-minutes"] == 90
-    assert "registration(s) in 0 file(s)" in (root / "pyproject.toml").read_text()
+    assert "registration(s) in 0 file(s)" in (root / "ci-runner.toml").read_text()
     assert "suite 'kernel-2-gpu' (cuda) is run by .github/workflows/_stage.yml:18 job 'run'" in out
     assert "no file registers it yet" in out
 

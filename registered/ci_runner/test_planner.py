@@ -7,11 +7,13 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ci_runner import register_cpu_ci
-from ci_runner.plan.packing import lpt_plan, plan
+from ci_runner.plan.packing import lpt_plan, plan, upstream_plan
 
-register_cpu_ci(est_time=3, suite="base-a-test-cpu")
+register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 
 
 def reference_lpt_makespan(items, shard_count):
@@ -178,6 +180,53 @@ def test_invalid_input_raises_value_error(items, shards, message):
     with pytest.raises(ValueError) as info:
         plan(items, shards)
     assert str(info.value) == message
+
+
+# --- plan = "upstream": SGLang's auto_partition, exactly ----------------------------------------
+
+
+def reference_auto_partition(items, shard_count):
+    """SGLang's documented auto_partition, written out here: sort by (-est, path), each file to
+    the first shard with the smallest running float sum; shards keep that order."""
+    shards = [[] for _ in range(shard_count)]
+    sums = [0.0] * shard_count
+    for path, est in sorted(items, key=lambda it: (-it[1], it[0])):
+        index = sums.index(min(sums))
+        shards[index].append(path)
+        sums[index] += est
+    return shards
+
+
+def test_upstream_plan_by_hand():
+    items = [("d", 1.0), ("a", 5.0), ("c", 3.0), ("b", 3.0), ("e", 0.0)]
+    # a -> 0 (5); b -> 1 (3, b before c on the tie); c -> 1 (6); d -> 0 (6); e -> 0 (tie, lowest)
+    assert upstream_plan(items, 2).shards == [["a", "d", "e"], ["b", "c"]]
+    assert upstream_plan(items, 7).shards == [["a"], ["b"], ["c"], ["d"], ["e"], [], []]
+    assert upstream_plan(items, 2).algorithm == "upstream"
+
+
+def test_upstream_plan_sums_floats_as_upstream_does():
+    # 0.1 + 0.2 > 0.3 in floating point: the third file goes to shard 1, as upstream's sums say
+    items = [("a", 0.3), ("b", 0.2), ("c", 0.1), ("d", 0.05)]
+    assert upstream_plan(items, 2).shards == reference_auto_partition(items, 2)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text("abcdef/_.", min_size=1, max_size=6),
+            st.one_of(st.integers(0, 4000).map(float), st.floats(0, 4000, allow_nan=False)),
+        ),
+        max_size=40,
+        unique_by=lambda it: it[0],
+    ),
+    st.integers(1, 12),
+)
+def test_upstream_plan_equals_the_reference_and_plan_is_never_worse(items, shard_count):
+    upstream = upstream_plan(items, shard_count)
+    assert upstream.shards == reference_auto_partition(items, shard_count)
+    assert plan(items, shard_count).makespan <= upstream.makespan + 1e-6
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.compare_sglang.comparison import run_comparison
+from tools.compare_sglang.comparison import OursSetup, run_comparison
 from tools.compare_sglang.ours import DEFAULT_RUNNER
 from tools.compare_sglang.report import summary_lines, to_json
 from tools.compare_sglang.staging import StagingError
@@ -73,6 +73,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run N evenly spread cases through the real CLI and check they equal the "
         "in-process runs (default: 10; 0 = none)",
     )
+    parser.add_argument(
+        "--catalog",
+        type=Path,
+        metavar="FILE",
+        help="use this catalog (ci-runner.toml or pyproject.toml, e.g. one init wrote at an older "
+        "commit) instead of running init on the staged tree",
+    )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="with --catalog: run init --update on it first",
+    )
+    parser.add_argument(
+        "--upstream-plan",
+        action="store_true",
+        help='set plan = "upstream" in our catalog and require every shard to hold upstream\'s '
+        "files in upstream's order",
+    )
+    parser.add_argument(
+        "--skip-partitions",
+        action="store_true",
+        help="do not compare run_suite.py partitions with compute_partitions.py (it reads the "
+        "tree once per workflow and variant on each side)",
+    )
+    parser.add_argument(
+        "--overlay",
+        type=Path,
+        metavar="DIR",
+        help="copy DIR's files onto the staged tree before both sides run (e.g. a test file "
+        "registering a brand-new suite name)",
+    )
     return parser
 
 
@@ -83,6 +114,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     if not args.runner.is_file():
         parser.error(f"--runner {args.runner}: no such file")
+    if args.update and args.catalog is None:
+        parser.error("--update needs --catalog FILE")
+    if args.catalog is not None and not args.catalog.is_file():
+        parser.error(f"--catalog {args.catalog}: no such file")
+    if args.overlay is not None and not args.overlay.is_dir():
+        parser.error(f"--overlay {args.overlay}: not a directory")
     only = None
     if args.only:
         only = lambda case: fnmatch.fnmatchcase(f"{case.hw}:{case.suite}", args.only)  # noqa: E731
@@ -102,6 +139,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             keep=args.keep,
             subprocesses=args.subprocess,
             cli_sample=args.cli_sample,
+            setup=OursSetup(
+                args.catalog,
+                args.update,
+                args.upstream_plan,
+                args.overlay,
+                not args.skip_partitions,
+            ),
         )
     except (StagingError, UpstreamError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -110,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(to_json(report), indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
+    if not all(check.equal for check in report.partitions.checks):
+        return 1
     if report.cli_mismatches:
         print(f"in-process runs differ from the CLI in: {', '.join(report.cli_mismatches)}")
         return 1

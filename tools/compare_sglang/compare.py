@@ -81,9 +81,14 @@ def _examples(paths: list[str]) -> str:
 
 
 def compare(
-    case: Case, sources: list[str], upstream: list[Selection], ours: list[OursResult]
+    case: Case,
+    sources: list[str],
+    upstream: list[Selection],
+    ours: list[OursResult],
+    exact_shards: bool = False,
 ) -> Outcome:
-    """Upstream's selections (one per shard) against ours (one per shard run)."""
+    """Upstream's selections (one per shard) against ours (one per shard run); with
+    ``exact_shards`` (``plan = "upstream"``) every shard must hold upstream's files in its order."""
     up_rc = next((s.rc for s in upstream if s.rc != 0), 0)
     our_rc = next((r.rc for r in ours if r.rc != 0), 0)
     up_files = [path for s in upstream for path in s.files]
@@ -126,6 +131,18 @@ def compare(
     _compare_files(outcome, up_files, up_est, first)
     if case.size is not None:
         _compare_shards(outcome, ours)
+        if exact_shards and outcome.ours_shards != outcome.upstream_shards:
+            different = [
+                i
+                for i, (a, b) in enumerate(
+                    zip(outcome.ours_shards, outcome.upstream_shards, strict=False)
+                )
+                if a != b
+            ]
+            outcome.differ(
+                "plan = upstream: a shard differs from upstream's (files or order)",
+                f"shard(s) {different or 'count'} differ from upstream's",
+            )
     return outcome
 
 

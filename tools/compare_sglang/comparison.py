@@ -16,6 +16,7 @@ from ci_runner.workflows.invocations import WorkflowScan, scan_workflows
 from tools.compare_sglang import ours
 from tools.compare_sglang.cases import Case, enumerate_cases
 from tools.compare_sglang.compare import Outcome, compare, template
+from tools.compare_sglang.partition_check import PartitionReport, check_partitions
 from tools.compare_sglang.partitions import PartitionSizes
 from tools.compare_sglang.staging import stage
 from tools.compare_sglang.traits import upstream_traits
@@ -45,6 +46,21 @@ class Report:
     mode: str = "in-process"  # or "subprocess": how our dry runs ran
     cli_checked: int = 0  # cases also run through the real CLI (--cli-sample)
     cli_mismatches: list[str] = field(default_factory=list)  # cases where the two disagree
+    catalog: str = "init"  # how our catalog was made: init, a given file, or it + init --update
+    upstream_plan: bool = False  # plan = "upstream": shards compared file by file, in order
+    partitions: PartitionReport = field(default_factory=PartitionReport)
+
+
+@dataclass(frozen=True)
+class OursSetup:
+    """How our side gets its catalog: ``init`` (default), a given catalog file, that file then
+    ``init --update``; and ``plan = "upstream"`` set in it."""
+
+    catalog: Path | None = None
+    update: bool = False
+    upstream_plan: bool = False
+    overlay: Path | None = None  # files copied onto the staged tree before both sides run
+    partitions: bool = True  # also compare run_suite.py partitions with compute_partitions.py
 
 
 def checkout_commit(checkout: Path) -> str:
@@ -83,6 +99,7 @@ def run_comparison(
     keep: bool = False,
     subprocesses: bool = False,
     cli_sample: int = 0,
+    setup: OursSetup = OursSetup(),
 ) -> Report:
     """``subprocesses``: every dry run of ours as its own ``run_suite.py`` process (slow);
     else in this process, with ``cli_sample`` evenly spread cases run both ways and compared."""
@@ -91,11 +108,22 @@ def run_comparison(
     started = time.perf_counter()
     root = stage(checkout)
     try:
+        if setup.overlay is not None:
+            shutil.copytree(setup.overlay, root, dirs_exist_ok=True)
         report.seconds["stage"] = time.perf_counter() - started
-        cases, selections = _upstream_side(report, root, only, progress)
+        cases, selections, registrations = _upstream_side(report, root, only, progress)
+        report.catalog, report.upstream_plan = _catalog(report, root, runner, setup)
         results = _ours_side(
             report, root, runner, cases, selections, jobs, every_shard, extra, progress
         )
+        if setup.partitions:
+            clock = time.perf_counter()
+            report.partitions = check_partitions(
+                root, runner, sorted(report.partition_sizes), registrations
+            )
+            report.seconds["partitions"] = time.perf_counter() - clock
+        else:
+            report.partitions = PartitionReport(skipped="--skip-partitions")
         if cli_sample and not subprocesses:
             _check_cli_sample(report, root, runner, results, cli_sample, extra, progress)
     finally:
@@ -110,10 +138,27 @@ def run_comparison(
 Selections = dict[Case, list[Selection]]
 
 
+def _catalog(report: Report, root: Path, runner: Path, setup: OursSetup) -> tuple[str, bool]:
+    """Our catalog for the staged tree (see :class:`OursSetup`); init's output into ``report``."""
+    if setup.catalog is None:
+        report.init_rc, report.init_output = ours.run_init(runner, root)
+        how = "init"
+    else:
+        shutil.copy2(setup.catalog, root / setup.catalog.name)
+        how = f"given ({setup.catalog})"
+        if setup.update:
+            report.init_rc, report.init_output = ours.run_init(runner, root, "--update")
+            how += " + init --update"
+    if setup.upstream_plan:
+        ours.set_catalog_key(root, "plan", "upstream")
+    return how, setup.upstream_plan
+
+
 def _upstream_side(
     report: Report, root: Path, only: Callable[[Case], bool] | None, progress: Callable[[str], None]
-) -> tuple[dict[Case, list[str]], Selections]:
-    """Upstream's figures into ``report``; the cases (with sources) and upstream's selections."""
+) -> tuple[dict[Case, list[str]], Selections, list]:
+    """Upstream's figures into ``report``; the cases (with sources), upstream's selections and
+    its registrations."""
     clock = time.perf_counter()
     upstream = Upstream(root)
     registrations = upstream.registrations()
@@ -144,7 +189,7 @@ def _upstream_side(
     }
     report.seconds["upstream cases"] = time.perf_counter() - clock
     progress(f"upstream: {len(cases)} case(s) in {report.seconds['upstream cases']:.1f} s")
-    return cases, selections
+    return cases, selections, registrations
 
 
 def _shard(case: Case, shard_id: int | None) -> tuple[int, int] | None:
@@ -163,9 +208,6 @@ def _ours_side(
     progress: Callable[[str], None],
 ) -> dict[Case, list[ours.OursResult]]:
     """init, then one dry run per case (per shard with ``every_shard``), then the comparison."""
-    clock = time.perf_counter()
-    report.init_rc, report.init_output = ours.run_init(runner, root)
-    report.seconds["ours init"] = time.perf_counter() - clock
     runs = [
         (case, shard_id)
         for case in cases
@@ -190,7 +232,8 @@ def _ours_side(
     report.seconds["ours cases"] = time.perf_counter() - clock
     report.runs_of_ours = len(runs)
     report.outcomes = [
-        compare(case, src, selections[case], results[case]) for case, src in cases.items()
+        compare(case, src, selections[case], results[case], report.upstream_plan)
+        for case, src in cases.items()
     ]
     distinct = dict.fromkeys(
         line for rs in results.values() for r in rs for line in r.stderr.splitlines()

@@ -38,15 +38,33 @@ class OursResult:
     broken: str = ""  # exit 0 but no usable JSON on stdout: what was wrong
 
 
-def run_init(runner: Path, root: Path) -> tuple[int, str]:
-    """``run_suite.py init --root ROOT``: exit status and its console output."""
+def run_init(runner: Path, root: Path, *flags: str) -> tuple[int, str]:
+    """``run_suite.py init --root ROOT [flags]``: exit status and its console output."""
     done = subprocess.run(
-        [sys.executable, str(runner), "init", "--root", str(root)],
+        [sys.executable, str(runner), "init", "--root", str(root), *flags],
         capture_output=True,
         text=True,
         check=False,
     )
     return done.returncode, done.stdout + done.stderr
+
+
+def set_catalog_key(root: Path, key: str, value: object) -> None:
+    """Set one top-level key of the catalog at ``root`` (edited in place with tomlkit)."""
+    import tomlkit
+
+    from ci_runner.catalog.location import find_catalog
+
+    found = find_catalog(root)
+    if found is None:
+        raise ValueError(f"{root}: no catalog to set {key} in")
+    location = found[0]
+    document = tomlkit.parse(location.path.read_text(encoding="utf-8"))
+    table = document
+    for part in location.keys:
+        table = table[part]
+    table[key] = value
+    location.path.write_text(tomlkit.dumps(document), encoding="utf-8")
 
 
 def dry_run_command(

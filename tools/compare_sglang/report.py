@@ -7,6 +7,7 @@ from collections import defaultdict
 from statistics import mean
 
 from tools.compare_sglang.comparison import Report
+from tools.compare_sglang.partition_check import partition_lines
 
 EXAMPLES = 3
 
@@ -42,7 +43,12 @@ def summary_lines(report: Report) -> list[str]:
     for group, members in sorted(groups.items(), key=lambda item: -len(item[1])):
         lines.append(f"  {len(members):4d}  {group}")
         lines.extend(f"          e.g. {o.case.label}: {o.reasons[0]}" for o in members[:EXAMPLES])
+    lines.append(
+        f"our catalog: {report.catalog}"
+        + ('; plan = "upstream": shards compared file by file' if report.upstream_plan else "")
+    )
     lines += makespan_lines(report)
+    lines += partition_lines(report.partitions)
     lines += _side_lines(report)
     return lines
 
