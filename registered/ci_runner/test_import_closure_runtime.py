@@ -8,6 +8,7 @@ select a test that runs it.
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
+from ci_runner.execution.child import CHILD_DIR
 from ci_runner.impact.config import load_impact_config
 from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.graph import DependencyGraph
@@ -48,6 +50,14 @@ def cpu_suite_files() -> list[str]:
     return [f["path"] for f in json.loads(done.stdout)["files"]]
 
 
+def environment_without_bootstrap() -> dict[str, str]:
+    """This process's environment less the runner's child bootstrap: under the runner, its
+    ``sitecustomize`` is on ``PYTHONPATH`` and is the runner's harness, not a test's import."""
+    parts = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    kept = [part for part in parts if part and Path(part).resolve() != CHILD_DIR.resolve()]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(kept)}
+
+
 def closure(graph: DependencyGraph, test: str) -> set[str]:
     reached, pending = {test}, [test]
     while pending:
@@ -65,6 +75,7 @@ def traced() -> dict[str, list[str]]:
     done = subprocess.run(
         [sys.executable, str(TRACER), str(ROOT), *files],
         cwd=ROOT,
+        env=environment_without_bootstrap(),
         capture_output=True,
         text=True,
     )
