@@ -93,6 +93,7 @@ class _Shard:
     start: int | None = None  # clock ticks at begin_shard
     subreaper_before: bool = False
     unproven: dict[tuple[str, ...], int] = field(default_factory=dict)  # candidates -> killed
+    notes: list[str] = field(default_factory=list)  # reported at the end of the shard
 
 
 _SHARD = _Shard()
@@ -147,6 +148,7 @@ def end_shard() -> list[str]:
             if len(labels) > 1
             else f"[ci_runner] killed {count} leftover process(es) of {labels[0]} after it ended"
         )
+    lines.extend(shard.notes)
     if shard.cgroups is not None:
         shard.cgroups.remove()
     set_child_subreaper(shard.subreaper_before)
@@ -259,7 +261,7 @@ def kill_file_processes(
 def reap_adopted_zombies() -> None:
     """Collect exited orphans the subreaper runner inherited (never a file's own process)."""
     if proc_table.has_waitable_child()[0]:
-        _reap(proc_table.snapshot())
+        _reap(proc_table.descendants(os.getpid()) or proc_table.snapshot())
 
 
 def _reap(table: Mapping[int, ProcEntry]) -> None:
@@ -410,7 +412,15 @@ def _freeze_and_kill(
             else:
                 fresh.append(entry)
                 frozen.setdefault(entry.key, (entry, cands))
-        if (not fresh and not new_dead) or time.monotonic() > deadline:
+        if not fresh and not new_dead:
+            break
+        if time.monotonic() > deadline:
+            with _LOCK:
+                _SHARD.notes.append(
+                    f"[ci_runner] new processes kept appearing for {FREEZE_LIMIT_SECONDS:g}s "
+                    "while a file's processes were being stopped; what was still running was "
+                    "ended at the end of the shard"
+                )
             break
         _stop_groups(anchors, signal.SIGSTOP)
         _reap(table)  # seen dead: their children are the runner's now, visible next look

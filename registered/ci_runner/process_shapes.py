@@ -17,6 +17,7 @@ A spec is a dict; every key is optional:
 * ``hop``: after starting its children, fork and exit every few milliseconds, forever, touching
   ``beats/MARKER`` next to ``node.py`` at every hop (a chain that hops can dodge a look at the
   process table; it cannot keep its beat file still);
+* ``stopped``: stops itself with SIGSTOP once its children are started (unless it hops);
 * ``tag``: any text, to find a node by its argv.
 """
 
@@ -102,6 +103,8 @@ if SPEC.get("bomb"):
     bomb(SPEC["bomb"])
 if SPEC.get("hop"):
     hop()
+if SPEC.get("stopped"):
+    os.kill(os.getpid(), signal.SIGSTOP)
 forever()
 """
 

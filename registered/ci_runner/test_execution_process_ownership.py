@@ -270,6 +270,8 @@ FLAGS = st.fixed_dictionaries(
         "clear_env": st.booleans(),
         "ignore_term": st.booleans(),
         "hop": st.booleans(),
+        "stopped": st.booleans(),
+        "threads": st.sampled_from([0, 2]),
     },
 )
 SHAPES = st.recursive(
