@@ -16,11 +16,8 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
-T = TypeVar("T")
 REQUIRED_FILES = ("cgroup.procs", "cgroup.kill", "cgroup.freeze", "cgroup.events")
 
 
@@ -76,16 +73,16 @@ class AttemptCgroup:
         self.relative = relative
         self.home = home
 
-    def run_inside(self, start: Callable[[], T]) -> T:
-        """Call ``start`` (which forks) with this process inside the cgroup, then move back.
+    def enter(self) -> None:
+        """Move this process into the cgroup, so that what it forks is born inside.
 
-        The caller must hold the spawn lock, so nothing else forks or kills meanwhile.
+        The caller must hold the spawn lock and call :meth:`leave` right after the fork.
         """
         _write(self.path / "cgroup.procs", "0")
-        try:
-            return start()
-        finally:
-            _write(self.home / "cgroup.procs", "0")
+
+    def leave(self) -> None:
+        """Move this process back to its own cgroup."""
+        _write(self.home / "cgroup.procs", "0")
 
     def pids(self) -> set[int]:
         """Every live member of this cgroup and the cgroups below it (a nested runner's)."""
@@ -120,7 +117,10 @@ class AttemptCgroup:
 
     def freeze(self, frozen: bool, timeout: float = 1.0) -> bool:
         """Freeze (or thaw) every member; True once the kernel reports it done."""
-        _write(self.path / "cgroup.freeze", "1" if frozen else "0")
+        try:
+            _write(self.path / "cgroup.freeze", "1" if frozen else "0")
+        except OSError:
+            return False
         if not frozen:
             return True
         deadline = time.monotonic() + timeout

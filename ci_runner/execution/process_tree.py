@@ -181,16 +181,24 @@ def spawn_in_new_session(
             shard = _SHARD
             attempt = Attempt(token, label, now_ticks())
             shard.attempts[token] = attempt
-        if shard.cgroups is not None:
-            attempt.cgroup = shard.cgroups.attempt(f"attempt-{token}")
+        cgroup = shard.cgroups.attempt(f"attempt-{token}") if shard.cgroups else None
+        if cgroup is not None:
+            try:
+                cgroup.enter()
+                attempt.cgroup = cgroup
+            except OSError:  # this attempt goes without: the proofs still hold
+                cgroup.remove()
         try:
-            proc = attempt.cgroup.run_inside(start) if attempt.cgroup is not None else start()
+            proc = start()
         except OSError:
             attempt.finished = True
             attempt.window_end = now_ticks(round_up=True)
-            if attempt.cgroup is not None:
-                attempt.cgroup.remove()
             raise
+        finally:
+            if attempt.cgroup is not None:
+                attempt.cgroup.leave()
+                if attempt.finished:
+                    attempt.cgroup.remove()
         attempt.root = proc_table.read_entry(proc.pid)
         attempt.root_pid = proc.pid
         with _LOCK:
@@ -282,14 +290,13 @@ def _end_in_cgroup(attempt: Attempt, grace: float, settle: float, final: bool) -
         cgroup.wait_empty(settle)
     killed: set[int] = set()
     if cgroup.populated():
-        with _SPAWN_LOCK:
-            frozen = cgroup.freeze(True)
+        with _SPAWN_LOCK:  # frozen, no member can exit and free its pid while signalled
+            cgroup.freeze(True)
             members = cgroup.pids()
             for pid in members:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGTERM)
-            if frozen:
-                cgroup.freeze(False)
+            cgroup.freeze(False)
         killed |= members
         if not cgroup.wait_empty(grace):
             with _SPAWN_LOCK:
