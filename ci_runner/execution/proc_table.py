@@ -94,6 +94,28 @@ def _children_files_exist() -> bool:
 CHILDREN_FILES = _children_files_exist()  # CONFIG_PROC_CHILDREN: /proc/PID/task/TID/children
 
 
+def children_of(pid: int) -> dict[int, ProcEntry]:
+    """The children of ``pid`` (from its threads' children files, else from every process)."""
+    if not CHILDREN_FILES:
+        return {e.pid: e for e in snapshot().values() if e.ppid == pid}
+    found: dict[int, ProcEntry] = {}
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as listing:
+                pids = listing.read().split()
+        except OSError:
+            continue
+        for child in map(int, pids):
+            entry = read_entry(child)
+            if entry is not None:
+                found[child] = entry
+    return found
+
+
 def descendants(pid: int) -> dict[int, ProcEntry] | None:
     """``pid``'s descendants, walked through each thread's children file; None without them.
 
@@ -106,23 +128,10 @@ def descendants(pid: int) -> dict[int, ProcEntry] | None:
     found: dict[int, ProcEntry] = {}
     stack = [pid]
     while stack:
-        parent = stack.pop()
-        try:
-            threads = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue
-        for tid in threads:
-            try:
-                with open(f"/proc/{parent}/task/{tid}/children", "rb") as listing:
-                    pids = listing.read().split()
-            except OSError:
-                continue
-            for child in map(int, pids):
-                if child not in found:
-                    entry = read_entry(child)
-                    if entry is not None:
-                        found[child] = entry
-                        stack.append(child)
+        for child, entry in children_of(stack.pop()).items():
+            if child not in found:
+                found[child] = entry
+                stack.append(child)
     for child, entry in found.items():
         if entry.ppid != pid and entry.ppid not in found:
             found[child] = replace(entry, ppid=pid)

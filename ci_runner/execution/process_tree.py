@@ -59,6 +59,7 @@ TOKEN_VARIABLE = "CI_RUNNER_RUN_TOKEN"
 SETTLE_SECONDS = 1.0  # a file's processes may outlive it by this much without being leftovers
 FREEZE_LIMIT_SECONDS = 60.0  # a fixpoint still finding new processes after this gives up
 STOP_WAIT_SECONDS = 2.0  # how long one round waits for SIGSTOP to take every thread
+REAP_INTERVAL_SECONDS = 0.1  # a hopping chain leaves a zombie per hop: collect them this often
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 
@@ -94,6 +95,28 @@ class _Shard:
     subreaper_before: bool = False
     unproven: dict[tuple[str, ...], int] = field(default_factory=dict)  # candidates -> killed
     notes: list[str] = field(default_factory=list)  # reported at the end of the shard
+    reaper: _Reaper | None = None
+    active: bool = False  # between begin_shard and end_shard
+
+
+class _Reaper(threading.Thread):
+    """Collects the zombies the subreaper runner adopts while files run.
+
+    Without it a chain that hops leaves one zombie per hop until the next sweep: thousands a
+    minute, slowing every look and using up pids. It never reaps during a fixpoint.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(name="ci-runner-reaper", daemon=True)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(REAP_INTERVAL_SECONDS):
+            if _SWEEP_LOCK.acquire(blocking=False):
+                try:
+                    _reap_waiting()
+                finally:
+                    _SWEEP_LOCK.release()
 
 
 _SHARD = _Shard()
@@ -108,23 +131,34 @@ def begin_shard(environ: Mapping[str, str]) -> str:
     ``environ[CI_RUNNER_CGROUPS]`` false turns the cgroups off (it must already be checked).
     """
     global _SHARD
-    shard = _Shard(subreaper_before=set_child_subreaper(True), start=now_ticks())
+    shard = _Shard(subreaper_before=set_child_subreaper(True), start=now_ticks(), active=True)
     if get_bool_env(CGROUPS_VARIABLE, True, environ):
         shard.cgroups, why = create_shard_cgroup()
     else:
         why = f"{CGROUPS_VARIABLE}=0"
     with _LOCK:
         _SHARD = shard
+    shard.reaper = _Reaper()
+    shard.reaper.start()
     if shard.cgroups is not None:
         return "processes: a cgroup per file"
     return f"processes: subreaper and ownership proofs, no cgroup ({why})"
 
 
 def end_shard() -> list[str]:
-    """End everything the shard's files left, undo :func:`begin_shard`; lines to report."""
+    """End everything the shard's files left, undo :func:`begin_shard`; lines to report.
+
+    A second call (or one without :func:`begin_shard`) does nothing.
+    """
     global _SHARD
     with _LOCK:
         shard = _SHARD
+        if not shard.active:
+            return []
+        shard.active = False
+    if shard.reaper is not None:
+        shard.reaper.stopped.set()
+        shard.reaper.join()
     lines: list[str] = []
     for attempt in list(shard.attempts.values()):  # attempts whose final sweep never ran
         if attempt.cgroup is not None and attempt.cgroup.path.exists():
@@ -268,8 +302,14 @@ def kill_file_processes(
 
 def reap_adopted_zombies() -> None:
     """Collect exited orphans the subreaper runner inherited (never a file's own process)."""
+    with _SWEEP_LOCK:
+        _reap_waiting()
+
+
+def _reap_waiting() -> None:
     if proc_table.has_waitable_child()[0]:
-        _reap(proc_table.descendants(os.getpid()) or proc_table.snapshot())
+        me = os.getpid()
+        _reap(proc_table.children_of(me))
 
 
 def _reap(table: Mapping[int, ProcEntry]) -> None:

@@ -130,11 +130,12 @@ def execute_shard(
                 failure_exit_status=options.failure_exit_status,
             )  # fmt: skip
             run_jobs(runner, outcome)
+            leftovers = process_tree.end_shard()
+            if leftovers:
+                print("\n".join(leftovers), flush=True)
             listener.shard_finished(outcome)
     finally:
-        leftovers = process_tree.end_shard()
-    if leftovers:
-        print("\n".join(leftovers), flush=True)
+        process_tree.end_shard()  # after an error too; a no-op once ended
     if coredumps is not None and outcome.exit_code != 0:
         lines = cuda_coredump.report_lines(coredumps)
         if lines:

@@ -1,13 +1,17 @@
 """Every process a file starts ends with it, however it forks; no file's cleanup touches another's.
 
-Each test runs the real CLI on a generated tree, once per mechanism this machine offers (the
-ownership proofs always; a cgroup per file where the runner may create cgroups), and afterwards
-looks for survivors by the marker every generated process carries in its argv.
+Each test runs the real CLI on a generated tree with the ownership proofs (what GitHub-hosted
+runners get) and, where this machine lets the runner create cgroups, most also with a cgroup per
+file; afterwards it looks for survivors by the marker every generated process carries in its
+argv, and by the beat file every hopping chain keeps touching.
 """
 
 import json
 import re
+import signal
+import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -21,7 +25,14 @@ from ci_runner.execution.cgroup_v2 import create_shard_cgroup
 register_cpu_ci(est_time=40, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from execution_tree import make_tree, processes_with_marker, run_suite, script_file  # noqa: E402
+from execution_tree import (  # noqa: E402
+    RUN_SUITE,
+    make_tree,
+    processes_with_marker,
+    run_suite,
+    runner_env,
+    script_file,
+)
 from process_shapes import start_tree_source, survivors, write_node  # noqa: E402
 
 
@@ -166,6 +177,36 @@ def test_a_fork_bomb_ends_with_its_file(tmp_path, markers, mechanism):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "registered/test_bomb.py  passed" in proc.stdout
     assert survivors(node, marker) == []
+
+
+@pytest.mark.parametrize("mechanism", BOTH)
+def test_hopping_chains_end_when_the_runner_is_stopped(tmp_path, markers, mechanism):
+    first, second = markers(), markers()
+    node = write_node(tmp_path)
+    spec = {"children": [HOPPER, QUIET_HOPPER]}
+    files = {
+        "test_a.py": tree_file(node, first, spec, "time.sleep(600)", est=9),
+        "test_b.py": tree_file(node, second, spec, "time.sleep(600)", est=8),
+    }
+    flag, _ = MECHANISMS[mechanism]
+    runner = subprocess.Popen(
+        [sys.executable, str(RUN_SUITE), "--root", str(make_tree(tmp_path, files)), "--hw",
+         "cpu", "--suite", "cpu-suite", "--gpus", "2", "--kill-grace-seconds", "0.5"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=runner_env({"CI_RUNNER_CGROUPS": flag}),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(
+            (node.parent / "beats" / m).exists() for m in (first, second)
+        ):
+            time.sleep(0.05)
+        runner.send_signal(signal.SIGTERM)
+        output, _ = runner.communicate(timeout=60)
+    finally:
+        runner.kill()
+    assert runner.returncode == 143, output
+    assert survivors(node, first) == [] and survivors(node, second) == []
 
 
 SHORT = {
