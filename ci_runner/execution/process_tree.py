@@ -24,7 +24,8 @@ Two mechanisms, chosen per shard (:func:`begin_shard`):
   the fixpoint: a dead hop stays visible as a zombie and forces another look.
 
 Both keep the runner a subreaper, so the end of the shard can sweep everything still below it
-(processes that left their cgroup, sets of candidates that never narrowed).
+(processes that left their cgroup, sets of candidates that never narrowed), and a thread reaps
+the orphans it adopts while files run (a hopping chain leaves one zombie per hop).
 
 Before killing, a file that exited by itself gets :data:`SETTLE_SECONDS` for helpers that end
 with it (multiprocessing's resource tracker); then SIGTERM, ``--kill-grace-seconds``, and the
@@ -202,7 +203,7 @@ def spawn_in_new_session(
     token = env.get(TOKEN_VARIABLE)
     if not token:
         raise ValueError(f"spawn_in_new_session: env has no {TOKEN_VARIABLE}")
-    label = argv[1] if len(argv) > 1 else argv[0]
+    label = next((a for a in argv[1:] if a.endswith(".py")), argv[-1])  # the file, for reports
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
