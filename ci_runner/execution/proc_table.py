@@ -37,11 +37,16 @@ class ProcEntry:
     pgid: int
     sid: int
     birth: int  # start time, clock ticks since boot (Linux) or since the epoch (elsewhere)
+    threads: int = 1
 
     @property
     def dead(self) -> bool:
-        """Exited (a zombie waiting for its parent): it can neither fork nor be signalled."""
-        return self.state in DEAD_STATES
+        """Exited (a zombie waiting for its parent): it can neither fork nor be signalled.
+
+        A main thread that exited alone shows as a zombie too, but while another thread of it
+        lives the process can still fork.
+        """
+        return self.state in DEAD_STATES and self.threads <= 1
 
     @property
     def key(self) -> tuple[int, int]:
@@ -70,8 +75,9 @@ def read_entry(pid: int) -> ProcEntry | None:
         return None
     fields = data[data.rindex(b")") + 2 :].split()
     return ProcEntry(
-        pid, int(fields[1]), fields[0].decode(), int(fields[2]), int(fields[3]), int(fields[19])
-    )
+        pid, int(fields[1]), fields[0].decode(), int(fields[2]), int(fields[3]), int(fields[19]),
+        int(fields[17]),
+    )  # fmt: skip
 
 
 def snapshot() -> dict[int, ProcEntry]:
@@ -146,12 +152,13 @@ def _psutil_entry(pid: int) -> ProcEntry | None:
         proc = psutil.Process(pid)
         with proc.oneshot():
             ppid, status, created = proc.ppid(), proc.status(), proc.create_time()
+            threads = proc.num_threads()
         pgid = os.getpgid(pid)
         sid = os.getsid(pid)
     except (psutil.Error, OSError):
         return None
     state = _PSUTIL_STATES.get(status, "S")
-    return ProcEntry(pid, ppid, state, pgid, sid, math.floor(created * TICKS_PER_SECOND))
+    return ProcEntry(pid, ppid, state, pgid, sid, math.floor(created * TICKS_PER_SECOND), threads)
 
 
 def send(entry: ProcEntry, signum: int) -> bool:

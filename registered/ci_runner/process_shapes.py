@@ -18,6 +18,8 @@ A spec is a dict; every key is optional:
   ``beats/MARKER`` next to ``node.py`` at every hop (a chain that hops can dodge a look at the
   process table; it cannot keep its beat file still);
 * ``stopped``: stops itself with SIGSTOP once its children are started (unless it hops);
+* ``lone_thread``: its main thread exits, leaving a thread that forks a sleeping child every
+  20 ms (20 in all): the process looks like a zombie and still forks;
 * ``tag``: any text, to find a node by its argv.
 """
 
@@ -101,6 +103,16 @@ for thread in threads:
     thread.join()
 if SPEC.get("bomb"):
     bomb(SPEC["bomb"])
+if SPEC.get("lone_thread"):
+    def fork_slowly():
+        for _ in range(20):
+            time.sleep(0.02)
+            if os.fork() == 0:
+                forever()
+        forever()
+
+    threading.Thread(target=fork_slowly).start()
+    ctypes.CDLL(None).pthread_exit(None)
 if SPEC.get("hop"):
     hop()
 if SPEC.get("stopped"):

@@ -168,9 +168,15 @@ def test_a_hopping_chain_with_an_empty_environment_ends_with_its_file(tmp_path, 
 
 
 @pytest.mark.parametrize("mechanism", PROOFS)
-def test_a_fork_bomb_ends_with_its_file(tmp_path, markers, mechanism):
+def test_a_fork_bomb_and_a_lone_forking_thread_end_with_their_file(tmp_path, markers, mechanism):
     marker = markers()
-    spec = {"children": [{"bomb": 6}, {"detach": True, "clear_env": True, "bomb": 5}]}
+    spec = {
+        "children": [
+            {"bomb": 6},
+            {"detach": True, "clear_env": True, "bomb": 5},
+            {"detach": True, "lone_thread": True, "ignore_term": True},  # a "zombie" that forks
+        ]
+    }
     node = write_node(tmp_path)
     files = {"test_bomb.py": tree_file(node, marker, spec, "return 0")}
     proc = run(make_tree(tmp_path, files), mechanism)
@@ -315,6 +321,7 @@ FLAGS = st.fixed_dictionaries(
         "hop": st.booleans(),
         "stopped": st.booleans(),
         "threads": st.sampled_from([0, 2]),
+        "lone_thread": st.booleans(),
     },
 )
 SHAPES = st.recursive(
