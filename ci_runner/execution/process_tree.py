@@ -455,7 +455,9 @@ def _freeze_and_kill(
                 dead_seen.add(entry.key)
                 if entry.ppid == me and pid not in roots:
                     anchors.append(entry)
-            elif entry.key in frozen and entry.state in STOPPED_STATES:
+            elif entry.key in frozen and (
+                entry.state in STOPPED_STATES or proc_table.is_frozen(entry)
+            ):
                 anchors.append(entry)
             else:
                 fresh.append(entry)

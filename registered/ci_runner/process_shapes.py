@@ -32,6 +32,7 @@ from pathlib import Path
 from execution_tree import processes_with_marker
 
 NODE_PROGRAM = r"""
+import ctypes
 import json
 import os
 import signal

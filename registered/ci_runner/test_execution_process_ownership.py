@@ -86,6 +86,7 @@ def run(root: Path, mechanism: str, *args: str, env: dict | None = None, **kw):
     env = {"CI_RUNNER_CGROUPS": flag, **(env or {})}
     proc = run_suite(root, "--kill-grace-seconds", "0.5", *args, env=env, **kw)
     assert header in proc.stdout, proc.stdout + proc.stderr
+    assert "kept appearing" not in proc.stdout, proc.stdout  # every fixpoint converged
     return proc
 
 
