@@ -312,6 +312,13 @@ def test_a_files_cleanup_never_touches_a_file_running_beside_it(tmp_path, marker
     assert survivors(node, short) == [] and survivors(node, long) == []
 
 
+def test_a_cgroups_switch_that_is_no_boolean_stops_the_run(tmp_path):
+    root = make_tree(tmp_path, {"test_x.py": script_file("def main():\n    return 0\n")})
+    proc = run_suite(root, env={"CI_RUNNER_CGROUPS": "maybe"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "environment variable CI_RUNNER_CGROUPS='maybe' is not a boolean" in proc.stderr
+
+
 FLAGS = st.fixed_dictionaries(
     {},
     optional={
