@@ -20,8 +20,9 @@ Two mechanisms, chosen per shard (:func:`begin_shard`):
   resolved by a guess. Ending is a freeze-then-kill fixpoint: SIGSTOP every process that may be
   killed, confirm every thread stopped, look again, until a look finds nothing new and no
   process of the set that died by itself (its children could be unseen); then SIGKILL. A
-  process that hops (forks, its parent exits) is caught because the runner never reaps during
-  the fixpoint: a dead hop stays visible as a zombie and forces another look.
+  process that hops (forks, its parent exits) cannot slip through: the runner reaps a zombie
+  only after a look has seen it, so a dead hop forces another look, and stopping the process
+  group of a dead or stopped member stops the whole chain at once.
 
 Both keep the runner a subreaper, so the end of the shard can sweep everything still below it
 (processes that left their cgroup, sets of candidates that never narrowed), and a thread reaps
