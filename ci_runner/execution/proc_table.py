@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 import psutil
@@ -100,22 +100,27 @@ def _children_files_exist() -> bool:
 CHILDREN_FILES = _children_files_exist()  # CONFIG_PROC_CHILDREN: /proc/PID/task/TID/children
 
 
+def _thread_files(pid: int, name: str) -> Iterator[bytes]:
+    """The contents of ``/proc/PID/task/TID/<name>`` for every thread still there."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/{name}", "rb") as per_thread:
+                yield per_thread.read()
+        except OSError:
+            continue  # the thread has exited
+
+
 def children_of(pid: int) -> dict[int, ProcEntry]:
     """The children of ``pid`` (from its threads' children files, else from every process)."""
     if not CHILDREN_FILES:
         return {e.pid: e for e in snapshot().values() if e.ppid == pid}
     found: dict[int, ProcEntry] = {}
-    try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for tid in threads:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as listing:
-                pids = listing.read().split()
-        except OSError:
-            continue
-        for child in map(int, pids):
+    for listing in _thread_files(pid, "children"):
+        for child in map(int, listing.split()):
             entry = read_entry(child)
             if entry is not None:
                 found[child] = entry
@@ -208,16 +213,7 @@ def is_frozen(entry: ProcEntry) -> bool:
         return True
     if not LINUX:
         return current.state in STOPPED_STATES
-    try:
-        threads = os.listdir(f"/proc/{entry.pid}/task")
-    except OSError:
-        return True
-    for tid in threads:
-        try:
-            with open(f"/proc/{entry.pid}/task/{tid}/stat", "rb") as stat:
-                data = stat.read()
-        except OSError:
-            continue  # the thread has exited
+    for data in _thread_files(entry.pid, "stat"):
         end = data.rindex(b")")
         if data[end + 2 : end + 3].decode() not in STOPPED_STATES | DEAD_STATES:
             return False

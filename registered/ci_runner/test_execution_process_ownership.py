@@ -90,17 +90,27 @@ def run(root: Path, mechanism: str, *args: str, env: dict | None = None, **kw):
     return proc
 
 
-@pytest.mark.parametrize("mechanism", PROOFS)
-def test_hopping_chains_of_a_passing_file_end_with_it(tmp_path, markers, mechanism):
-    marker = markers()
-    spec = {"children": [HOPPER, HOPPER, HOPPER, QUIET_HOPPER]}
+def passes_and_ends_its_tree(tmp_path: Path, mechanism: str, name: str, spec: dict) -> str:
+    """Run a passing file ``name`` that starts ``spec``; assert that nothing of it is left."""
+    marker = new_marker()
     node = write_node(tmp_path)
-    root = make_tree(tmp_path, {"test_hops.py": tree_file(node, marker, spec, "return 0")})
-    proc = run(root, mechanism)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "registered/test_hops.py  passed" in proc.stdout
-    assert re.search(r"test_hops.py  passed .*\[killed \d+ leftover process", proc.stdout)
-    assert survivors(node, marker) == []
+    try:
+        files = {name: tree_file(node, marker, spec, "return 0")}
+        proc = run(make_tree(tmp_path, files), mechanism)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f"registered/{name}  passed" in proc.stdout
+        assert survivors(node, marker) == []
+    finally:
+        for leftover in processes_with_marker(marker):
+            leftover.kill()
+    return proc.stdout
+
+
+@pytest.mark.parametrize("mechanism", PROOFS)
+def test_hopping_chains_of_a_passing_file_end_with_it(tmp_path, mechanism):
+    spec = {"children": [HOPPER, HOPPER, HOPPER, QUIET_HOPPER]}
+    output = passes_and_ends_its_tree(tmp_path, mechanism, "test_hops.py", spec)
+    assert re.search(r"test_hops.py  passed .*\[killed \d+ leftover process", output)
 
 
 @pytest.mark.parametrize("mechanism", BOTH)
@@ -157,20 +167,13 @@ def test_an_attempt_ends_before_its_retry_starts(tmp_path, markers, mechanism):
 
 
 @pytest.mark.parametrize("mechanism", PROOFS)
-def test_a_hopping_chain_with_an_empty_environment_ends_with_its_file(tmp_path, markers, mechanism):
-    marker = markers()
+def test_a_hopping_chain_with_an_empty_environment_ends_with_its_file(tmp_path, mechanism):
     spec = {"children": [{"detach": True, "hop": True, "clear_env": True}]}
-    node = write_node(tmp_path)
-    files = {"test_quiet.py": tree_file(node, marker, spec, "return 0")}
-    proc = run(make_tree(tmp_path, files), mechanism)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "registered/test_quiet.py  passed" in proc.stdout
-    assert survivors(node, marker) == []
+    passes_and_ends_its_tree(tmp_path, mechanism, "test_quiet.py", spec)
 
 
 @pytest.mark.parametrize("mechanism", PROOFS)
-def test_a_fork_bomb_and_a_lone_forking_thread_end_with_their_file(tmp_path, markers, mechanism):
-    marker = markers()
+def test_a_fork_bomb_and_a_lone_forking_thread_end_with_their_file(tmp_path, mechanism):
     spec = {
         "children": [
             {"bomb": 6},
@@ -178,12 +181,7 @@ def test_a_fork_bomb_and_a_lone_forking_thread_end_with_their_file(tmp_path, mar
             {"detach": True, "lone_thread": True, "ignore_term": True},  # a "zombie" that forks
         ]
     }
-    node = write_node(tmp_path)
-    files = {"test_bomb.py": tree_file(node, marker, spec, "return 0")}
-    proc = run(make_tree(tmp_path, files), mechanism)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "registered/test_bomb.py  passed" in proc.stdout
-    assert survivors(node, marker) == []
+    passes_and_ends_its_tree(tmp_path, mechanism, "test_bomb.py", spec)
 
 
 @pytest.mark.parametrize("mechanism", BOTH)
