@@ -284,6 +284,27 @@ def _attempt_for(root: psutil.Process, token: str) -> Attempt:
     return attempt
 
 
+def find_file_processes(root: psutil.Process, token: str) -> list[psutil.Process]:
+    """Every live process proven to be the attempt's (its cgroup's members, or proven by the
+    facts of :mod:`.process_owners`), the attempt's own process included while it lives."""
+    attempt = _attempt_for(root, token)
+    if attempt.cgroup is not None:
+        entries = [proc_table.read_entry(pid) for pid in attempt.cgroup.pids()]
+    else:
+        table, owners = _survey()
+        mine = frozenset((attempt,))
+        entries = [table[pid] for pid, cands in owners.items() if cands == mine]
+    found = []
+    for entry in entries:
+        if entry is None or entry.dead:
+            continue
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(entry.pid)
+            if proc_table.exists(entry):  # still the process the look found
+                found.append(proc)
+    return found
+
+
 def kill_file_processes(
     root: psutil.Process, token: str, grace_seconds: float, settle_seconds: float = 0.0
 ) -> int:
