@@ -17,8 +17,15 @@ IS_IN_CI = "SGLANG_IS_IN_CI"
 RUN_FULL_TESTS = "SGLANG_JIT_KERNEL_RUN_FULL_TESTS"
 DISABLE_LOG_BANDWIDTH = "SGLANG_KERNEL_DISABLE_LOG_BANDWIDTH"
 GITHUB_ACTIONS = "GITHUB_ACTIONS"
+CGROUPS = "CI_RUNNER_CGROUPS"  # default on: a cgroup per attempt where one can be created
 # Boolean variables run_suite.py checks before anything runs: a typo is exit 2, not a default.
-CHECKED_BOOLEAN_VARIABLES = (IS_IN_CI, RUN_FULL_TESTS, DISABLE_LOG_BANDWIDTH, GITHUB_ACTIONS)
+CHECKED_BOOLEAN_VARIABLES = (
+    IS_IN_CI,
+    RUN_FULL_TESTS,
+    DISABLE_LOG_BANDWIDTH,
+    GITHUB_ACTIONS,
+    CGROUPS,
+)
 
 
 class EnvVarError(ValueError):

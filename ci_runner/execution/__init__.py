@@ -5,9 +5,10 @@
 * :mod:`.listener`: :class:`ShardListener`, what the executor tells about the run (the reports
   implement it; the CLI connects them);
 * :mod:`.shard_runner`: the loop handing files to free GPU slots, fail-fast and stops;
-* :mod:`.file_runner`: one file's attempts; :mod:`.process_tree`, :mod:`.timeouts`,
-  :mod:`.retry`, :mod:`.gpu_slots`, :mod:`.signals`, :mod:`.pytest_results`,
-  :mod:`.captured_output`: their parts.
+* :mod:`.file_runner`: one file's attempts; :mod:`.process_tree` (with :mod:`.cgroup_v2`,
+  :mod:`.process_owners` and :mod:`.proc_table`), :mod:`.timeouts`, :mod:`.retry`,
+  :mod:`.gpu_slots`, :mod:`.signals`, :mod:`.pytest_results`, :mod:`.captured_output`: their
+  parts.
 
 The return value of :func:`execute_shard` is the process exit code. The three names below load
 on first use, so a dry run (which imports :mod:`.options` and :mod:`.gpu_slots` for its flags)

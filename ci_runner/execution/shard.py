@@ -12,16 +12,16 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ci_runner.cli_errors import usage_error
 from ci_runner.env import EnvVarError, check_boolean_environment
-from ci_runner.execution import cuda_coredump
+from ci_runner.execution import cuda_coredump, process_tree
 from ci_runner.execution.file_runner import RunSettings
 from ci_runner.execution.gpu_slots import SlotError, SlotSet, resolve_slots, skip_reason
 from ci_runner.execution.listener import ShardListener
 from ci_runner.execution.options import ExecutionOptions
-from ci_runner.execution.process_tree import set_child_subreaper
 from ci_runner.execution.shard_runner import Job, ShardRunner, run_jobs
 from ci_runner.execution.signals import StopRequest
 from ci_runner.execution.timeouts import timeout_for
@@ -104,8 +104,9 @@ def execute_shard(
         *skipped,
         *(placeholder(d.path, d.suite, d.est_time, DISABLED, d.reason) for d in ctx.disabled),
     ]
+    processes = process_tree.begin_shard(os.environ)  # ended by end_shard below
+    info = replace(info, mode=f"{info.mode}; {processes}")
     outcome = ShardOutcome(info)
-    previous_subreaper = set_child_subreaper(True)
     try:
         with (
             tempfile.TemporaryDirectory(prefix="ci-runner-") as workdir,
@@ -129,9 +130,12 @@ def execute_shard(
                 failure_exit_status=options.failure_exit_status,
             )  # fmt: skip
             run_jobs(runner, outcome)
+            leftovers = process_tree.end_shard()
+            if leftovers:
+                print("\n".join(leftovers), flush=True)
             listener.shard_finished(outcome)
     finally:
-        set_child_subreaper(previous_subreaper)
+        process_tree.end_shard()  # after an error too; a no-op once ended
     if coredumps is not None and outcome.exit_code != 0:
         lines = cuda_coredump.report_lines(coredumps)
         if lines:
