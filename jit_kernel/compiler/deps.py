@@ -17,9 +17,10 @@ still hashes the same; otherwise it is rebuilt.
   again. The stat is recorded only when both times are older than the build's start (read on
   the filesystem's clock, from a file the build writes first), so a change during the build or
   within one timestamp tick cannot hide behind it; such a file is hashed on every load instead.
-  A file that changed after the build started is recorded without a digest (the compiler may
-  have read other bytes), unless its content is what the key hashed before the build: the next
-  load rebuilds it.
+  A file that changed between the build's start and the end of the hashing is recorded without
+  a digest (the compiler may have read other bytes), unless its content is what the key hashed
+  before the build: the next load rebuilds it. A file dated after all that (a clock ahead of
+  this one, on a network filesystem) keeps its digest and is hashed on every load.
 * **Relocatable**: a file under one of the module's roots (``jit_kernel/include``, ``csrc``,
   extra include paths, source directories) is recorded by its label, so a moved checkout or a
   shared cache still hits; any other by its real path.
@@ -43,7 +44,7 @@ from jit_kernel.compiler.toolchain import system_include_dirs
 
 #: Site-installed libraries: never part of the toolchain, even where a compiler searches them.
 LOCAL_PREFIX = "/usr/local"
-STARTED_FILE = ".started"
+CLOCK_FILE = ".clock"
 
 _digests: dict[str, tuple[list[int], str]] = {}
 _digests_lock = threading.Lock()
@@ -87,9 +88,9 @@ def toolchain_dirs(cuda_root: Path | None, cxx: str) -> list[str]:
     return found + [d for d in system_include_dirs(cxx) if not _under(d, LOCAL_PREFIX)]
 
 
-def mark_start(staging: Path) -> int:
-    """Write the build's start marker in ``staging``; its mtime on the filesystem's clock."""
-    marker = staging / STARTED_FILE
+def filesystem_now(staging: Path) -> int:
+    """Now on the filesystem's clock: the mtime of a marker written in ``staging``."""
+    marker = staging / CLOCK_FILE
     marker.write_bytes(b"")
     return marker.stat().st_mtime_ns
 
@@ -102,20 +103,15 @@ def _label(path: str, roots: Sequence[Root]) -> str | None:
     return None
 
 
-def _checked_entry(name: str, path: str, keyed: str | None, started_ns: int) -> list[Any]:
-    """``[name, sha256 or None, stat key or None]`` of one checked dependency, after the build."""
+def _hashed(path: str) -> tuple[str, os.stat_result] | None:
+    """(sha256, stat) of a file that did not change while it was read; None otherwise."""
     try:
         before = os.stat(path)
         digest = file_sha256(path, before)
         after = os.stat(path)
     except OSError:
-        return [name, None, None]  # gone: the next load rebuilds
-    if stat_key(before) != stat_key(after):
-        return [name, None, None]  # written while it was hashed
-    if max(after.st_mtime_ns, after.st_ctime_ns) < started_ns:
-        return [name, digest, stat_key(after)]
-    # Changed at or after the build's start: trust the bytes only if the key hashed them before.
-    return [name, digest if digest == keyed else None, None]
+        return None
+    return (digest, after) if stat_key(before) == stat_key(after) else None
 
 
 def record_dependencies(
@@ -129,23 +125,37 @@ def record_dependencies(
     """(checked dependencies, toolchain files with their sha256) of a build in ``staging``.
 
     ``inputs``: the files the compilers reported (relative to ``staging`` or absolute);
-    ``keyed``: ``{label: sha256}`` the cache key hashed before the build; files in ``staging``
-    (the generated translation units, whose text the key holds) are left out.
+    ``keyed``: ``{label: sha256}`` the cache key hashed before the build; ``started_ns``: the
+    build's start on the filesystem's clock (:func:`filesystem_now`). Files in ``staging`` (the
+    generated translation units, whose text the key holds) are left out. A checked dependency
+    is ``[label or real path, sha256 or None, stat key or None]`` (see the module docstring).
     """
     staging_real = os.path.realpath(staging)
-    checked: list[list[Any]] = []
+    read: list[tuple[str, str, tuple[str, os.stat_result] | None]] = []
     versioned: dict[str, str | None] = {}
     for path in dict.fromkeys(os.path.realpath(staging / name) for name in inputs):
         if _under(path, staging_real):
             continue
         label = _label(path, roots)
         if label is None and any(_under(path, directory) for directory in toolchain):
-            try:
-                versioned[path] = file_sha256(path, os.stat(path))
-            except OSError:
-                versioned[path] = None
+            hashed = _hashed(path)
+            versioned[path] = hashed[0] if hashed is not None else None
+        else:
+            read.append((label or path, path, _hashed(path)))
+    hashed_ns = filesystem_now(staging)
+    checked: list[list[Any]] = []
+    for name, _, hashed in read:
+        if hashed is None:  # gone, or written while it was read: the next load rebuilds
+            checked.append([name, None, None])
             continue
-        checked.append(_checked_entry(label or path, path, keyed.get(label or ""), started_ns))
+        digest, stat = hashed
+        newest = max(stat.st_mtime_ns, stat.st_ctime_ns)
+        if newest < started_ns:
+            checked.append([name, digest, stat_key(stat)])
+        elif newest > hashed_ns:  # a clock ahead of this one (a network filesystem): no stat
+            checked.append([name, digest, None])
+        else:  # changed since the build started: trust the bytes only if the key hashed them
+            checked.append([name, digest if digest == keyed.get(name) else None, None])
     return checked, versioned
 
 

@@ -51,7 +51,7 @@ from jit_kernel.compiler.cache import (
 )
 from jit_kernel.compiler.deps import (
     dependency_problem,
-    mark_start,
+    filesystem_now,
     record_dependencies,
     toolchain_dirs,
 )
@@ -177,7 +177,7 @@ def _build(plan: ModulePlan, staging: Path) -> Path:
             plan.name,
             "; ".join(plan.unproven),
         )
-    started_ns = mark_start(staging)
+    started_ns = filesystem_now(staging)
     try:
         run_ninja(staging, steps, verbose=get_bool_env(VERBOSE_ENV))
     except BuildStepError as failure:

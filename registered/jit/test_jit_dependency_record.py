@@ -98,21 +98,24 @@ def test_a_moved_kernel_tree_still_hits(built, tmp_path, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize(
-    ("changed", "keyed", "expected"),
+    ("written", "keyed", "expected"),
     [
-        (False, None, "digest and stat"),  # older than the build: both recorded
-        (True, "same", "digest only"),  # changed since the start, but the key hashed these bytes
-        (True, "other", "nothing"),  # changed since the start: the compiler may have read others
+        ("before", None, "digest and stat"),  # older than the build's start: both recorded
+        ("during", "same", "digest only"),  # changed since the start; the key hashed these bytes
+        ("during", "other", "nothing"),  # changed since the start: the compiler may read others
+        ("ahead", None, "digest only"),  # dated after the hashing: a clock ahead of this one
     ],
 )
-def test_a_file_changed_during_the_build_is_not_trusted(tmp_path, changed, keyed, expected):
+def test_a_file_changed_during_the_build_is_not_trusted(tmp_path, written, keyed, expected):
     staging = tmp_path / "staging"
     staging.mkdir()
     header = tmp_path / "src" / "h.h"
     header.parent.mkdir()
     header.write_text("int h;\n")
+    if written == "ahead":
+        os.utime(header, ns=(time.time_ns(), time.time_ns() + 10**12))
     digest = deps.file_sha256(str(header), header.stat())
-    started = time.time_ns() + (-(10**12) if changed else 10**12)  # before / after the write
+    started = time.time_ns() + (10**12 if written == "before" else -(10**12))
     hashes = {"same": digest, "other": "0" * 64}
     checked, toolchain = deps.record_dependencies(
         [str(header), "cuda.cu"],
