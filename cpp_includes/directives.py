@@ -42,23 +42,26 @@ _GAP = rb"(?:[ \t\f\v\0]+|/\*(?s:.*?)\*/)*"  # whitespace and comments within a 
 _WORD = rb"[A-Za-z0-9_$\\\x80-\xff]+"  # an identifier or number (a backslash: a UCN)
 _IDENTIFIER = rb"[A-Za-z0-9_$\x80-\xff]"
 _SPACE = rb"[ \t\f\v\0]"
-# One token: a line end (with the next line's indentation), whitespace or a comment, a literal,
-# a directive's ``#``, an existence operator, a run of code that starts none of these, or any
-# other character. A run of code is whole words (none followed by a quote: that may make it a
-# literal's prefix), other characters, line comments and line ends whose next line starts with
-# code; it stops before anything that may start a literal, a block comment or a directive.
+_NUMBER = rb"\.?[0-9](?:[eEpP][+-]|'[0-9A-Za-z_]|[0-9A-Za-z_.$\x80-\xff])*"  # digit separators too
+# One token: a line end (with the next line's indentation), whitespace or a comment, a literal
+# (one without its closing quote runs to the end of the line, as the preprocessor lexes it), a
+# directive's ``#``, an existence operator, a run of code that starts none of these, or any other
+# character. A run of code is numbers (``1'000`` included), whole words (none followed by a
+# quote: that may make it a literal's prefix), other characters, line comments and line ends
+# whose next line starts with code; it stops before anything that may start a literal, a block
+# comment or a directive.
 _TOKEN = re.compile(
     rb"(?P<nl>\n" + _SPACE + rb"*)"
     rb"|(?P<space>" + _SPACE + rb"+|/\*(?s:.*?)(?:\*/|\Z)|//[^\n]*)"
     rb'|(?P<literal>(?:u8|[uUL])?R"(?P<delim>[^()\\ \t\f\v\n"]{0,16})\((?s:.*?)\)(?P=delim)"'
-    rb'|"(?:\\.|[^"\\\n])*"'
-    rb"|'(?:\\.|[^'\\\n])*')"
+    rb'|"(?:\\.|[^"\\\n])*"?'
+    rb"|'(?:\\.|[^'\\\n])*'?)"
     rb"|(?P<hash>#|%:)"
     rb"|(?P<operator>__has_(?:include|include_next|embed)(?!" + _IDENTIFIER + rb"))"
-    rb"|(?P<code>(?:(?!__has_)" + _IDENTIFIER + rb"+(?![\"'$\w\x80-\xff])"
+    rb"|(?P<code>(?:" + _NUMBER + rb"|(?!__has_)" + _IDENTIFIER + rb"+(?![\"'$\w\x80-\xff])"
     rb"|[^\n\"'/#%\\A-Za-z0-9_$\x80-\xff]|//[^\n]*|/(?![*/])|%(?!:)|#|%:"
     rb"|\n(?=" + _SPACE + rb"*(?://|[^ \t\f\v\0#%/\"'\\])))+)"
-    rb"|(?P<other>" + _IDENTIFIER + rb"+|.)"
+    rb"|(?P<other>" + _NUMBER + rb"|" + _IDENTIFIER + rb"+|.)"
 )
 _DIRECTIVE_NAME = re.compile(_GAP + rb"(?P<name>" + _WORD + rb")?" + _GAP)
 _HEADER_NAME = re.compile(rb'"(?P<quoted>[^"\n]*)"|<(?P<angled>[^>\n]*)>')

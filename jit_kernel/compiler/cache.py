@@ -90,6 +90,25 @@ def private_root(why: str, error: BaseException) -> Path:
     return root
 
 
+def unwritable(root: Path) -> OSError | None:
+    """Why nothing can be built under ``root`` (None: its lock directory can be written)."""
+    locks = root / ".locks"
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+        probe = locks / f".probe.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        return error
+    return None
+
+
+def is_private_root(root: Path) -> bool:
+    """Whether ``root`` is a private directory of this process (deleted when it exits)."""
+    with _private_lock:
+        return root in _private_roots.values()
+
+
 def _remove_private_root(root: Path, pid: int) -> None:
     if os.getpid() == pid:  # a forked child inherits the handler, not the directory
         shutil.rmtree(root, ignore_errors=True)

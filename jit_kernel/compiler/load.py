@@ -42,11 +42,13 @@ from jit_kernel.compiler.cache import (
     install,
     library_problem,
     prebuilt_without_toolchain,
+    private_root,
     read_record,
     record_in_index,
     record_path,
     staging_dir,
     toolchain_record_path,
+    unwritable,
     write_record,
 )
 from jit_kernel.compiler.deps import (
@@ -413,6 +415,10 @@ def load_jit(
         )
     if not only_build:
         _check_not_capturing(plan.name)
+    problem = unwritable(root)
+    if problem is not None:  # a read-only shared cache, say: build for this process alone
+        root = private_root(f"the cache directory {root} cannot be written", problem)
+        target = root / target.parent.name / target.name
     built = True
     with build_lock(root, plan):
         if not force and not failed_to_load and _usable(plan, target):

@@ -54,8 +54,8 @@ def gap(draw, at_least: int = 0) -> str:
 @st.composite
 def joined(draw, text: str) -> str:
     """``text`` with backslash line joins at random places (the preprocessor removes them
-    before anything else)."""
-    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=2)))
+    before anything else); none at the end, which would join the next line to it."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(text) - 1), max_size=2)))
     pieces, last = [], 0
     for cut in cuts:
         pieces += [text[last:cut], draw(JOIN)]
@@ -120,6 +120,8 @@ CODE = st.sampled_from(
         'auto v = XR"(";',
         "int q = 2 % 1 / 1;",
         "auto e = '\\'';",
+        "#if 0\nit's /* no comment: the quote runs to the end of the line\n#endif",
+        "int n = 1'0; /* a comment\nover two lines */",
     ]
 )
 

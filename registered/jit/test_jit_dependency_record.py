@@ -4,7 +4,8 @@ Every build records what its compilers read (checked files by label or path, wit
 stat; toolchain files apart); a warm load stats the checked files and reads none whose stat is
 unchanged; a file that changed during the build is never trusted; ``JIT_KERNEL_LOAD_LOG`` gets
 one line per module and process; with no cache directory at all, ``load_jit`` builds into a
-private directory of the process, says so once, and removes it at exit.
+private directory of the process, says so once, and removes it at exit (and so when the cache
+directory cannot be written).
 """
 
 import json
@@ -237,6 +238,19 @@ def test_without_a_home_directory_modules_build_in_a_private_directory(tmp_path)
     assert Path(path).is_relative_to(tmp_path / "tmp")  # the private directory ...
     assert list((tmp_path / "tmp").iterdir()) == []  # ... is gone after the process
     assert not (tmp_path / "unused").exists()
+
+
+def test_a_cache_directory_that_cannot_be_written_builds_privately(built, tmp_path) -> None:
+    source = write_cpp_kernel(tmp_path / "k", base=7)  # a miss: nothing to load from the cache
+    (tmp_path / "a-file").write_text("")
+    env = subprocess_env(tmp_path / "a-file" / "cache", TMPDIR=str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    done = run_python(["-c", LOG_SCRIPT, str(source)], env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[1:] == ["9", "10"]
+    assert done.stderr.count("no JIT cache directory (the cache directory") == 1, done.stderr
+    assert "a-file/cache cannot be written" in done.stderr
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 if __name__ == "__main__":
