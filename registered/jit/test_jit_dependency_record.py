@@ -24,7 +24,7 @@ from jit_kernel.compiler import build_only, load_jit, make_cpp_args
 from jit_kernel.compiler.cache import read_record, read_toolchain_record
 from jit_kernel.compiler.sources import Root
 
-register_cpu_ci(est_time=25, suite="base-a-test-cpu")
+register_cpu_ci(est_time=30, suite="base-a-test-cpu")
 
 ADD = {"cpp_wrappers": [("add_k", f"add_k<{make_cpp_args(2)}>")]}
 
