@@ -8,6 +8,9 @@ Builds (if missing) the ``scale``, ``rope`` and ``rmsnorm`` modules for ``--arch
 * **warm call**: ``load_jit`` again for a module the process already loaded (key, cache check,
   tvm-ffi's load of a library already mapped), the median over 50 calls.
 
+Each as wall time and as the process's CPU time (``time.process_time``), which a shared,
+loaded machine inflates less.
+
 Needs nvcc to build and no GPU (a CUDA module's library loads without one)::
 
     JIT_KERNEL_CACHE_DIR=/tmp/c python -m benchmarks.bench_jit_load --arch 9.0
@@ -31,13 +34,13 @@ CHILD = """
 import importlib, json, statistics, sys, time
 getters = [getattr(importlib.import_module(f"jit_kernel.{name}"), f"_jit_{name}_module").__wrapped__
            for name in sys.argv[1:]]
-first = []
-for getter in getters:
-    t0 = time.perf_counter(); getter(); first.append((time.perf_counter() - t0) * 1e3)
-warm = []
-for _ in range(50):
-    t0 = time.perf_counter(); getters[0](); warm.append((time.perf_counter() - t0) * 1e3)
-print(json.dumps({"first": first, "warm": statistics.median(warm)}))
+def timed(call):
+    wall, cpu = time.perf_counter(), time.process_time()
+    call()
+    return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
+first = [timed(getter) for getter in getters]
+warm = [timed(getters[0]) for _ in range(50)]
+print(json.dumps({"first": first, "warm": [statistics.median(w[i] for w in warm) for i in (0, 1)]}))
 """
 
 
@@ -75,11 +78,12 @@ def main(argv: list[str] | None = None) -> int:
             check=True,
         )
         samples.append(json.loads(done.stdout.splitlines()[-1]))
+    print("                       wall ms   CPU ms (medians)")
     for index, name in enumerate(MODULES):
-        first = statistics.median(sample["first"][index] for sample in samples)
-        print(f"first call  {name:8s} {first:7.2f} ms")
-    warm = statistics.median(sample["warm"] for sample in samples)
-    print(f"warm call   {MODULES[0]:8s} {warm:7.3f} ms")
+        wall, cpu = (statistics.median(s["first"][index][i] for s in samples) for i in (0, 1))
+        print(f"first call  {name:8s} {wall:8.2f} {cpu:8.2f}")
+    wall, cpu = (statistics.median(s["warm"][i] for s in samples) for i in (0, 1))
+    print(f"warm call   {MODULES[0]:8s} {wall:8.3f} {cpu:8.3f}")
     return 0
 
 

@@ -59,7 +59,7 @@ _TOKEN = re.compile(
     rb"|(?P<hash>#|%:)"
     rb"|(?P<operator>__has_(?:include|include_next|embed)(?!" + _IDENTIFIER + rb"))"
     rb"|(?P<code>(?:" + _NUMBER + rb"|(?!__has_)" + _IDENTIFIER + rb"+(?![\"'$\w\x80-\xff])"
-    rb"|[^\n\"'/#%\\A-Za-z0-9_$\x80-\xff]|//[^\n]*|/(?![*/])|%(?!:)|#|%:"
+    rb"|[^\n\"'/#%\\A-Za-z0-9_$\x80-\xff]+|//[^\n]*|/(?![*/])|%(?!:)|#|%:"
     rb"|\n(?=" + _SPACE + rb"*(?://|[^ \t\f\v\0#%/\"'\\])))+)"
     rb"|(?P<other>" + _NUMBER + rb"|" + _IDENTIFIER + rb"+|.)"
 )
