@@ -76,13 +76,20 @@ def resolve_include(
     """The files (real paths) an include may name; empty when it is external."""
     if include.searches_next:  # where it continues depends on the including file: all of them
         candidates = [directory / include.target for directory in (including_dir, *include_dirs)]
-        return list(dict.fromkeys(c.resolve() for c in candidates if c.is_file()))
+        return list(dict.fromkeys(c.resolve() for c in candidates if _is_file(c)))
     search = [including_dir, *include_dirs] if include.quote == b'"' else list(include_dirs)
     for directory in search:
         candidate = directory / include.target
-        if candidate.is_file():
+        if _is_file(candidate):
             return [candidate.resolve()]
     return []
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except ValueError:  # a NUL in the name: no file has it
+        return False
 
 
 def resolve_file(path: Path, include_dirs: Sequence[Path]) -> Resolved:

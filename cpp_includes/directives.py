@@ -247,7 +247,7 @@ def _header(
         quoted = match.group("quoted")
         target = quoted if quoted is not None else match.group("angled")
         quote = b'"' if quoted is not None else b"<"
-        includes.append(Include(kind, quote, target.decode("utf-8", "replace").strip(), line))
+        includes.append(Include(kind, quote, target.decode("utf-8", "surrogateescape"), line))
         return match.end()
     rest = _line_text(text, position)
     opening = text[position : position + 1]

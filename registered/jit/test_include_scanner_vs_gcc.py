@@ -11,6 +11,7 @@ read; every header it lists must be in the scanner's closure, or the scanner mus
 cannot know; when it claims to know, its closure must be exactly what g++ read.
 """
 
+import os
 import shutil
 import subprocess
 import sys
@@ -266,6 +267,15 @@ def test_embedded_data_is_a_dependency_but_is_not_scanned(tmp_path) -> None:
     closure = include_closure([main], [])
     assert set(closure.files) == {main.resolve(), (tmp_path / "data.bin").resolve()}
     assert closure.proven
+
+
+def test_header_names_are_read_byte_for_byte(tmp_path) -> None:
+    """A name with bytes that are not UTF-8 resolves to that file; a NUL names no file."""
+    odd = os.fsencode(str(tmp_path)) + b"/\xff odd .h"
+    open(odd, "w").close()
+    main = tmp_path / "main.cpp"
+    main.write_bytes(b'#include "\xff odd .h"\n#include "a\x00.h"\n#include " odd .h"\n')
+    assert set(include_closure([main], []).files) == {main, Path(os.fsdecode(odd))}
 
 
 if __name__ == "__main__":
