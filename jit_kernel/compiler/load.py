@@ -109,6 +109,7 @@ class BuildResult:
     name: str
     path: Path
     built: bool
+    unproven: tuple[str, ...] = ()  # what the #include scanner cannot prove (label:line: why)
 
 
 @contextmanager
@@ -392,7 +393,7 @@ def load_jit(
     if target.is_file() and not force:
         record, problem = _problem(plan, target)
         if not problem and only_build:
-            return BuildResult(plan.name, target, built=False)
+            return BuildResult(plan.name, target, False, tuple(plan.unproven))
         if not problem:
             try:
                 module = _load(target)
@@ -431,7 +432,7 @@ def load_jit(
                     _refused[target] = error
                 raise
     if only_build:
-        return BuildResult(plan.name, target, built=built)
+        return BuildResult(plan.name, target, built, tuple(plan.unproven))
     module = _load(target)
     log_load(plan, target, read_record(target) or {})
     return module
