@@ -20,14 +20,7 @@ step unit env JIT_KERNEL_LOAD_LOG="$OUT/load-log" "$PY" run_suite.py --hw cuda \
   --suite base-b-kernel-unit-1-gpu-large --junit-xml "$OUT/unit.xml" --continue-on-error
 step load_log "$PY" -m verification.check_load_log "$OUT/load-log"
 step stale_headers "$PY" -m verification.stale_header_cuda
-KERNEL_TESTS=$(ls registered/jit/test_{add3,add_constant,scale,rmsnorm,fused_add_rmsnorm,qknorm,store_cache,rope,activation}.py)
-# shellcheck disable=SC2086  # KERNEL_TESTS is a list of paths
-step memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
-  --target-processes all "$PY" -m pytest -q -p no:cacheprovider \
-  -k "not graph and not 2_pow_31 and not 4_gib" $KERNEL_TESTS
-# shellcheck disable=SC2086
-step memcheck_graphs compute-sanitizer --tool memcheck --target-processes all \
-  "$PY" -m pytest -q -p no:cacheprovider -k "graph" $KERNEL_TESTS
+memcheck_steps
 step argument_types "$PY" -m pytest -q -p no:cacheprovider registered/jit/test_wrapper_argument_types.py \
   "registered/jit/test_rope.py::test_rope_rejects_bad_keyword_types"
 exit "$status"
