@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import tvm_ffi
 import tvm_ffi.libinfo
@@ -210,7 +210,7 @@ def _depfile(output: str) -> tuple[str, ...]:
 
 
 def _build_and_install(plan: ModulePlan, root: Path, target: Path) -> None:
-    """Build ``plan`` in a private staging directory and install the library, its digest and
+    """Build ``plan`` in a private staging directory and install the library, its records and
     ``key.json`` at ``target`` (the caller holds the build lock)."""
     staging = staging_dir(root, plan)
     library = _build(plan, staging)
@@ -222,7 +222,9 @@ def _build_and_install(plan: ModulePlan, root: Path, target: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def _problem(plan: ModulePlan, target: Path, absolute: bool = True) -> tuple[dict | None, str]:
+def _problem(
+    plan: ModulePlan, target: Path, absolute: bool = True
+) -> tuple[dict[str, Any] | None, str]:
     """``target``'s record, and why it must not be loaded ("" when it may): damaged (not what was
     built) or stale (a checked dependency changed). ``absolute=False``: see dependency_problem."""
     record = read_record(target)
@@ -416,9 +418,9 @@ def load_jit(
         )
     if not only_build:
         _check_not_capturing(plan.name)
-    problem = unwritable(root)
-    if problem is not None:  # a read-only shared cache, say: build for this process alone
-        root = private_root(f"the cache directory {root} cannot be written", problem)
+    cannot_write = unwritable(root)
+    if cannot_write is not None:  # a read-only shared cache, say: build for this process alone
+        root = private_root(f"the cache directory {root} cannot be written", cannot_write)
         target = root / target.parent.name / target.name
     built = True
     with build_lock(root, plan):
