@@ -160,5 +160,10 @@ def compiler_inputs(staging: Path) -> list[str]:
     """Every file the compile steps in ``staging`` read, as their compilers reported them
     (paths relative to ``staging`` or absolute), from ninja's record of their dependency files."""
     command = [find_ninja(), "-C", str(staging), "-t", "deps"]
-    listing = subprocess.run(command, capture_output=True, check=True).stdout
-    return [os.fsdecode(line[4:]) for line in listing.split(b"\n") if line.startswith(b"    ")]
+    done = subprocess.run(command, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise JitToolchainError(
+            f"`{shlex.join(command)}` failed (exit code {done.returncode}), so the files the "
+            f"compilers read are unknown:\n{os.fsdecode(done.stdout + done.stderr).rstrip()}"
+        )
+    return [os.fsdecode(line[4:]) for line in done.stdout.split(b"\n") if line.startswith(b"    ")]
