@@ -39,23 +39,30 @@ CACHE_DIR_ENV = "JIT_KERNEL_CACHE_DIR"
 
 
 def cache_root() -> Path:
-    """The cache root: ``$JIT_KERNEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jit_kernel``, else
-    ``~/.cache/jit_kernel``. When none can be named (the variables unset and no home directory,
-    as for a uid without a passwd entry), a private directory of this process
-    (:func:`private_root`)."""
+    """The cache root: ``$JIT_KERNEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jit_kernel`` (an
+    absolute path, as the XDG spec requires), else ``~/.cache/jit_kernel``. When none can be
+    named (the variables unset and no home directory, as for a uid without a passwd entry, or a
+    relative ``HOME``), a private directory of this process (:func:`private_root`)."""
     value = os.environ.get(CACHE_DIR_ENV)
     xdg = os.environ.get("XDG_CACHE_HOME")
     try:
         if value:
             return Path(value).expanduser()
-        return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "jit_kernel"
+        if xdg and Path(xdg).expanduser().is_absolute():
+            return Path(xdg).expanduser() / "jit_kernel"
+        home = Path.home()  # HOME="" reads as "/": no home either
+        if not home.is_absolute() or os.environ.get("HOME") == "":
+            raise RuntimeError(f"HOME={os.environ.get('HOME')!r} is not an absolute path")
+        return home / ".cache" / "jit_kernel"
     except RuntimeError as error:  # "~" cannot be expanded: no HOME and no passwd entry
-        named = f"{CACHE_DIR_ENV}={value}" if value else f"XDG_CACHE_HOME={xdg}" if xdg else None
-        why = (
-            f"{named} starts with ~ and the home directory is unknown"
-            if named
-            else f"{CACHE_DIR_ENV} and XDG_CACHE_HOME are unset and the home directory is unknown"
-        )
+        if value or (xdg and xdg.startswith("~")):
+            named = f"{CACHE_DIR_ENV}={value}" if value else f"XDG_CACHE_HOME={xdg}"
+            why = f"{named} starts with ~ and the home directory is unknown"
+        elif xdg:
+            why = f"{CACHE_DIR_ENV} is unset, XDG_CACHE_HOME={xdg} is not absolute and the home "
+            why += "directory is unknown"
+        else:
+            why = f"{CACHE_DIR_ENV} and XDG_CACHE_HOME are unset and the home directory is unknown"
         return private_root(why, error)
 
 

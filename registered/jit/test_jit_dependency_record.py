@@ -211,6 +211,28 @@ def test_an_unwritable_load_log_is_said_once_and_loading_goes_on(built, tmp_path
     assert done.stderr.count("cannot write the JIT load log") == 1
 
 
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"JIT_KERNEL_CACHE_DIR": "/c", "XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/c"),
+        ({"XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/x/jit_kernel"),
+        ({"XDG_CACHE_HOME": "relative", "HOME": "/h"}, "/h/.cache/jit_kernel"),  # the XDG spec
+        ({"JIT_KERNEL_CACHE_DIR": "~/c", "HOME": "/h"}, "/h/c"),
+        ({"HOME": "relative"}, None),  # no usable home: a private directory
+        ({"HOME": ""}, None),
+    ],
+)
+def test_where_the_cache_is(monkeypatch, env, expected) -> None:
+    from jit_kernel.compiler.cache import cache_root, is_private_root
+
+    for name in ("JIT_KERNEL_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    root = cache_root()
+    assert is_private_root(root) if expected is None else root == Path(expected)
+
+
 NO_HOME_SCRIPT = """
 import pwd, sys
 def no_entry(uid):
