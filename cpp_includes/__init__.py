@@ -1,20 +1,33 @@
-"""The ``#include`` closure of C/C++/CUDA sources, read the way the preprocessor reads directives.
+"""The files C/C++/CUDA sources read, found the way the preprocessor finds them.
 
 Standard library only, so both the JIT compiler (its cache key) and the runner (which tests a
 change can affect) compute the closure with this one implementation; neither imports the other.
 
-* :mod:`.directives`: the ``#include`` directives of one file's bytes;
+* :mod:`.directives`: the ``#include`` (and kin) of one file's bytes, and what is unproven;
 * :mod:`.closure`: resolving them against include directories and following them transitively.
 """
 
-from cpp_includes.closure import include_chain, include_closure, resolve_include, scan_file
-from cpp_includes.directives import directives_text, includes_of
+from cpp_includes.closure import (
+    Closure,
+    Resolved,
+    include_chain,
+    include_closure,
+    resolve_file,
+    resolve_include,
+    scan_file,
+)
+from cpp_includes.directives import Include, SourceScan, Unproven, scan_source
 
 __all__ = [
-    "directives_text",
+    "Closure",
+    "Include",
+    "Resolved",
+    "SourceScan",
+    "Unproven",
     "include_chain",
     "include_closure",
-    "includes_of",
+    "resolve_file",
     "resolve_include",
     "scan_file",
+    "scan_source",
 ]

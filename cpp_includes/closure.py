@@ -1,81 +1,141 @@
-"""Following ``#include`` directives from a set of sources through include directories.
+"""Following the files a set of sources names, through include directories.
 
 ``#include "x"`` is looked up next to the including file, then in the include directories;
-``#include <x>`` only in the include directories (the order of ``-I``). An include that resolves
-nowhere there is external (the C++ library, CUDA, tvm-ffi) and is not followed. Files are read
-once per process for each (path, mtime, size): the digest and the includes are kept.
+``#include <x>`` only in the include directories (the order of ``-I``); ``#include_next`` and
+``__has_include_next`` next to the including file and in every include directory, which can only
+add files. A name that
+resolves nowhere there is external (the C++ library, CUDA, tvm-ffi) and is not followed. Files
+named by ``#embed`` / ``__has_embed`` are dependencies read as bytes: kept, not scanned. What a
+file's directives leave unproven stays in the :class:`Closure`, per file.
+
+A file is read once per process for each (size, mtime, ctime, inode), except while it is fresh
+(changed in the last two seconds): a rewrite within one timestamp tick keeps all four.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpp_includes.directives import includes_of
+from cpp_includes.directives import Include, SourceScan, Unproven, scan_source
 
-_scan_memo: dict[Path, tuple[int, int, str, tuple[tuple[bytes, str], ...]]] = {}
+FRESH_NS = 2_000_000_000  # a file changed this recently may change again unseen by its stat
+
+_scan_memo: dict[Path, tuple[tuple[int, int, int, int], str, SourceScan]] = {}
 _scan_lock = threading.Lock()
 
 
-def scan_file(path: Path) -> tuple[str, tuple[tuple[bytes, str], ...]]:
-    """(sha256 hex digest, includes) of the file at ``path``, memoized per (path, mtime, size)."""
+@dataclass(frozen=True)
+class Resolved:
+    """One file's directives resolved: the files it includes, the data it embeds, and what is
+    unproven about it."""
+
+    files: tuple[Path, ...]
+    data: tuple[Path, ...]
+    unproven: tuple[Unproven, ...]
+
+
+@dataclass
+class Closure:
+    """Every file the sources read, transitively (sources, headers, embedded data), each real
+    path mapped to the file that first named it (``None`` for a source), and per file what it
+    leaves unproven. ``proven``: the files are exactly known (up to ``#if`` branches, which
+    only add files)."""
+
+    files: dict[Path, Path | None] = field(default_factory=dict)
+    unproven: dict[Path, tuple[Unproven, ...]] = field(default_factory=dict)
+
+    @property
+    def proven(self) -> bool:
+        return not self.unproven
+
+
+def scan_file(path: Path) -> tuple[str, SourceScan]:
+    """(sha256 hex digest, directives) of the file at ``path``, memoized per stat."""
     stat = path.stat()
+    key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
     with _scan_lock:
         memo = _scan_memo.get(path)
-    if memo is not None and memo[0] == stat.st_mtime_ns and memo[1] == stat.st_size:
-        return memo[2], memo[3]
+    if memo is not None and memo[0] == key:
+        return memo[1], memo[2]
     data = path.read_bytes()
-    digest, includes = hashlib.sha256(data).hexdigest(), includes_of(data)
-    with _scan_lock:
-        _scan_memo[path] = (stat.st_mtime_ns, stat.st_size, digest, includes)
-    return digest, includes
+    digest, scan = hashlib.sha256(data).hexdigest(), scan_source(data)
+    if max(stat.st_mtime_ns, stat.st_ctime_ns) < time.time_ns() - FRESH_NS:
+        with _scan_lock:
+            _scan_memo[path] = (key, digest, scan)
+    return digest, scan
 
 
 def resolve_include(
-    quote: bytes, target: str, including_dir: Path, include_dirs: Sequence[Path]
-) -> Path | None:
-    """The file an ``#include`` names (resolved to a real path), or None when it is external."""
-    search = [including_dir, *include_dirs] if quote == b'"' else list(include_dirs)
+    include: Include, including_dir: Path, include_dirs: Sequence[Path]
+) -> list[Path]:
+    """The files (real paths) an include may name; empty when it is external."""
+    if include.searches_next:  # where it continues depends on the including file: all of them
+        candidates = [directory / include.target for directory in (including_dir, *include_dirs)]
+        return list(dict.fromkeys(c.resolve() for c in candidates if _is_file(c)))
+    search = [including_dir, *include_dirs] if include.quote == b'"' else list(include_dirs)
     for directory in search:
-        candidate = directory / target
-        if candidate.is_file():
-            return candidate.resolve()
-    return None
+        candidate = directory / include.target
+        if _is_file(candidate):
+            return [candidate.resolve()]
+    return []
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except ValueError:  # a NUL in the name: no file has it
+        return False
+
+
+def resolve_file(path: Path, include_dirs: Sequence[Path]) -> Resolved:
+    """The directives of the file at ``path`` resolved against ``include_dirs``."""
+    scan = scan_file(path)[1]
+    files: list[Path] = []
+    data: list[Path] = []
+    for include in scan.includes:
+        found = resolve_include(include, path.parent, include_dirs)
+        (data if include.is_data else files).extend(p for p in found if p != path)
+    return Resolved(tuple(dict.fromkeys(files)), tuple(dict.fromkeys(data)), scan.unproven)
 
 
 def include_closure(
     sources: Sequence[Path],
     include_dirs: Sequence[Path],
-    memo: dict[Path, tuple[Path, ...]] | None = None,
-) -> dict[Path, Path | None]:
-    """Every file ``sources`` include, transitively, with ``sources`` themselves: each real path
-    mapped to the file that first included it (``None`` for a source). ``memo`` lets a caller
-    computing many closures over one unchanging tree keep each file's resolved includes."""
-    seen: dict[Path, Path | None] = {}
-    pending: list[tuple[Path, Path | None]] = [(path.resolve(), None) for path in sources]
+    memo: dict[Path, Resolved] | None = None,
+) -> Closure:
+    """Every file ``sources`` read, transitively, with ``sources`` themselves (see
+    :class:`Closure`). ``memo`` lets a caller computing many closures over one unchanging tree
+    keep each file's resolved directives."""
+    closure = Closure()
+    scanned: set[Path] = set()
+    pending: list[tuple[Path, Path | None, bool]] = [(p.resolve(), None, False) for p in sources]
     while pending:
-        path, parent = pending.pop()
-        if path in seen:
+        path, parent, is_data = pending.pop()
+        closure.files.setdefault(path, parent)
+        if is_data or path in scanned:
             continue
-        seen[path] = parent
-        found = memo.get(path) if memo is not None else None
-        if found is None:
-            found = tuple(
-                resolved
-                for quote, target in scan_file(path)[1]
-                if (resolved := resolve_include(quote, target, path.parent, include_dirs))
-            )
+        scanned.add(path)
+        resolved = memo.get(path) if memo is not None else None
+        if resolved is None:
+            resolved = resolve_file(path, include_dirs)
             if memo is not None:
-                memo[path] = found
-        pending += [(include, path) for include in found if include not in seen]
-    return seen
+                memo[path] = resolved
+        if resolved.unproven:
+            closure.unproven[path] = resolved.unproven
+        pending += [(p, path, True) for p in resolved.data if p not in closure.files]
+        pending += [(p, path, False) for p in resolved.files if p not in scanned]
+    return closure
 
 
-def include_chain(closure: dict[Path, Path | None], file: Path) -> list[Path]:
-    """The include path from a source to ``file`` in a closure: ``[source, ..., file]``."""
+def include_chain(files: dict[Path, Path | None], file: Path) -> list[Path]:
+    """The include path from a source to ``file`` in a closure's ``files``:
+    ``[source, ..., file]``."""
     chain = [file]
-    while (parent := closure.get(chain[-1])) is not None:
+    while (parent := files.get(chain[-1])) is not None:
         chain.append(parent)
     return chain[::-1]

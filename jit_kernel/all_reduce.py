@@ -138,6 +138,8 @@ def can_use_custom_all_reduce(
     try:
         if dtype is not None and dtype not in SUPPORTED_DTYPES:
             return False
+        if type(max_bytes) is not int or not (numel is None or type(numel) is int):
+            return False  # a bool is no count of bytes or elements
         if numel is not None:
             element = torch.empty((), dtype=dtype or torch.float32).element_size()
             if numel < 0 or numel * element > max_bytes:
@@ -188,11 +190,6 @@ class CustomAllReduce:
         import torch.distributed as dist
 
         self._handle = 0
-        if not dist.is_available() or not dist.is_initialized():
-            raise RuntimeError(
-                "CustomAllReduce: torch.distributed is not initialized; call "
-                "torch.distributed.init_process_group first (see jit_kernel.distributed.launch)"
-            )
         for name, value in (("max_bytes", max_bytes), ("one_shot_max_bytes", one_shot_max_bytes)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise TypeError(f"CustomAllReduce: {name} must be an int, got {value!r}")
@@ -211,6 +208,15 @@ class CustomAllReduce:
         ):
             raise ValueError(
                 f"CustomAllReduce: max_blocks must be an int in [1, {MAX_BLOCKS}], got {max_blocks!r}"
+            )
+        if isinstance(device, bool):  # torch.device("cuda", True) would be cuda:1
+            raise TypeError(
+                f"CustomAllReduce: device must be a torch.device or an int, got {device!r}"
+            )
+        if not dist.is_available() or not dist.is_initialized():
+            raise RuntimeError(
+                "CustomAllReduce: torch.distributed is not initialized; call "
+                "torch.distributed.init_process_group first (see jit_kernel.distributed.launch)"
             )
         self._group = group if group is not None else dist.group.WORLD
         self._rank = dist.get_rank(self._group)

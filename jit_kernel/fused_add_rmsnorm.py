@@ -59,11 +59,13 @@ def fused_add_rmsnorm(
     16-byte aligned (misaligned views are rejected, never read wrongly). ``N == 0`` launches
     nothing.
 
-    Raises TypeError for a non-tensor ``input``/``residual``/``weight`` or a non-number
-    ``eps``; RuntimeError (naming the tensor and what was expected) for a CPU tensor, an
+    Raises TypeError for a non-tensor ``input``/``residual``/``weight`` or an ``eps`` that is
+    not a number (a bool is not); RuntimeError (naming the tensor and what was expected) for a CPU tensor, an
     unsupported dtype, a rank/shape/dtype/device mismatch, an unsupported ``D``, a misaligned
     view, overlapping rows, or ``input`` and ``residual`` being the same memory.
     """
+    if type(eps) is bool:  # tvm-ffi would read True as 1.0
+        raise_argument_error(fused_add_rmsnorm, TypeError(), locals())
     try:
         _fused_add_rmsnorm(input, residual, weight, eps)
     except (AttributeError, TypeError) as error:

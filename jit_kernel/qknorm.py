@@ -51,11 +51,13 @@ def fused_inplace_qknorm(
     be 64, 128, 256 or 512 (see :func:`can_use_fused_inplace_qknorm`). T == 0 or no heads
     launches nothing.
 
-    Raises TypeError for a non-tensor argument or a non-number ``eps``; RuntimeError (naming the
+    Raises TypeError for a non-tensor argument or an ``eps`` that is not a number (a bool is not); RuntimeError (naming the
     tensor and what was expected) for a CPU tensor, an unsupported dtype, a rank/shape/dtype/
     device mismatch, an unsupported ``D``, a misaligned view, overlapping heads, or q and k
     being the same memory.
     """
+    if type(eps) is bool:  # tvm-ffi would read True as 1.0
+        raise_argument_error(fused_inplace_qknorm, TypeError(), locals())
     try:
         _qknorm(q, k, q_weight, k_weight, eps)
     except (AttributeError, TypeError) as error:

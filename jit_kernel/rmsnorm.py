@@ -57,11 +57,13 @@ def rmsnorm(
     such as ``x[:, 1:]`` is rejected, never read wrongly). The arithmetic is fp32:
     ``(x * rstd) * weight`` rounded once to the dtype. ``N == 0`` launches nothing.
 
-    Raises TypeError for a non-tensor ``input``/``weight``/``out`` or a non-number ``eps``;
-    RuntimeError (naming the tensor and what was expected) for a CPU tensor, an unsupported
-    dtype, a rank/shape/dtype/device mismatch, an unsupported ``D``, a misaligned view or an
-    ``out`` whose rows overlap.
+    Raises TypeError for a non-tensor ``input``/``weight``/``out`` or an ``eps`` that is not a
+    number (a bool is not); RuntimeError (naming the tensor and what was expected) for a CPU
+    tensor, an unsupported dtype, a rank/shape/dtype/device mismatch, an unsupported ``D``, a
+    misaligned view or an ``out`` whose rows overlap.
     """
+    if type(eps) is bool:  # tvm-ffi would read True as 1.0
+        raise_argument_error(rmsnorm, TypeError(), locals())
     try:
         if out is None:
             out = torch.empty_like(input)

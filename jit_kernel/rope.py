@@ -68,12 +68,15 @@ def apply_rope_inplace(
     position is outside ``[0, max_position)`` is left unchanged (never read out of bounds).
     ``q`` and ``k`` must not overlap each other.
 
-    Raises TypeError for a non-tensor argument, a non-bool ``is_neox`` or a non-int ``rope_dim``;
-    RuntimeError for an unsupported dtype, mismatched shapes, dtypes or devices, an odd or too
-    large rope_dim, ``rope_dim > head_dim``, a non-contiguous cache, a last stride != 1, an
-    overlapping q/k, or (GPT-J only) q/k at an odd element offset.
+    Raises TypeError for a non-tensor argument, an ``is_neox`` that is not a bool (``1`` is not)
+    or a ``rope_dim`` that is not an int (``True`` is not); RuntimeError for an unsupported
+    dtype, mismatched shapes, dtypes or devices, an odd or too large rope_dim, ``rope_dim >
+    head_dim``, a non-contiguous cache, a last stride != 1, an overlapping q/k, or (GPT-J only)
+    q/k at an odd element offset.
     """
+    if type(is_neox) is not bool or type(rope_dim) is bool:  # tvm-ffi reads 1 as True, True as 1
+        raise_argument_error(apply_rope_inplace, TypeError(), locals())
     try:
-        _rope(q, k, cos_sin_cache, positions, is_neox, rope_dim or 0)
+        _rope(q, k, cos_sin_cache, positions, is_neox, 0 if rope_dim is None else rope_dim)
     except (AttributeError, TypeError) as error:
         raise_argument_error(apply_rope_inplace, error, locals())

@@ -26,6 +26,8 @@ def scale(src: torch.Tensor, factor: float, out: torch.Tensor | None = None) -> 
     in-place scale). Raises TypeError for an argument of the wrong Python type, RuntimeError
     (naming the tensor) for a CPU tensor, an unsupported dtype or a mismatched ``out``.
     """
+    if type(factor) is bool:  # tvm-ffi would read True as 1.0
+        raise_argument_error(scale, TypeError(), locals())
     try:
         result = torch.empty_like(src) if out is None else out
         if not _scale(result, src, factor):  # src is not contiguous: use a copy

@@ -69,10 +69,13 @@ def store_cache(
 
     Pass ``checked`` by name (it is positional-or-keyword only to keep calls cheap).
 
-    Raises TypeError for a non-tensor argument, RuntimeError (naming the tensor) for a CPU
-    tensor, mismatched devices, dtypes, row sizes or row counts, non-dense rows, or indices that
-    are not a 1-D int32/int64 tensor of ``num_rows`` entries.
+    Raises TypeError for a non-tensor argument or a ``checked`` that is not a bool (``1`` is
+    not), RuntimeError (naming the tensor) for a CPU tensor, mismatched devices, dtypes, row
+    sizes or row counts, non-dense rows, or indices that are not a 1-D int32/int64 tensor of
+    ``num_rows`` entries.
     """
+    if type(checked) is not bool:  # any object is truthy or not: a typo must not pass
+        raise_argument_error(store_cache, TypeError(), locals())
     try:
         if checked:
             error = torch.empty(2, dtype=torch.int64, device=k.device)

@@ -17,15 +17,6 @@ step unit "$PY" run_suite.py --hw cuda --suite base-b-kernel-unit-1-gpu-large \
   --junit-xml "$OUT/unit.xml" --continue-on-error
 step nightly "$PY" run_suite.py --hw cuda --suite nightly-kernel-1-gpu --nightly --continue-on-error
 step bench_suite "$PY" run_suite.py --hw cuda --suite base-b-kernel-benchmark-1-gpu-large --show-output
-# memcheck over every kernel test file (the CI grid). Without the caching allocator every
-# allocation is its own cudaMalloc, so memcheck sees out-of-bounds accesses at the tensor's edge;
-# CUDA-graph capture needs the caching allocator (no cudaMalloc while capturing), so the capture
-# tests run in a second pass with it. The >2^31-element tests are left out (minutes each here).
-KERNEL_TESTS=$(ls registered/jit/test_{add3,add_constant,scale,rmsnorm,fused_add_rmsnorm,qknorm,store_cache,rope,activation}.py)
-step memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
-  --target-processes all "$PY" -m pytest -q -p no:cacheprovider \
-  -k "not graph and not 2_pow_31 and not 4_gib" $KERNEL_TESTS
-step memcheck_graphs compute-sanitizer --tool memcheck --target-processes all \
-  "$PY" -m pytest -q -p no:cacheprovider -k "graph" $KERNEL_TESTS
+memcheck_steps
 step bench_kernels "$PY" -m benchmarks.bench_jit_kernels --json "$OUT/bench_kernels.json" --check
 exit "$status"

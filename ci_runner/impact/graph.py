@@ -14,8 +14,9 @@ in none of them, but in a directory under the registered directory (a test that 
 
 What the graph cannot follow is recorded as a :class:`Site`: an import by a name computed at run
 time that no rule resolves, a kernel loader given a computed file, a file that does not parse,
-and test code (under the registered directory) that lists a directory, so reads files no import
-names. A test that reaches a site cannot be bounded (see :mod:`.selection`).
+test code (under the registered directory) that lists a directory, so reads files no import
+names, and an ``#include`` that ``cpp_includes`` reports unproven (``#include MACRO``). A test
+that reaches a site cannot be bounded (see :mod:`.selection`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 from ci_runner.impact.config import NAMED_MODULES, ImpactConfig
 from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.index import RepoIndex
-from cpp_includes import include_chain, include_closure
+from cpp_includes import Resolved, include_chain, include_closure
 
 IMPORT = "imports"
 DYNAMIC = "imports by name"
@@ -46,6 +47,7 @@ DYNAMIC_SITE = "dynamic import"
 KERNEL_SITE = "kernel loader"
 UNREADABLE_SITE = "unreadable file"
 LISTING_SITE = "directory listing"
+INCLUDE_SITE = "unproven #include"
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Site:
 
     path: str
     line: int
-    kind: str  # DYNAMIC_SITE, KERNEL_SITE or UNREADABLE_SITE
+    kind: str  # DYNAMIC_SITE, KERNEL_SITE, UNREADABLE_SITE, LISTING_SITE or INCLUDE_SITE
     text: str
 
     def __str__(self) -> str:
@@ -85,7 +87,7 @@ class DependencyGraph:
         self.sites: list[Site] = []
         self.kernel_closures: dict[str, dict[Path, Path | None]] = {}
         self._include_dirs = [config.root / d for d in config.kernel_include_dirs]
-        self._includes: dict[Path, tuple[Path, ...]] = {}  # each file's includes, resolved once
+        self._includes: dict[Path, Resolved] = {}  # each file's includes, resolved once
         self._registered_memo: dict[str, list[str]] = {}
         self._enumerators: set[str] = set()  # functions that list a package's modules
         self._calls: list[tuple[str, str, str]] = []  # (file, callee, dotted literal argument)
@@ -276,12 +278,23 @@ class DependencyGraph:
         return found
 
     def _kernel_edges(self, path: str) -> list[tuple[str, str]]:
-        """A kernel source's ``#include`` closure (the JIT cache key's own computation)."""
+        """A kernel source's ``#include`` closure (the JIT cache key's own computation); what it
+        cannot prove becomes a site of the file that holds it."""
         closure = include_closure([self.config.root / path], self._include_dirs, self._includes)
-        self.kernel_closures[path] = closure
+        self.kernel_closures[path] = closure.files
         root = os.path.realpath(self.config.root)
+        for file, unproven in closure.unproven.items():
+            relative = os.path.relpath(file, root)
+            for item in unproven:
+                site = (
+                    Site(path, 0, INCLUDE_SITE, f"{file}:{item.line}: {item.text}")
+                    if relative.startswith("..")  # a header outside the repository
+                    else Site(Path(relative).as_posix(), item.line, INCLUDE_SITE, item.text)
+                )
+                if site not in self.sites:
+                    self.sites.append(site)
         edges = []
-        for file in closure:
+        for file in closure.files:
             relative = os.path.relpath(file, root)
             if relative != path and not relative.startswith(".."):
                 edges.append((Path(relative).as_posix(), INCLUDE))

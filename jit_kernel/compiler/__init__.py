@@ -1,9 +1,10 @@
 """The JIT compiler: ``load_jit`` builds header-only kernels into tvm-ffi modules, cached by content.
 
 :mod:`.plan` names a module and computes its cache key, :mod:`.build` runs ninja, :mod:`.cache`
-is the cache directory, :mod:`.toolchain` finds nvcc and the host compiler, :mod:`.arch` the target
-architecture, :mod:`.sources` the headers a key covers, :mod:`.cpp_args` spells template
-arguments.
+is the cache directory, :mod:`.deps` records and checks the files the compilers read,
+:mod:`.load_log` the ``JIT_KERNEL_LOAD_LOG`` lines, :mod:`.toolchain` finds nvcc and the host
+compiler, :mod:`.arch` the target architecture, :mod:`.sources` the headers a key covers,
+:mod:`.cpp_args` spells template arguments.
 """
 
 from jit_kernel.compiler.arch import (

@@ -2,7 +2,9 @@
 
 ninja runs the independent compile steps (host C++ and CUDA) in parallel and the link after
 them; on failure it prints ``FAILED: <output>``, the command and the compiler's output, which we
-turn into a :class:`BuildStepError` naming the failing step.
+turn into a :class:`BuildStepError` naming the failing step. A compile step writes the
+compiler's dependency file (``-MD -MF``), which ninja reads (``deps = gcc``);
+:func:`compiler_inputs` then lists every file the compilers read, as ninja parsed them.
 
 No path from the environment is ever interpreted by a shell. ninja runs each command through
 ``/bin/sh``, so every word is quoted (``shlex``) and ninja's ``$`` escaped. nvcc then runs its own
@@ -36,6 +38,7 @@ class BuildStep:
     inputs: tuple[str, ...]
     command: tuple[str, ...]
     source: Path  # the generated source a failure is reported against
+    depfile: str | None = None  # the dependency file the command writes (make syntax)
 
 
 class BuildStepError(Exception):
@@ -75,6 +78,7 @@ def write_ninja_file(staging: Path, steps: list[BuildStep]) -> Path:
             f"rule step{index}",
             f"  command = {_escape(shlex.join(step.command))}",
             f"  description = {_escape(step.output)}",
+            *([f"  depfile = {_escape(step.depfile)}", "  deps = gcc"] if step.depfile else []),
             "",
             f"build {_escape(step.output)}: step{index} {' '.join(map(_escape, step.inputs))}",
             "",
@@ -150,3 +154,16 @@ def run_ninja(staging: Path, steps: list[BuildStep], verbose: bool = False) -> N
     step = by_output.get(match.group(2)) if match else None
     code = int(match.group(1)) if match and match.group(1) else proc.returncode
     raise BuildStepError(step or steps[-1], code, proc.stdout)
+
+
+def compiler_inputs(staging: Path) -> list[str]:
+    """Every file the compile steps in ``staging`` read, as their compilers reported them
+    (paths relative to ``staging`` or absolute), from ninja's record of their dependency files."""
+    command = [find_ninja(), "-C", str(staging), "-t", "deps"]
+    done = subprocess.run(command, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise JitToolchainError(
+            f"`{shlex.join(command)}` failed (exit code {done.returncode}), so the files the "
+            f"compilers read are unknown:\n{os.fsdecode(done.stdout + done.stderr).rstrip()}"
+        )
+    return [os.fsdecode(line[4:]) for line in done.stdout.split(b"\n") if line.startswith(b"    ")]

@@ -1,15 +1,18 @@
 """Where built modules live: ``$JIT_KERNEL_CACHE_DIR``, default ``~/.cache/jit_kernel``.
 
-``<root>/<module>_<key16>/<module>.so`` holds a build, and ``<module>.so.sha256`` its size and
-digest: a library is loaded only when it matches (:func:`library_problem`), so a truncated or
-foreign file is rebuilt, never mapped. ``<root>/by-source/<module>_<source key>`` records the
-last build of the same sources whatever the compilers, so a machine without a toolchain can load
-a module that ``python -m jit_kernel precompile`` built elsewhere. Builders of one module take
-``<root>/.locks/<module>_<key16>.lock`` (:func:`build_lock`), so they wait for one build.
+``<root>/<module>_<key16>/<module>.so`` holds a build, and ``<module>.so.json`` its size, digest
+and checked dependencies: a library is loaded only when it matches (:func:`library_problem`), so
+a truncated or foreign file is rebuilt, never mapped. ``<root>/by-source/<module>_<source key>``
+records the last build of the same sources whatever the compilers, so a machine without a
+toolchain can load a module that ``python -m jit_kernel precompile`` built elsewhere. Builders of
+one module take ``<root>/.locks/<module>_<key16>.lock`` (:func:`build_lock`), so they wait for
+one build. With no cache directory at all (no home), the root is a private directory of the
+process (:func:`private_root`).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
@@ -19,10 +22,11 @@ import re
 import shutil
 import socket
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jit_kernel.compiler.toolchain import JitToolchainError, shell_safe
 
@@ -35,13 +39,86 @@ CACHE_DIR_ENV = "JIT_KERNEL_CACHE_DIR"
 
 
 def cache_root() -> Path:
-    """The cache root; ``$XDG_CACHE_HOME/jit_kernel`` when only ``XDG_CACHE_HOME`` is set."""
+    """The cache root: ``$JIT_KERNEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jit_kernel`` (an
+    absolute path, as the XDG spec requires), else ``~/.cache/jit_kernel``. When none can be
+    named (the variables unset and no home directory, as for a uid without a passwd entry, or a
+    relative ``HOME``), a private directory of this process (:func:`private_root`)."""
     value = os.environ.get(CACHE_DIR_ENV)
-    if value:
-        return Path(value).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "jit_kernel"
+    try:
+        if value:
+            return Path(value).expanduser()
+        if xdg and Path(xdg).expanduser().is_absolute():
+            return Path(xdg).expanduser() / "jit_kernel"
+        home = Path.home()  # HOME="" reads as "/": no home either
+        if not home.is_absolute() or os.environ.get("HOME") == "":
+            raise RuntimeError(f"HOME={os.environ.get('HOME')!r} is not an absolute path")
+        return home / ".cache" / "jit_kernel"
+    except RuntimeError as error:  # "~" cannot be expanded: no HOME and no passwd entry
+        if value or (xdg and xdg.startswith("~")):
+            named = f"{CACHE_DIR_ENV}={value}" if value else f"XDG_CACHE_HOME={xdg}"
+            why = f"{named} starts with ~ and the home directory is unknown"
+        elif xdg:
+            why = f"{CACHE_DIR_ENV} is unset, XDG_CACHE_HOME={xdg} is not absolute and the home "
+            why += "directory is unknown"
+        else:
+            why = f"{CACHE_DIR_ENV} and XDG_CACHE_HOME are unset and the home directory is unknown"
+        return private_root(why, error)
+
+
+_private_roots: dict[int, Path] = {}
+_private_lock = threading.Lock()
+
+
+def private_root(why: str, error: BaseException) -> Path:
+    """A build directory of this process alone, deleted when it exits: no cache. Said once."""
+    pid = os.getpid()
+    with _private_lock:
+        root = _private_roots.get(pid)
+        if root is not None:
+            return root
+        try:
+            root = Path(tempfile.mkdtemp(prefix="jit_kernel-nocache-"))
+        except OSError as failure:
+            raise RuntimeError(
+                f"no JIT cache directory ({why}: {error}) and no writable temporary directory "
+                f"for a private one ({failure}); set {CACHE_DIR_ENV} to a writable directory"
+            ) from None
+        _private_roots[pid] = root
+        atexit.register(_remove_private_root, root, pid)
+    logger.warning(
+        "no JIT cache directory (%s: %s); JIT modules are built in %s for this process only and "
+        "deleted when it exits. Set %s (or XDG_CACHE_HOME, or HOME) to keep them.",
+        why,
+        error,
+        root,
+        CACHE_DIR_ENV,
+    )
+    return root
+
+
+def unwritable(root: Path) -> OSError | None:
+    """Why nothing can be built under ``root`` (None: its lock directory can be written)."""
+    locks = root / ".locks"
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+        probe = locks / f".probe.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        return error
+    return None
+
+
+def is_private_root(root: Path) -> bool:
+    """Whether ``root`` is a private directory of this process (deleted when it exits)."""
+    with _private_lock:
+        return root in _private_roots.values()
+
+
+def _remove_private_root(root: Path, pid: int) -> None:
+    if os.getpid() == pid:  # a forked child inherits the handler, not the directory
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def index_path(root: Path, plan: ModulePlan) -> Path:
@@ -63,7 +140,8 @@ def record_in_index(root: Path, plan: ModulePlan, target: Path) -> None:
 
 
 def prebuilt_without_toolchain(root: Path, plan: ModulePlan) -> Path:
-    """The indexed build of these sources, or the toolchain error (with what was looked for)."""
+    """The indexed build of these sources, or the toolchain error (with what was looked for);
+    the caller checks it before loading it."""
     error = plan.toolchain_error
     assert error is not None
     index = index_path(root, plan)
@@ -72,12 +150,6 @@ def prebuilt_without_toolchain(root: Path, plan: ModulePlan) -> Path:
     except OSError:
         target = None
     if target is not None and target.is_file():
-        problem = library_problem(target)
-        if problem is not None:
-            raise JitToolchainError(
-                f"{error}\nThe prebuilt {target} is damaged ({problem}) and cannot be rebuilt "
-                "here; rebuild it where the toolchain is (python -m jit_kernel precompile)."
-            ) from None
         logger.info("no toolchain; loading %s, built elsewhere from the same sources", target)
         return target
     raise JitToolchainError(
@@ -89,9 +161,16 @@ def prebuilt_without_toolchain(root: Path, plan: ModulePlan) -> Path:
 # ---------------------------------------------------------------------------- verified libraries
 
 
-def digest_path(library: Path) -> Path:
-    """The ``<module>.so.sha256`` record next to a library."""
-    return library.with_name(library.name + ".sha256")
+def record_path(library: Path) -> Path:
+    """The ``<module>.so.json`` record next to a library: its size, sha256 and the dependencies
+    its compilers reported that are checked before a load (:mod:`.deps`)."""
+    return library.with_name(library.name + ".json")
+
+
+def toolchain_record_path(library: Path) -> Path:
+    """The ``<module>.so.toolchain.json`` record: the toolchain's files the compilers read, with
+    their sha256 (read only for the load log: the key holds the toolchain's versions)."""
+    return library.with_name(library.name + ".toolchain.json")
 
 
 def _digest_of(library: Path) -> dict[str, object]:
@@ -99,25 +178,43 @@ def _digest_of(library: Path) -> dict[str, object]:
     return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def record_digest(library: Path) -> Path:
-    """Write the size and sha256 of a freshly built library next to it; returns the record."""
-    record = digest_path(library)
-    record.write_text(json.dumps(_digest_of(library)))
-    return record
+def write_record(library: Path, dependencies: list[Any], toolchain: dict[str, Any]) -> None:
+    """Write the records of a freshly built library next to it."""
+    record = {**_digest_of(library), "dependencies": dependencies}
+    record_path(library).write_text(json.dumps(record))
+    toolchain_record_path(library).write_text(json.dumps(toolchain, sort_keys=True))
 
 
-def library_problem(library: Path) -> str | None:
-    """Why ``library`` must not be loaded (``None``: it is what was built). Checked before every
-    load: ``dlopen`` of a truncated library maps pages past its end and dies with SIGBUS."""
+def read_record(library: Path) -> dict[str, Any] | None:
+    """The record of ``library``; None when it is missing or not a JSON object."""
     try:
-        expected = json.loads(digest_path(library).read_text())
+        record = json.loads(record_path(library).read_text())
     except (OSError, ValueError):
-        return f"no readable {digest_path(library).name} records what was built"
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def read_toolchain_record(library: Path) -> dict[str, Any]:
+    """The toolchain files of ``library``'s record (empty when missing or damaged)."""
+    try:
+        record = json.loads(toolchain_record_path(library).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def library_problem(library: Path, record: dict[str, Any] | None) -> str | None:
+    """Why ``library`` must not be loaded (``None``: it is what was built, per ``record``).
+    Checked before every load: ``dlopen`` of a truncated library maps pages past its end and
+    dies with SIGBUS."""
+    if record is None:
+        return f"no readable {record_path(library).name} records what was built"
     try:
         size = library.stat().st_size
-        if size != expected.get("size"):
-            return f"{size} bytes, {expected.get('size')} were built"
-        if _digest_of(library) != expected:
+        if size != record.get("size"):
+            return f"{size} bytes, {record.get('size')} were built"
+        digest = _digest_of(library)
+        if digest["sha256"] != record.get("sha256"):
             return "its sha256 differs from the one recorded when it was built"
     except OSError as exc:
         return f"cannot read it: {exc.strerror or exc}"

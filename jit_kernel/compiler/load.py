@@ -3,10 +3,12 @@
 Cold path: generate a translation unit (``#include`` lines plus one
 ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` per wrapper, :mod:`jit_kernel.compiler.plan`), compile it with
 nvcc / ``$CXX`` in a private staging directory (ninja runs the compile and link steps), then
-install the ``.so`` and its size and digest atomically into ``<cache>/<module>_<key16>/``, all
-under the module's build lock, so concurrent builders of one module wait for one build. Warm
-path: that file exists and matches its recorded digest, so it is loaded directly (no ninja, no
-compiler); a truncated or foreign file is rebuilt, never loaded.
+install the ``.so`` with its record (size, digest, the dependencies the compilers reported:
+:mod:`jit_kernel.compiler.deps`) atomically into ``<cache>/<module>_<key16>/``, all under the
+module's build lock, so concurrent builders of one module wait for one build. Warm path: that
+file exists, matches its recorded digest and every checked dependency still hashes the same, so
+it is loaded directly (no ninja, no compiler); a truncated or foreign file is rebuilt, never
+loaded, and a stale one is rebuilt.
 """
 
 from __future__ import annotations
@@ -17,27 +19,45 @@ import logging
 import os
 import shlex
 import shutil
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import tvm_ffi
 import tvm_ffi.libinfo
 
-from jit_kernel.compiler.build import BuildStep, BuildStepError, nvcc_command, run_ninja
+from jit_kernel.compiler.build import (
+    BuildStep,
+    BuildStepError,
+    compiler_inputs,
+    nvcc_command,
+    run_ninja,
+)
 from jit_kernel.compiler.cache import (
     build_lock,
     cache_root,
-    digest_path,
     install,
     library_problem,
     prebuilt_without_toolchain,
-    record_digest,
+    private_root,
+    read_record,
     record_in_index,
+    record_path,
     staging_dir,
+    toolchain_record_path,
+    unwritable,
+    write_record,
 )
+from jit_kernel.compiler.deps import (
+    dependency_problem,
+    filesystem_now,
+    record_dependencies,
+    toolchain_dirs,
+)
+from jit_kernel.compiler.load_log import log_load
 from jit_kernel.compiler.plan import (
     ModulePlan,
     check_wrappers,
@@ -89,6 +109,7 @@ class BuildResult:
     name: str
     path: Path
     built: bool
+    unproven: tuple[str, ...] = ()  # what the #include scanner cannot prove (label:line: why)
 
 
 @contextmanager
@@ -119,19 +140,21 @@ def _build(plan: ModulePlan, staging: Path) -> Path:
     cxx = host_compiler()
     steps: list[BuildStep] = []
     ldflags: list[str] = []
+    toolkit = None
     if plan.cpp_source is not None:
         source = staging / "main.cpp"
         source.write_text(plan.cpp_source)
-        command = (cxx, *plan.cpp_flags, "-c", "main.cpp", "-o", "main.o")
-        steps.append(BuildStep("main.o", ("main.cpp",), command, source))
+        command = (cxx, *plan.cpp_flags, "-c", "main.cpp", "-o", "main.o", *_depfile("main.o"))
+        steps.append(BuildStep("main.o", ("main.cpp",), command, source, "main.o.d"))
     if plan.cuda_source is not None:
         toolkit = find_cuda_toolkit()
         source = staging / "cuda.cu"
         source.write_text(plan.cuda_source)
         command = nvcc_command(
-            toolkit.nvcc, plan.cuda_flags, staging, "-c", "cuda.cu", "-o", "cuda.o"
-        )
-        steps.append(BuildStep("cuda.o", ("cuda.cu",), command, source))
+            toolkit.nvcc, plan.cuda_flags, staging, "-c", "cuda.cu", "-o", "cuda.o",
+            *_depfile("cuda.o"),
+        )  # fmt: skip
+        steps.append(BuildStep("cuda.o", ("cuda.cu",), command, source, "cuda.o.d"))
         cudart = str(toolkit.cudart_dir)
         ldflags = [f"-L{cudart}", "-lcudart", f"-Wl,-rpath,{cudart}"]
     (staging / "key.json").write_text(json.dumps(plan.key_material, indent=1, sort_keys=True))
@@ -150,6 +173,14 @@ def _build(plan: ModulePlan, staging: Path) -> Path:
         library,
     )
     steps.append(BuildStep(library, objects, link, steps[-1].source))
+    if plan.unproven:
+        logger.info(
+            "%s: its #include closure is not proven (%s); the files its compilers report decide "
+            "when it is rebuilt",
+            plan.name,
+            "; ".join(plan.unproven),
+        )
+    started_ns = filesystem_now(staging)
     try:
         run_ninja(staging, steps, verbose=get_bool_env(VERBOSE_ENV))
     except BuildStepError as failure:
@@ -161,24 +192,51 @@ def _build(plan: ModulePlan, staging: Path) -> Path:
             f"build directory (kept for inspection): {staging}",
             exit_code=failure.exit_code,
         ) from None
-    record_digest(staging / library)
+    dependencies, toolchain = record_dependencies(
+        compiler_inputs(staging),
+        staging,
+        plan.roots,
+        toolchain_dirs(toolkit.root if toolkit is not None else None, cxx),
+        dict(plan.key_material["files"]),
+        started_ns,
+    )
+    write_record(staging / library, dependencies, toolchain)
     return staging / library
 
 
+def _depfile(output: str) -> tuple[str, ...]:
+    """Flags that make g++ or nvcc write the files it reads to ``<output>.d`` (make syntax)."""
+    return ("-MD", "-MF", f"{output}.d", "-MT", output)
+
+
 def _build_and_install(plan: ModulePlan, root: Path, target: Path) -> None:
-    """Build ``plan`` in a private staging directory and install the library, its digest and
+    """Build ``plan`` in a private staging directory and install the library, its records and
     ``key.json`` at ``target`` (the caller holds the build lock)."""
     staging = staging_dir(root, plan)
     library = _build(plan, staging)
-    install(digest_path(library), digest_path(target))
+    for record in (record_path, toolchain_record_path):  # before the library: see _problem
+        install(record(library), record(target))
     install(library, target)
     install(staging / "key.json", target.parent / "key.json")  # what the key covered
     record_in_index(root, plan, target)
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def _usable(target: Path) -> bool:
-    return target.is_file() and library_problem(target) is None
+def _problem(
+    plan: ModulePlan, target: Path, absolute: bool = True
+) -> tuple[dict[str, Any] | None, str]:
+    """``target``'s record, and why it must not be loaded ("" when it may): damaged (not what was
+    built) or stale (a checked dependency changed). ``absolute=False``: see dependency_problem."""
+    record = read_record(target)
+    damage = library_problem(target, record)
+    if damage is not None or record is None:
+        return record, f"damaged ({damage})"
+    stale = dependency_problem(record.get("dependencies"), plan.roots, absolute)
+    return record, "" if stale is None else f"stale ({stale})"
+
+
+def _usable(plan: ModulePlan, target: Path) -> bool:
+    return target.is_file() and not _problem(plan, target)[1]
 
 
 def _check_not_capturing(name: str) -> None:
@@ -192,9 +250,31 @@ def _check_not_capturing(name: str) -> None:
         )
 
 
-def _load(path: Path) -> Module:
+# The file (device, inode) this process mapped from each library path: dlopen returns the mapped
+# library for a path it has seen, so a newer build at that path is loaded through a private link.
+_mapped: dict[str, tuple[int, int]] = {}
 
-    return tvm_ffi.load_module(str(path))
+
+def _load(path: Path) -> Module:
+    """Load the library at ``path`` as it is on disk now, even if this process loaded an older
+    build from the same path before (a rebuild after ``JIT_KERNEL_FORCE_REBUILD`` or a stale
+    dependency)."""
+    stat = path.stat()
+    identity, name = (stat.st_dev, stat.st_ino), os.path.abspath(path)
+    if _mapped.get(name, identity) == identity:
+        module = tvm_ffi.load_module(str(path))
+    else:
+        link = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.so")
+        try:
+            os.link(path, link)
+        except OSError:  # no hard links here: a copy is another file too
+            shutil.copyfile(path, link)
+        try:
+            module = tvm_ffi.load_module(str(link))
+        finally:
+            link.unlink(missing_ok=True)
+    _mapped[name] = identity
+    return module
 
 
 def _prepare(
@@ -297,27 +377,38 @@ def load_jit(
     if plan.toolchain_error is not None:  # nothing can be built: use what was found, or fail
         if only_build or force:
             raise plan.toolchain_error
+        record, problem = _problem(plan, target, absolute=False)
+        if problem:
+            raise JitToolchainError(
+                f"{plan.toolchain_error}\nThe prebuilt {target} is {problem} and cannot be "
+                "rebuilt here; rebuild it where the toolchain is (python -m jit_kernel precompile)."
+            ) from None
         try:
-            return _load(target)
+            module = _load(target)
         except Exception as error:
             raise JitToolchainError(
                 f"{plan.toolchain_error}\nThe prebuilt {target} failed to load ({error}) and "
                 "cannot be rebuilt here."
             ) from None
+        log_load(plan, target, record or {})
+        return module
     if target.is_file() and not force:
-        problem = library_problem(target)
-        if problem is None and only_build:
-            return BuildResult(plan.name, target, built=False)
-        if problem is None:
+        record, problem = _problem(plan, target)
+        if not problem and only_build:
+            return BuildResult(plan.name, target, False, tuple(plan.unproven))
+        if not problem:
             try:
-                return _load(target)
+                module = _load(target)
             except Exception as error:
                 logger.warning(
                     "cached JIT module %s failed to load (%s); rebuilding", target, error
                 )
                 failed_to_load = True
+            else:
+                log_load(plan, target, record or {})
+                return module
         else:
-            logger.warning("cached JIT module %s is damaged (%s); rebuilding", target, problem)
+            logger.warning("cached JIT module %s is %s; rebuilding", target, problem)
     refused = None if force else _refused.get(target)
     if refused is not None:
         raise JitCompileError(
@@ -327,9 +418,13 @@ def load_jit(
         )
     if not only_build:
         _check_not_capturing(plan.name)
+    cannot_write = unwritable(root)
+    if cannot_write is not None:  # a read-only shared cache, say: build for this process alone
+        root = private_root(f"the cache directory {root} cannot be written", cannot_write)
+        target = root / target.parent.name / target.name
     built = True
     with build_lock(root, plan):
-        if not force and not failed_to_load and _usable(target):
+        if not force and not failed_to_load and _usable(plan, target):
             built = False  # another process built it while this one waited for the lock
         else:
             try:
@@ -339,5 +434,7 @@ def load_jit(
                     _refused[target] = error
                 raise
     if only_build:
-        return BuildResult(plan.name, target, built=built)
-    return _load(target)
+        return BuildResult(plan.name, target, built, tuple(plan.unproven))
+    module = _load(target)
+    log_load(plan, target, read_record(target) or {})
+    return module

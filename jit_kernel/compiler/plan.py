@@ -38,7 +38,7 @@ DEFAULT_CFLAGS = ["-std=c++20", "-O3"]
 DEFAULT_CUDA_CFLAGS = ["-std=c++20", "-O3", "--expt-relaxed-constexpr"]
 MODULE_PREFIX = "jit_"
 MAX_MODULE_NAME = 96
-KEY_FORMAT = 2  # 2: libraries carry a size and digest record; commented-out includes are not keyed
+KEY_FORMAT = 3  # 3: records hold the compiler-reported dependencies; unproven closures keyed
 
 
 _MARKER_RE = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
@@ -132,6 +132,9 @@ class ModulePlan:
     cpp_flags: list[str]
     cuda_flags: list[str]
     ldflags: list[str]
+    roots: list[Root]  # the trees whose files are named by label (key, dependency record)
+    sources: list[Path]  # the cpp_files and cuda_files, absolute
+    unproven: list[str]  # what the static #include closure cannot prove (label:line: why)
     toolchain_error: JitToolchainError | None = None  # why the full key could not be computed
 
 
@@ -190,7 +193,8 @@ def plan_module(
         "cpp": translation_unit(cpp_files, cpp_wrappers, label) if has_cpp else None,
         "cuda": translation_unit(cuda_files, cuda_wrappers, label) if needs_cuda else None,
     }
-    material["files"] = source_closure([*cpp_files, *cuda_files], search_dirs, roots)
+    material["files"], unproven = source_closure([*cpp_files, *cuda_files], search_dirs, roots)
+    material["unproven"] = unproven
     source_key = _digest(material)
     toolchain_error = None
     try:
@@ -217,4 +221,7 @@ def plan_module(
         cpp_flags=[*cpp_flags, *include_flags],
         cuda_flags=[*cuda_flags, *include_flags],
         ldflags=ldflags,
+        roots=roots,
+        sources=[*cpp_files, *cuda_files],
+        unproven=unproven,
     )

@@ -9,9 +9,11 @@ file it can resolve inside our trees (``jit_kernel/include``, ``jit_kernel/csrc`
 resolve nowhere in our trees (the C++ library, CUDA, tvm-ffi, dlpack) are external: their
 versions enter the key through the compiler and tvm-ffi versions instead.
 
-The directives are read and followed by :mod:`cpp_includes` (continued lines joined, comments
-removed, includes inside ``#if`` blocks followed): the runner's change selection uses the same
-code, so the files a module's key covers are the files a change to them selects tests for.
+The directives are read and followed by :mod:`cpp_includes` (the preprocessor's spellings, every
+``#if`` branch), and what it cannot prove (a macro include) is returned with the files: the
+runner's change selection uses the same code, so the files a module's key covers are the files a
+change to them selects tests for. The compiler's own dependency record (:mod:`.deps`) covers what
+this static closure cannot.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpp_includes import directives_text, include_closure, includes_of, scan_file
+from cpp_includes import include_closure, scan_file
 
-__all__ = ["Root", "directives_text", "file_digest", "includes_of", "label_for", "source_closure"]
+__all__ = ["Root", "file_digest", "label_for", "source_closure"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Root:
 
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file's bytes, memoized per (path, mtime, size) within the process."""
+    """sha256 of a file's bytes, memoized per stat within the process."""
     return scan_file(path)[0]
 
 
@@ -56,7 +58,14 @@ def label_for(file: Path, roots: Sequence[Root]) -> str:
 
 def source_closure(
     sources: Sequence[Path], include_dirs: Sequence[Path], roots: Sequence[Root]
-) -> list[tuple[str, str]]:
-    """Sorted ``(label, sha256)`` of ``sources`` and every file they include from our trees."""
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """Sorted ``(label, sha256)`` of ``sources`` and every file they include from our trees,
+    and what the closure cannot prove (``label:line: why``, sorted; empty when proven)."""
     closure = include_closure(sources, include_dirs)
-    return sorted((label_for(path, roots), file_digest(path)) for path in closure)
+    files = sorted((label_for(path, roots), file_digest(path)) for path in closure.files)
+    unproven = sorted(
+        f"{label_for(path, roots)}:{item.line}: {item.text}"
+        for path, items in closure.unproven.items()
+        for item in items
+    )
+    return files, unproven

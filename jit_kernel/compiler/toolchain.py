@@ -152,3 +152,30 @@ def compiler_version(program: str) -> str:
     except OSError:
         pass  # a read-only cache only costs the probe next time
     return text
+
+
+@functools.cache
+def system_include_dirs(program: str) -> tuple[str, ...]:
+    """The directories ``program`` searches for ``#include <...>`` of its own (real paths), as
+    ``-v`` prints them; empty when it cannot tell."""
+    try:
+        done = subprocess.run(
+            [program, "-E", "-x", "c++", "-v", os.devnull],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    found: list[str] = []
+    listing = False
+    for line in done.stderr.splitlines():
+        if line.startswith("#include <...> search starts here:"):
+            listing = True
+        elif line.startswith("End of search list."):
+            break
+        elif listing and line.startswith(" "):
+            found.append(os.path.realpath(line.strip()))
+    return tuple(found)

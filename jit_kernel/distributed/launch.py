@@ -24,13 +24,14 @@ started by another launcher, e.g. one rank under ``compute-sanitizer``, see
 from __future__ import annotations
 
 import multiprocessing
+import operator
 import os
 import pickle
 import queue
 import socket
 import time
 import traceback
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -151,6 +152,20 @@ def _describe_fn(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
+def device_indices(devices: Iterable[object], what: str) -> list[int]:
+    """The CUDA device indices in ``devices``; a TypeError starting with ``what`` for an entry
+    that is not an integer (a bool or a float is no device index: ``int()`` would take both)."""
+    indices = []
+    for device in devices:
+        try:
+            if isinstance(device, bool):
+                raise TypeError
+            indices.append(operator.index(device))
+        except TypeError:
+            raise TypeError(f"{what} must be CUDA device indices (ints), got {device!r}") from None
+    return indices
+
+
 def _resolve_devices(
     world_size: int, backend: str, devices: Sequence[int] | str | None
 ) -> list[int | None]:
@@ -158,7 +173,7 @@ def _resolve_devices(
         devices = list(range(world_size)) if backend == "nccl" else None
     if devices is None:
         return [None] * world_size
-    devices = [int(device) for device in devices]  # type: ignore[union-attr]
+    devices = device_indices(devices, "run_on_gpus: devices")  # type: ignore[arg-type]
     if len(devices) != world_size:
         raise ValueError(
             f"run_on_gpus: {len(devices)} devices given for world size {world_size}: {devices}"

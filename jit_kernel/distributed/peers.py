@@ -8,12 +8,17 @@ from typing import Any
 
 import torch
 
+from jit_kernel.distributed.launch import device_indices
+
 MIN_WORLD_SIZE = 2
 MAX_WORLD_SIZE = 8  # kMaxWorld in custom_all_reduce_kernel.cuh
 
 
 def visible_devices(devices: Sequence[int] | None) -> list[int]:
-    return list(range(torch.cuda.device_count())) if devices is None else [int(d) for d in devices]
+    """``devices`` (default: every visible GPU); TypeError for an entry that is no index."""
+    if devices is None:
+        return list(range(torch.cuda.device_count()))
+    return device_indices(devices, "devices")
 
 
 def p2p_problems(devices: Sequence[int] | None = None) -> list[str]:
@@ -24,9 +29,9 @@ def p2p_problems(devices: Sequence[int] | None = None) -> list[str]:
     peer access (e.g. ``no peer access cuda:0 -> cuda:1``). Never raises.
     """
     try:
+        ids = visible_devices(devices)
         if not torch.cuda.is_available():
             return ["no CUDA GPU is visible (torch.cuda.is_available() is False)"]
-        ids = visible_devices(devices)
         if len(ids) < MIN_WORLD_SIZE:
             return [f"needs at least {MIN_WORLD_SIZE} GPUs, got {len(ids)}"]
         if len(ids) > MAX_WORLD_SIZE:
@@ -39,6 +44,8 @@ def p2p_problems(devices: Sequence[int] | None = None) -> list[str]:
             for b in ids
             if a != b and not torch.cuda.can_device_access_peer(a, b)
         ]
+    except TypeError as error:
+        return [str(error)]
     except Exception as error:  # a probe never raises
         return [f"peer-access probe failed: {type(error).__name__}: {error}"]
 

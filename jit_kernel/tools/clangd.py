@@ -14,12 +14,13 @@ name looks undeclared. When it is missing, an empty stand-in is written to
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import tvm_ffi.libinfo
 
 from jit_kernel.compiler.arch import ArchInfo
-from jit_kernel.compiler.cache import cache_root
+from jit_kernel.compiler.cache import cache_root, is_private_root
 from jit_kernel.compiler.plan import DEFAULT_CUDA_CFLAGS, INCLUDE_DIR
 from jit_kernel.compiler.toolchain import find_cuda_toolkit
 
@@ -31,7 +32,12 @@ def curand_stub_dir(cuda_root: Path) -> Path | None:
     """A directory with an empty ``curand_mtgp32_kernel.h`` if the toolkit lacks it, else None."""
     if (cuda_root / "include" / _CURAND_HEADER).is_file():
         return None
-    stub_dir = cache_root() / "clangd-stubs"
+    root = cache_root()  # a private root is deleted at exit: the stub must outlive the process
+    stub_dir = (
+        Path(tempfile.gettempdir()) / "jit_kernel-clangd-stubs"
+        if is_private_root(root)
+        else root / "clangd-stubs"
+    )
     stub_dir.mkdir(parents=True, exist_ok=True)
     stub = stub_dir / _CURAND_HEADER
     if not stub.is_file():

@@ -117,6 +117,8 @@ def precompile(specs: list[PrecompileSpec], arches: list[ArchInfo], jobs: int) -
             else:
                 summary.cached += 1
             print(f"{status}  {arch.sm:8} {seconds:6.1f}s  {result.name}  {spec.label}", flush=True)
+            for reason in result.unproven:
+                print(f"        unproven #include: {reason}", flush=True)
     return summary
 
 

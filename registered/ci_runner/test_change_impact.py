@@ -239,6 +239,20 @@ def test_a_kernel_loader_given_a_computed_file_is_kept_for_every_kernel_change(t
     assert kept(dry(root, "pkg/core.py")) == ["registered/test_core.py"]  # not a kernel change
 
 
+def test_an_include_the_scanner_cannot_prove_keeps_its_tests_for_every_change(tmp_path):
+    macro = '#pragma once\n#define DEEP_NEXT "lib/only_b.h"\n#include DEEP_NEXT\n'
+    root = make_impact_repo(tmp_path / "repo", {"kernels/include/lib/deep.h": macro})
+    document = dry(root, "pkg/core.py")  # no kernel file changed: the kernel test stays anyway
+    assert kept(document) == ["registered/test_core.py", "registered/test_kern.py"]
+    entry = next(e for e in document["change_impact"]["kept"] if e["path"].endswith("kern.py"))
+    assert entry["note"] == (
+        "kernels/include/lib/deep.h:3: unproven #include #include DEEP_NEXT: the file is named "
+        "by a macro, which only the preprocessor can expand: its dependencies cannot be bounded, "
+        "so every change selects it"
+    )
+    assert entry["chain"][0]["path"] == "kernels/include/lib/deep.h"
+
+
 def test_a_file_that_does_not_parse_keeps_the_tests_that_reach_it(tmp_path):
     root = make_impact_repo(tmp_path / "repo", {"pkg/util.py": "def broken(:\n"})
     document = dry(root, "registered/test_alone.py")

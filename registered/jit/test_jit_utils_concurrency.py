@@ -56,7 +56,8 @@ def test_concurrent_builds_publish_one_library(tmp_path: Path):
     assert len(libraries) == 1
     assert sorted(p.name for p in libraries[0].parent.iterdir()) == [
         "jit_race.so",
-        "jit_race.so.sha256",
+        "jit_race.so.json",
+        "jit_race.so.toolchain.json",
         "key.json",
     ]
     assert list((cache / ".staging").iterdir()) == [], "no partial or leftover build directories"

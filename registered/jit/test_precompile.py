@@ -70,6 +70,27 @@ def test_precompile_builds_without_filling_the_in_process_cache(tmp_path, monkey
     assert calls == [1, 2, 1, 2, 1]
 
 
+def test_precompile_says_which_module_it_cannot_prove(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("JIT_KERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "v.h").write_text("inline int v() { return 3; }\n")
+    source = tmp_path / "k" / "m.cpp"
+    source.write_text('#define V_HEADER "v.h"\n#include V_HEADER\nint value() { return v(); }\n')
+
+    @cache_once
+    def getter():
+        return load_jit("unproven", cpp_files=[str(source)], cpp_wrappers=[("value", "value")])
+
+    summary = precompile([PrecompileSpec(getter, ())], [ArchInfo(9, 0)], jobs=1)
+    assert summary.line == "built 1, cached 0, failed 0"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("built ") and "jit_unproven" in lines[0]
+    assert lines[1] == (
+        "        unproven #include: src0/m.cpp:2: #include V_HEADER: the file is named by a "
+        "macro, which only the preprocessor can expand"
+    )
+
+
 def write_fake_package(root: Path, source: Path) -> None:
     """A kernel package with two good specs, one that fails to compile, one broken module, and
     infrastructure that must not be imported (a subpackage, a _-prefixed module)."""

@@ -555,6 +555,19 @@ def test_rope_rejects_bad_keyword_types() -> None:
         apply_rope_inplace(*args, is_neox=True, rope_dim=64.0)
     with pytest.raises(TypeError):
         apply_rope_inplace(*args)  # is_neox is required
+    # tvm-ffi itself would read 1 as True and True as 1: the wrapper refuses both.
+    for is_neox in (1, 0):
+        with pytest.raises(
+            TypeError,
+            match=f"apply_rope_inplace: is_neox must be a bool, got {type(is_neox).__name__}",
+        ):
+            apply_rope_inplace(*args, is_neox=is_neox)
+    for rope_dim in (True, False, 0.0):
+        with pytest.raises(
+            TypeError,
+            match=f"apply_rope_inplace: rope_dim must be an int or None, got {type(rope_dim).__name__}",
+        ):
+            apply_rope_inplace(*args, is_neox=True, rope_dim=rope_dim)
     assert_still_works()
 
 
