@@ -174,6 +174,10 @@ def file_testsuite(result: FileResult, info: RunInfo) -> TestSuite:
         properties.append(("timeout", f"{result.timeout_limit:g}"))
     if result.tolerated:
         properties.append(("tolerated", result.tolerated))
+    if result.quarantined is not None:
+        properties.append(("quarantined", result.quarantined))
+    if result.resumed:
+        properties.append(("resumed", "true"))
     properties += [(f"attempt.{a.number}", _attempt_summary(a)) for a in result.attempts]
     for name, value in properties:
         suite.add_property(name, xml_safe(value))
