@@ -72,7 +72,7 @@ def parse_node_id(text: str, what: str = "node id", case_required: bool = True) 
                 "registered/test_x.py::test_a or registered/test_x.py::TestX::test_a[1]"
             )
         return NodeId(check_relative_path(path, what))
-    return NodeId(check_relative_path(path, what), check_case(case, what))
+    return NodeId(check_relative_path(path, what), check_case(case, f"{what} {text[:120]!r}:"))
 
 
 def case_node_id(path: str, classname: str, name: str) -> str:
