@@ -5,11 +5,15 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.flaky_report import load_flakes
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tree_builder import run_maintenance
 
 register_cpu_ci(est_time=2, suite="base-a-test-cpu")
 
@@ -58,10 +62,7 @@ def runs(tmp_path):
 
 
 def report(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ci_runner.maintenance", "flaky-report", *args],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    return run_maintenance("flaky-report", *args)
 
 
 def test_files_and_cases_get_their_flake_rate_and_first_and_last_seen(runs):

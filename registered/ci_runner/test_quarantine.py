@@ -2,7 +2,6 @@
 are reported everywhere, and their failures fail no job (a generated tree, the real CLI)."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import CATALOG, make_tree, pytest_file, run_suite  # noqa: E402
+from tree_builder import run_maintenance  # noqa: E402
 
 P = "registered/test_x.py"
 
@@ -231,11 +231,7 @@ def test_merge_junit_lists_quarantined_files_without_failing_on_them(quarantine_
         if suite.name != "registered/test_q_some.py":
             kept.add_testsuite(suite)
     kept.write(str(reports / "junit.xml"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "ci_runner.maintenance", "merge-junit", "--plan", str(plan),
-         "--junit-dir", str(reports)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    proc = run_maintenance("merge-junit", "--plan", str(plan), "--junit-dir", str(reports))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "QUARANTINED: 2 file(s) did not pass; their failures fail no check:" in proc.stdout
     assert "NOT PASSING" not in proc.stdout

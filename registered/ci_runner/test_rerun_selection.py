@@ -2,7 +2,6 @@
 re-planned onto shards (a generated tree; a merged report of a real two-shard run)."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import make_tree, pytest_file, run_suite, script_file  # noqa: E402
+from tree_builder import run_maintenance  # noqa: E402
 
 FILES = {
     "test_mix.py": pytest_file(
@@ -64,11 +64,9 @@ def merged(tmp_path_factory):
     flags = ("--dry-run", "--format", "json", "--auto-partition-size", "2")
     plan.write_text(run_suite(root, *flags, "--auto-partition-id", "0").stdout)
     out = root / "merged.xml"
-    merge = subprocess.run(
-        [sys.executable, "-m", "ci_runner.maintenance", "merge-junit", "--plan", str(plan),
-         "--junit-dir", str(root / "reports"), "--out", str(out)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    merge = run_maintenance(
+        "merge-junit", "--plan", str(plan), "--junit-dir", str(root / "reports"), "--out", str(out)
+    )
     assert merge.returncode == 1 and "NOT PASSING: 3 file(s)" in merge.stdout, merge.stdout
     return root, out
 

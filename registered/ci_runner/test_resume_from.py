@@ -2,7 +2,6 @@
 same plan and shard only (a generated tree; counters the test files keep)."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ register_cpu_ci(est_time=5, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import make_tree, pytest_file, run_suite  # noqa: E402
+from tree_builder import run_maintenance  # noqa: E402
 
 COUNTED = """
 from pathlib import Path
@@ -71,11 +71,7 @@ def test_a_rerun_runs_only_what_the_previous_attempt_did_not_pass(tmp_path):
     reports = root / "reports"
     reports.mkdir()
     (root / "j2.xml").rename(reports / "junit.xml")
-    merge = subprocess.run(
-        [sys.executable, "-m", "ci_runner.maintenance", "merge-junit", "--plan", str(plan),
-         "--junit-dir", str(reports)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    merge = run_maintenance("merge-junit", "--plan", str(plan), "--junit-dir", str(reports))
     assert merge.returncode == 0, merge.stdout + merge.stderr
     # carried rows are no new samples: est_time counts the attempt that ran the file
     samples = load_samples([root / "t2.jsonl"])
