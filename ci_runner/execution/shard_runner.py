@@ -109,7 +109,7 @@ class ShardRunner:
                 job.path, job.suite, job.est_time, self.settings,
                 gpu_ids if self.slots.pinned and job.gpus > 0 else (),
                 self.slots.pinned and job.gpus > 0, job.timeout, cancel, self.budget,
-                self.listener,
+                self.listener, job.cases,
             )  # fmt: skip
             result = apply_quarantine(result, job.quarantined, self.quarantine)
         except Exception as exc:  # an executor bug must not hang the shard

@@ -77,6 +77,8 @@ def start_line(start: AttemptStart, label: str) -> str:
         line += f" attempt {start.number}/{start.max_attempts}"
     if start.gpu_ids:
         line += f" [GPU {one_line(','.join(start.gpu_ids))}]"
+    if start.note:
+        line += f" ({one_line(start.note)})"
     return line
 
 
@@ -165,7 +167,7 @@ class ConsoleReport:
 
     def attempt_started(self, start: AttemptStart) -> None:
         with self._lock:
-            if start.number == 1 or start.path not in self._labels:
+            if (start.number == 1 and not start.note) or start.path not in self._labels:
                 self._started += 1
                 self._labels[start.path] = f"[{self._started}/{self._total}]"
             label = self._labels[start.path]
