@@ -174,7 +174,8 @@ def attempt_cases(
                 CaseResult(
                     name=culprit.name, classname=culprit.classname,
                     time=culprit.time if case.lost else elapsed, outcome="error",
-                    message=message, text=detail, type=status, case_id=case.id,
+                    message=message, text=detail,
+                    type=TIMEOUT if status == TIMEOUT else CRASHED, case_id=case.id,
                     file=culprit.file, line=culprit.line,
                 )
             )  # fmt: skip

@@ -7,7 +7,7 @@ import dataclasses
 
 from ci_runner.catalog.node_ids import case_node_id
 from ci_runner.catalog.quarantine import QuarantineEntry, entries_for, quarantine_reason
-from ci_runner.model import FAILING_STATUSES, FileResult
+from ci_runner.model import FileResult
 
 _FAILED = ("failed", "error")
 
@@ -21,10 +21,10 @@ def apply_quarantine(
     if file_reason is not None:
         return dataclasses.replace(result, quarantined=file_reason)
     mine = entries_for(entries, result.path)
-    if not mine or result.status not in FAILING_STATUSES:
+    if not mine or not result.fails_unquarantined:
         return result
     failing = [
-        case_node_id(result.path, case.classname, case.name)
+        case.case_id or case_node_id(result.path, case.classname, case.name)
         for case in result.cases
         if case.outcome in _FAILED
     ]

@@ -188,8 +188,9 @@ def test_quarantined_failures_are_reported_and_only_real_ones_fail(quarantine_ru
     assert "[quarantined: https://example.com/issues/1]" in out
     assert "[quarantined: test_known[1]: flaky parameters, issue 2]" in out
     failed = out.split("\nfailed:\n")[1].split("\nquarantined (failing no job):\n")
-    assert failed[0].strip().splitlines() == [
-        "registered/test_q_some.py [failed]: 2 failing test case(s) (exit 1)"
+    assert [line.strip() for line in failed[0].strip().splitlines()] == [
+        "registered/test_q_some.py::test_known [failed]: AssertionError: quarantined",
+        "registered/test_q_some.py::test_real [failed]: AssertionError: a real failure",
     ]
     listed = failed[1].split("\nexit code")[0].splitlines()
     assert [line.strip().split(" [")[0] for line in listed] == [

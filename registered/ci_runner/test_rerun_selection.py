@@ -14,36 +14,48 @@ register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import make_tree, pytest_file, run_suite, script_file  # noqa: E402
+from test_case_retries import COUNTER  # noqa: E402
 from tree_builder import run_maintenance  # noqa: E402
 
 FILES = {
     "test_mix.py": pytest_file(
-        """
-        def test_pass():
-            pass
+        COUNTER
+        + """
 
-        def test_fail():
-            assert False
+def test_pass():
+    count("pass")
 
-        @pytest.mark.parametrize("n", [1, 2])
-        def test_param(n):
-            assert n == 1
-        """,
+
+def test_fail():
+    count("fail")
+    assert False
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_param(n):
+    count(f"param{n}")
+    assert n == 1
+""",
         est=5,
     ),
     "sub/test_class.py": pytest_file(
-        """
-        class TestK:
-            def test_a(self):
-                pass
+        COUNTER
+        + """
 
-            def test_b(self):
-                assert False
-        """,
+class TestK:
+    def test_a(self):
+        count("a")
+
+    def test_b(self):
+        count("b")
+        assert False
+""",
         est=4,
     ),
-    "test_crash.py": script_file("import os\n\n\ndef main():\n    os.abort()\n", est=3),
-    "test_ok.py": pytest_file("def test_ok():\n    pass\n", est=2),
+    "test_crash.py": script_file(
+        COUNTER + "\n\ndef main():\n    count('main')\n    import os\n    os.abort()\n", est=3
+    ),
+    "test_ok.py": pytest_file(COUNTER + "\n\ndef test_ok():\n    count('ok')\n", est=2),
     "test_gpu.py": pytest_file(
         "def test_g():\n    pass\n", est=2, suite="gpu-suite", marker="cuda"
     ),
@@ -96,6 +108,25 @@ def test_failed_only_names_exactly_the_failed_cases_and_replans_them(merged, cap
     assert [len(shard["files"]) for shard in doc["shards"]] == [1, 2]
     assert doc["disabled"] == []
     assert err == ""
+
+
+def test_a_rerun_runs_exactly_the_failed_cases_of_the_merged_report(merged):
+    root, report = merged
+    for counter in (root / "registered").rglob("*.count"):
+        counter.unlink()
+    proc = run_suite(root, "--from-junit", str(report), "--failed-only", "--continue-on-error")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    counted = {
+        f"{p.parent.name}/{p.name}": int(p.read_text())
+        for p in (root / "registered").rglob("*.count")
+    }
+    assert counted == {
+        "registered/test_mix.fail.count": 1,
+        "registered/test_mix.param2.count": 1,
+        "sub/test_class.b.count": 1,
+        "registered/test_crash.main.count": 1,  # a script's failure names no case: it runs whole
+    }
+    assert proc.stdout.rstrip().splitlines()[-1] == "summary: 0 passed, 4 failed, 0 skipped"
 
 
 def test_without_failed_only_every_file_of_the_report_runs_whole(merged, capsys):
