@@ -11,8 +11,8 @@
 
 namespace {
 
-/// Writes one int32 `offset` elements past `data`: with an offset far beyond any allocation, an
-/// illegal memory access (cudaErrorIllegalAddress), which loses the CUDA context for good.
+/// Writes one int32 at `data[offset]`: with an offset far out of any allocation, an illegal
+/// memory access (cudaErrorIllegalAddress), which loses the CUDA context for good.
 __global__ void write_out_of_bounds_kernel(std::int32_t* data, std::int64_t offset) {
   data[offset] = 1;
 }
@@ -22,7 +22,7 @@ __global__ void device_assert_kernel(const std::int32_t* data) {
   assert(data[0] == 1);
 }
 
-/// One thread writes `offset` int32 elements past the start of `data` (a CUDA int32 tensor).
+/// One thread writes `data[offset]` (`data`: a CUDA int32 tensor; `offset` may be negative).
 void write_out_of_bounds(tvm::ffi::TensorView data, std::int64_t offset) {
   using namespace host;
   auto n = SymbolicSize{"num_elements"};

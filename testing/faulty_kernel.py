@@ -2,8 +2,9 @@
 crash-resume verification (``verification/verify_crash_resume.py``). Never call them from real
 code: each loses the process's CUDA context for good.
 
-* :func:`write_out_of_bounds`: one thread writes an int32 far past the tensor's end, an illegal
-  memory access (``cudaErrorIllegalAddress``), the commonest crash of a kernel test;
+* :func:`write_out_of_bounds`: one thread writes an int32 far out of the tensor's bounds, into
+  the unmapped first page of the address space: an illegal memory access
+  (``cudaErrorIllegalAddress``), the commonest crash of a kernel test;
 * :func:`device_assert`: a device-side ``assert`` that fails (``cudaErrorAssert``).
 
 Both synchronize the device, so the fault surfaces in the call (as torch's ``AcceleratorError``
@@ -21,7 +22,7 @@ from jit_kernel.compiler import load_jit
 from jit_kernel.wrapper import cache_once
 
 SOURCE = Path(__file__).resolve().with_name("faulty_kernel.cuh")
-FAR_AWAY = 1 << 40  # elements past the tensor: 4 TiB, far beyond any allocation
+NULL_PAGE_BYTE = 16  # where the write lands: never mapped, so the write always faults
 
 
 @cache_once
@@ -38,9 +39,11 @@ def faulty_module() -> Any:
 
 
 def write_out_of_bounds(device: str = "cuda") -> None:
-    """Write one int32 ``FAR_AWAY`` elements past a one-element tensor, then synchronize."""
+    """Write one int32 at the element of a one-element tensor whose address is
+    ``NULL_PAGE_BYTE`` (a negative index, far out of bounds), then synchronize."""
     data = torch.zeros(1, dtype=torch.int32, device=device)
-    faulty_module().write_out_of_bounds(data, FAR_AWAY)
+    offset = (NULL_PAGE_BYTE - data.data_ptr()) // data.element_size()
+    faulty_module().write_out_of_bounds(data, offset)
     torch.cuda.synchronize(data.device)
 
 
