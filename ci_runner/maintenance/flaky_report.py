@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from junitparser import Element, Error, Failure, Skipped
+from junitparser import Error, Failure, Skipped
+from junitparser.xunit2 import FlakyError, FlakyFailure
 
 from ci_runner.catalog.node_ids import case_node_id, is_whole_file_case
 from ci_runner.cli_errors import StoreOnce, robust_output, usage_error
@@ -37,18 +38,6 @@ from ci_runner.safe_text import one_line
 FLAKY_FILE = "flaky"
 FAILED_FILE = frozenset({"failed", "timeout", "crashed"})
 CLEAN_FILE = "passed"
-
-
-class FlakyFailure(Element):
-    """Surefire's ``<flakyFailure>``: a failure of a case that passed on a rerun."""
-
-    _tag = "flakyFailure"
-
-
-class FlakyError(Element):
-    """Surefire's ``<flakyError>``: an error of a case that passed on a rerun."""
-
-    _tag = "flakyError"
 
 
 class FlakyInputError(ValueError):
