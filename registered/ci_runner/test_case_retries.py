@@ -9,6 +9,7 @@ import pytest
 from junitparser import JUnitXml
 
 from ci_runner import register_cpu_ci
+from ci_runner.maintenance.flaky_report import load_flakes
 
 register_cpu_ci(est_time=6, suite="base-a-test-cpu")
 
@@ -121,6 +122,18 @@ def test_each_case_is_flaky_or_failing_on_its_own(retried):
     props = {p.name: p.value for p in suite.properties()}
     assert props["status"] == "failed" and props["attempts"] == "3"
     assert proc.returncode == 1
+
+
+def test_flaky_report_reads_the_per_case_flakes_of_the_report(retried):
+    root, _ = retried
+    data = load_flakes([root / "junit.xml"])
+    flaky = {name: t.row()["flake_rate"] for name, t in data.cases.items() if t.flaky}
+    assert flaky == {
+        "registered/test_one_flaky.py::test_4": 1.0,
+        "registered/test_flaky_and_failing.py::test_2": 1.0,
+        "registered/test_unittest.py::TestSix::test_2": 1.0,
+    }
+    assert data.cases["registered/test_flaky_and_failing.py::test_5"].failed == 1
 
 
 def test_unittest_cases_are_retried_by_name(retried):
