@@ -15,6 +15,7 @@ from ci_runner.catalog.node_ids import (
     is_whole_file_case,
     parse_node_id,
 )
+from ci_runner.execution.child import ci_runner_case_select as select
 
 register_cpu_ci(est_time=2, suite="base-a-test-cpu")
 
@@ -105,6 +106,24 @@ def test_covers_a_case_its_class_its_parameters_and_its_file():
     assert covers(NodeId("r/test_x.py", "TestX"), "r/test_x.py::TestX::test_b")
     assert covers(NodeId("r/test_x.py"), "r/test_x.py::test_c")
     assert not covers(NodeId("r/test_x.py"), "r/test_x.pyc::test_c")
+
+
+@given(
+    entry=st.sampled_from(["r/test_x.py::T", "r/test_x.py::T::t", "r/test_x.py::t", "r/test_x.py"]),
+    case=st.sampled_from(
+        ["r/test_x.py::T::t", "r/test_x.py::T::t[1]", "r/test_x.py::Tx::t", "r/test_x.py::t",
+         "r/test_x.py::tt", "r/test_x.py::t[a::b]", "r/test_x.pyc::t"]
+    ),
+)  # fmt: skip
+def test_the_child_selects_cases_by_the_same_rule(entry, case):
+    """The child bootstrap (standard library only) cannot import this module: its rule for
+    ``--tests`` entries must agree with :func:`covers`."""
+    select._loaded, select._only, select._skip = True, (entry,), frozenset()
+    try:
+        path, _, rest = entry.partition("::")
+        assert select.wanted(case) == covers(NodeId(path, rest), case)
+    finally:
+        select._loaded, select._only = False, None
 
 
 def test_the_whole_file_case_is_recognised():
