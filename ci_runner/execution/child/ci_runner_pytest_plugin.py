@@ -5,6 +5,10 @@ outcome follows pytest's own JUnit report: a failing setup or teardown is an ``e
 failing call ``failed``, a skip ``skipped`` (an xfail too, with detail ``xfail``), else
 ``passed``; the first failure of a case stands. Under pytest-xdist the controller writes the
 record (it sees every worker's reports), the workers do not.
+
+It also deselects the cases the runner's selection leaves out (:mod:`ci_runner_case_select`)
+and, after each case, ends the process when the CUDA context is lost
+(:mod:`ci_runner_cuda_check`).
 """
 
 from __future__ import annotations
