@@ -5,15 +5,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from ci_runner import register_cpu_ci
-from ci_runner.maintenance.flaky_report import load_flakes
-
-sys.path.insert(0, str(Path(__file__).parent))
-from tree_builder import run_maintenance
+from ci_runner.maintenance.flaky_report import load_flakes, main
 
 register_cpu_ci(est_time=2, suite="base-a-test-cpu")
 
@@ -61,8 +57,11 @@ def runs(tmp_path):
     return tmp_path
 
 
-def report(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_maintenance("flaky-report", *args)
+def report(capsys, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m ci_runner.maintenance flaky-report ARGS`` (in this process)."""
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
 
 
 def test_files_and_cases_get_their_flake_rate_and_first_and_last_seen(runs):
@@ -78,8 +77,8 @@ def test_files_and_cases_get_their_flake_rate_and_first_and_last_seen(runs):
     assert (other["runs"], other["flaky"], other["first_seen"]) == (3, 0, None)
 
 
-def test_the_text_report_ranks_by_flake_rate(runs):
-    proc = report("--timings", str(runs))
+def test_the_text_report_ranks_by_flake_rate(runs, capsys):
+    proc = report(capsys, "--timings", str(runs))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "flaky-report: 6 report file(s), 1 file(s), 2 case(s)"
@@ -89,7 +88,9 @@ def test_the_text_report_ranks_by_flake_rate(runs):
         "50.0%", "4", "2", "1", "2026-11-20T10:00:00", "2026-11-23T10:00:00",
         f"{PATH}::TestK::test_a[1]",
     ]  # fmt: skip
-    everything = json.loads(report("--timings", str(runs), "--all", "--format", "json").stdout)
+    everything = json.loads(
+        report(capsys, "--timings", str(runs), "--all", "--format", "json").stdout
+    )
     assert [c["name"] for c in everything["cases"]] == [
         f"{PATH}::TestK::test_a[1]",
         f"{PATH}::test_b",
@@ -119,18 +120,18 @@ def test_timings_lines_count_files_and_take_the_file_time(tmp_path):
         ("bad.jsonl", '{"path": "a.py", "status": 3}\n', ":1: path and status must be strings"),
     ],
 )
-def test_unreadable_reports_are_exit_2_naming_the_file(tmp_path, name, text, message):
+def test_unreadable_reports_are_exit_2_naming_the_file(tmp_path, capsys, name, text, message):
     (tmp_path / name).write_text(text)
-    proc = report("--timings", str(tmp_path / name))
+    proc = report(capsys, "--timings", str(tmp_path / name))
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"flaky-report: error: {tmp_path / name}")
     assert message in proc.stderr
 
 
-def test_no_reports_is_exit_2(tmp_path):
-    proc = report("--timings", str(tmp_path))
+def test_no_reports_is_exit_2(tmp_path, capsys):
+    proc = report(capsys, "--timings", str(tmp_path))
     assert proc.returncode == 2 and "no *.xml or *.jsonl reports found" in proc.stderr
-    proc = report("--timings", str(tmp_path / "missing"))
+    proc = report(capsys, "--timings", str(tmp_path / "missing"))
     assert proc.returncode == 2 and "report file or directory not found" in proc.stderr
 
 
