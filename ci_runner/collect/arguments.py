@@ -257,8 +257,8 @@ _EXPECTED = {
 
 
 def registration_value_problem(name: str, value: object) -> str | None:
-    """Why ``value`` is no valid ``name`` (est_time, suite, nightly, disabled, min_gpus) of a
-    registration, else None: the check a marker argument passes, applied to a cached value."""
+    """Why ``value`` is no valid ``name`` (est_time, suite, nightly, disabled, min_gpus,
+    quarantined) of a registration, else None: the check a marker argument passes, applied to a cached value."""
     check = _CHECKS.get(name)
     return None if check is None else check(value)
 

@@ -109,6 +109,18 @@ def test_a_stale_quarantine_key_is_a_problem_naming_its_line(tmp_path):
     ]
 
 
+def test_a_quarantined_registration_comes_back_from_the_parse_cache(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CI_RUNNER_CACHE_DIR", str(tmp_path / "cache"))
+    root = make_tree(
+        tmp_path / "repo", {"test_q.py": quarantined_file("def test_a():\n    pass\n", "i/9")}
+    )
+    cold = collect(load_catalog(root), workers=1).registrations
+    warm = collect(load_catalog(root), workers=1).registrations
+    assert [r.quarantined for r in warm] == [r.quarantined for r in cold] == ["i/9"]
+    assert list((tmp_path / "cache").glob("scans-*.json"))
+    assert "damaged" not in capsys.readouterr().err
+
+
 def test_a_file_is_quarantined_only_when_every_selected_registration_says_so(tmp_path):
     table = {
         "registered-dir": "registered",
