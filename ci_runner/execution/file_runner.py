@@ -195,22 +195,30 @@ def _failed_to_start(path: str, number: int, reason: str, files: AttemptFiles, t
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class _AttemptOf:
+    """What every process of one attempt of a file shares."""
+
+    path: str
+    suite: str
+    number: int
+    settings: RunSettings
+    gpu_ids: tuple[str, ...]
+    pin_gpus: bool
+    cancel: CancelToken
+    listener: ShardListener | None
+    est_time: float
+
+
 def _run_process(
-    path: str,
-    suite: str,
-    number: int,
-    settings: RunSettings,
-    gpu_ids: tuple[str, ...],
-    pin_gpus: bool,
-    timeout: float,
-    cancel: CancelToken,
-    listener: ShardListener | None,
-    est_time: float,
-    selection: CaseSelection,
-    note: str = "",
+    shared: _AttemptOf, timeout: float, selection: CaseSelection, note: str = ""
 ) -> tuple[AttemptResult, CaseRecord]:
     """Run the file once in a fresh process tree (see :meth:`RunSettings.command`), with the
     cases of ``selection``, and judge it; the case record comes back too."""
+    path, suite, number, settings = shared.path, shared.suite, shared.number, shared.settings
+    gpu_ids, pin_gpus, cancel, listener = (
+        shared.gpu_ids, shared.pin_gpus, shared.cancel, shared.listener
+    )  # fmt: skip
     files = AttemptFiles(settings.workdir / f"{uuid.uuid4().hex[:12]}-{number}.log")
     token = uuid.uuid4().hex
     settings.workdir.mkdir(parents=True, exist_ok=True)  # a previous file may have removed it
@@ -231,7 +239,8 @@ def _run_process(
             return _failed_to_start(path, number, reason, files, timeout), CaseRecord()
         process_tree.register_root(proc.pid)
     watch = AttemptStart(
-        path, number, settings.retry.max_attempts if settings.retry.enabled else 1, est_time,
+        path, number, settings.retry.max_attempts if settings.retry.enabled else 1,
+        shared.est_time,
         timeout, gpu_ids, files.output, files.record, start, note,
     )  # fmt: skip
     if listener is not None:
@@ -363,17 +372,12 @@ def run_attempt(
     :data:`~ci_runner.execution.case_resume.RESUME_LIMIT` times (:mod:`.case_resume`).
     """
     deadline = time.monotonic() + timeout
-    segment = _run_process(
-        path, suite, number, settings, gpu_ids, pin_gpus, timeout, cancel, listener, est_time,
-        selection,
+    shared = _AttemptOf(
+        path, suite, number, settings, gpu_ids, pin_gpus, cancel, listener, est_time
     )  # fmt: skip
-    resume = CrashResume(selection, *segment)
+    resume = CrashResume(selection, *_run_process(shared, timeout, selection))
     while left := resume.next_selection(deadline - time.monotonic(), cancel.event.is_set()):
-        segment = _run_process(
-            path, suite, number, settings, gpu_ids, pin_gpus, deadline - time.monotonic(),
-            cancel, listener, est_time, left, resume.note(),
-        )  # fmt: skip
-        resume.add(*segment)
+        resume.add(*_run_process(shared, deadline - time.monotonic(), left, resume.note()))
     attempt = resume.merged(path)
     if attempt.status == NO_TESTS and selection.active:  # every case it was to run is gone
         why = "check the node ids" if selection.only is not None else "do their ids change?"
