@@ -153,6 +153,16 @@ class JoinCommaLists(_RepeatAware):
         return f"{previous},{value}"
 
 
+class ExtendOnRepeat(_RepeatAware):
+    """A list option (``nargs="+"``) that may be repeated: ``--files a b --files c`` is
+    ``[a, b, c]``."""
+
+    def repeated(
+        self, parser: argparse.ArgumentParser, option: str, previous: object, value: object
+    ) -> object:
+        return [*previous, *value]  # type: ignore[misc]
+
+
 _GIVEN = "_options_given"  # the namespace's record of the options seen so far
 
 

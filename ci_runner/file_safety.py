@@ -118,6 +118,24 @@ def destination_problem(path: Path | str) -> str | None:
     return None
 
 
+def content_problem(path: Path | str, start: bytes, kind: str) -> str | None:
+    """Why the existing file at ``path`` must not be replaced by a new ``kind`` file: it does not
+    start like one (``start``, after whitespace), so a typo never replaces ``pyproject.toml``
+    or a test file. ``None``: absent, empty, or it looks like one."""
+    try:
+        head = read_regular(path, limit=4096).lstrip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot read it: {why(exc)}"
+    if head and not head.startswith(start):
+        return (
+            f"exists and is not {kind} (it starts with {head[:20]!r}); it would be replaced: "
+            "pass another path, or delete the file"
+        )
+    return None
+
+
 def same_file_groups(paths: Iterable[tuple[str, Path | str]]) -> list[list[str]]:
     """Labels of the given ``(label, path)`` pairs that name one file: the same device and inode
     when it exists (a hard link too), else the same real path."""

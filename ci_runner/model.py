@@ -30,6 +30,7 @@ class Registration:
     min_gpus: int | None = None  # min_gpus=N: the file needs at least N GPUs
     # suite-template fields the suite name was composed from, e.g. (("stage", "base-b"), ...)
     composed_from: tuple[tuple[str, str], ...] = ()
+    quarantined: str | None = None  # quarantined="reason": runs, but never fails the job
 
     @property
     def suite_origin(self) -> str:
@@ -71,6 +72,8 @@ class FileToRun:
     gpus: int = 1  # GPUs the file needs (exactly; at least, with all_gpus); 0 = none
     all_gpus: bool = False  # gpus-per-file = "all": the file gets every GPU of the runner
     gpus_from: str = field(default="", compare=False)  # where the need comes from (skip reason)
+    quarantined: str | None = None  # why its failures never fail the job (None: they do)
+    cases: tuple[str, ...] = ()  # node ids of the cases to run (--tests, --from-junit); () = all
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,8 @@ class ShardContext:
     disabled: tuple[DisabledFile, ...] = ()
     suite_timeouts: dict[str, float | None] = field(default_factory=dict)
     suite_launchers: dict[str, str] = field(default_factory=dict)  # suite -> its own launcher
+    # files a previous attempt of this shard passed (--resume-from): reported, not run again
+    carried: tuple[FileResult, ...] = ()
 
 
 # ---------------------------------------------------------------------------- results
@@ -187,11 +192,20 @@ class FileResult:
     timeout_limit: float | None = None
     cases: tuple[CaseResult, ...] = field(default=())
     tolerated: str = ""  # no_tests: why it does not fail the run (the policy), "" = it does
+    quarantined: str | None = None  # set: the file is quarantined, its failure fails no job
+    resumed: bool = False  # carried over from a previous attempt of the shard (--resume-from)
+
+    @property
+    def fails_unquarantined(self) -> bool:
+        """Its status fails the run unless the file is quarantined (failed, timeout, crashed,
+        no_tests the policy does not tolerate)."""
+        return self.status in FAILING_STATUSES or (self.status == NO_TESTS and not self.tolerated)
 
     @property
     def failing(self) -> bool:
-        """It fails the run (flaky files only with --fail-on-flaky: the executor decides)."""
-        return self.status in FAILING_STATUSES or (self.status == NO_TESTS and not self.tolerated)
+        """It fails the run: :attr:`fails_unquarantined`, and not quarantined (flaky files only
+        with --fail-on-flaky: :func:`fails_run`)."""
+        return self.fails_unquarantined and self.quarantined is None
 
     @property
     def final_attempt(self) -> AttemptResult | None:
@@ -200,6 +214,13 @@ class FileResult:
     @property
     def failed_attempts(self) -> tuple[AttemptResult, ...]:
         return tuple(a for a in self.attempts if a.status != PASSED)
+
+
+def fails_run(result: FileResult, fail_on_flaky: bool) -> bool:
+    """Whether ``result`` makes the shard fail (exit 1) and, with fail-fast, stops it."""
+    if result.quarantined is not None:
+        return False
+    return result.failing or (fail_on_flaky and result.status == FLAKY)
 
 
 def whole_file_case(
@@ -236,7 +257,7 @@ def report_cases(result: FileResult) -> tuple[CaseResult, ...]:
     they would hide its status (a failing file without a failing case, a file without cases),
     so a failed file is never reported as 0 passed, 0 failed, 0 skipped."""
     cases = result.cases
-    if result.failing:
+    if result.fails_unquarantined:
         if any(case.outcome in _FAILED_OUTCOMES for case in cases):
             return cases
         outcome = "failed" if result.status in (FAILED, NO_TESTS) else "error"
@@ -252,7 +273,7 @@ def report_cases(result: FileResult) -> tuple[CaseResult, ...]:
 
 def case_counts(results: list[FileResult]) -> tuple[int, int, int]:
     """(passed, failed, skipped) test cases over ``results`` (see :func:`report_cases`); errors
-    count as failed."""
+    count as failed, except those of a quarantined file (:func:`quarantined_failures`)."""
     passed = failed = skipped = 0
     for result in results:
         for case in report_cases(result):
@@ -260,7 +281,7 @@ def case_counts(results: list[FileResult]) -> tuple[int, int, int]:
                 passed += 1
             elif case.outcome == "skipped":
                 skipped += 1
-            else:
+            elif result.quarantined is None:
                 failed += 1
     return passed, failed, skipped
 
@@ -269,6 +290,16 @@ def shard_label(shard_id: int, shard_count: int) -> str:
     """``"1/4"``: the shard's ``--auto-partition-id`` (0-based) / the shard count; every output
     (console, dry run, JUnit, timings, step summary) names a shard this one way."""
     return f"{shard_id}/{shard_count}"
+
+
+def quarantined_failures(results: list[FileResult]) -> int:
+    """Failed and error cases of quarantined files: reported, but failing no job."""
+    return sum(
+        case.outcome in _FAILED_OUTCOMES
+        for result in results
+        if result.quarantined is not None
+        for case in report_cases(result)
+    )
 
 
 @dataclass(frozen=True)
@@ -309,12 +340,18 @@ class ShardOutcome:
 
     @property
     def failing(self) -> list[FileResult]:
+        """Files that fail the run (quarantined ones do not)."""
         return [r for r in self.results if r.failing]
 
     @property
     def no_tests(self) -> list[FileResult]:
         """Files that ran no test case (failing or tolerated)."""
         return self.with_status(NO_TESTS)
+
+    @property
+    def quarantined(self) -> list[FileResult]:
+        """Quarantined files whose status would fail the run: reported, failing no job."""
+        return [r for r in self.results if r.quarantined is not None and r.fails_unquarantined]
 
     @property
     def flaky(self) -> list[FileResult]:

@@ -47,6 +47,8 @@ from ci_runner.catalog.location import (
 )
 from ci_runner.catalog.partitions import PartitionRule, PartitionRuleError, parse_partition_rule
 from ci_runner.catalog.policy import STRICT, Policy, PolicyError, parse_policy
+from ci_runner.catalog.quarantine import KEY as QUARANTINE_KEY
+from ci_runner.catalog.quarantine import QuarantineEntry, QuarantineError, parse_quarantine
 from ci_runner.catalog.runner_rules import RunnerRules, RunnerRulesError, read_runner_rules
 from ci_runner.catalog.syntax import (
     DEFAULT_SYNTAX,
@@ -106,6 +108,7 @@ class Catalog:
     plan: str = PLAN_BEST  # how shards are packed: PLAN_BEST or PLAN_UPSTREAM
     partitions: PartitionRule | None = None  # how workflows' shard matrices are sized
     table: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
+    quarantine: tuple[QuarantineEntry, ...] = ()  # [tool.ci-runner.quarantine]
 
     def where(self, table: str = "") -> str:
         """How messages name the catalog (or one of its tables)."""
@@ -411,6 +414,7 @@ _TOP_KEYS = {
     "execution",
     "plan",
     "partitions",
+    QUARANTINE_KEY,
 }
 
 
@@ -494,6 +498,10 @@ def parse_catalog(
         extra_dirs = parse_extra_dirs(table, where, registered_dir)
     except ExtraDirError as exc:
         raise CatalogError(str(exc)) from None
+    try:
+        quarantine = parse_quarantine(table, where)
+    except QuarantineError as exc:
+        raise CatalogError(str(exc)) from None
     return Catalog(
         root=root,
         registered_dir=registered_dir,
@@ -509,6 +517,7 @@ def parse_catalog(
         rules=rules,
         plan=_plan(table, where),
         partitions=_partitions(table, where),
+        quarantine=quarantine,
     )
 
 

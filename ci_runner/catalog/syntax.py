@@ -1,7 +1,8 @@
 """What a registration call may look like in one repository: marker names, and how a suite is named.
 
 Built in: the ``register_<backend>_ci`` markers of :mod:`ci_runner.markers`, the positional
-arguments ``est_time, suite, nightly, disabled`` and the keyword ``min_gpus``. A catalog can add
+arguments ``est_time, suite, nightly, disabled`` and the keywords ``min_gpus`` and
+``quarantined``. A catalog can add
 (see :func:`parse_syntax`):
 
 * ``suite-template = "{stage}-test-{runner_config}"``: the fields become keyword arguments that
@@ -23,7 +24,8 @@ from dataclasses import dataclass, field
 from ci_runner.markers import MARKER_BACKENDS, MARKER_PARAMETERS
 
 MIN_GPUS = "min_gpus"
-BUILTIN_KEYWORDS: tuple[str, ...] = (MIN_GPUS,)
+QUARANTINED = "quarantined"
+BUILTIN_KEYWORDS: tuple[str, ...] = (MIN_GPUS, QUARANTINED)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _BACKEND = re.compile(r"[a-z][a-z0-9_]*\Z")
 

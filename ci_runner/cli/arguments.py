@@ -24,7 +24,14 @@ from ci_runner.catalog.limits import (
     MAX_SECONDS,
     number_text,
 )
-from ci_runner.cli_errors import JoinCommaLists, StoreOnce, number_type, whole_number_type
+from ci_runner.catalog.quarantine import QuarantineEntry
+from ci_runner.cli_errors import (
+    ExtendOnRepeat,
+    JoinCommaLists,
+    StoreOnce,
+    number_type,
+    whole_number_type,
+)
 from ci_runner.env import check_boolean_environment
 from ci_runner.execution.gpu_slots import SlotError, parse_id_list
 from ci_runner.execution.options import (
@@ -122,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="number of shards (needs the id)",
     )
     add_change_arguments(parser)
+    add_rerun_arguments(parser)
     parser.add_argument(
         "--partition-model-file",
         action=StoreOnce,
@@ -179,6 +187,79 @@ def add_change_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_rerun_arguments(parser: argparse.ArgumentParser) -> None:
+    """Run only some files or cases of the selection, or skip what a previous attempt passed."""
+    rerun = parser.add_argument_group("running part of a selection again")
+    rerun.add_argument(
+        "--files",
+        action=ExtendOnRepeat,
+        nargs="+",
+        metavar="PATH",
+        help="run only these files of the selection (paths from the root); each must be one "
+        "the selection runs; repeatable",
+    )
+    rerun.add_argument(
+        "--tests",
+        action=ExtendOnRepeat,
+        nargs="+",
+        metavar="FILE::CASE",
+        help="run only these test cases (pytest node ids, e.g. registered/test_x.py::TestX::"
+        "test_a[1]) of files the selection runs; repeatable; combines with --files",
+    )
+    rerun.add_argument(
+        "--from-junit",
+        action=StoreOnce,
+        type=Path,
+        metavar="REPORT",
+        help="run again the files of a --junit-xml or merged JUnit report (or a directory of "
+        "them) that the selection runs; with --failed-only only what did not pass",
+    )
+    rerun.add_argument(
+        "--failed-only",
+        action="store_true",
+        help="with --from-junit: only the failed, timed-out and crashed cases (whole files where "
+        "no case is named) and the files that never ran",
+    )
+    rerun.add_argument(
+        "--resume-from",
+        action=StoreOnce,
+        type=Path,
+        metavar="TIMINGS",
+        help="the --timings-out file of a previous attempt of this shard: files that passed "
+        "there are not run again (same plan hash and shard only; otherwise every file runs, "
+        "with a notice)",
+    )
+
+
+def _check_rerun_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    picks = [
+        flag
+        for flag, value in (
+            ("--files", args.files),
+            ("--tests", args.tests),
+            ("--from-junit", args.from_junit),
+        )
+        if value is not None
+    ]
+    if args.from_junit is not None and len(picks) > 1:
+        parser.error(
+            "--from-junit cannot be combined with --files or --tests: each names what to run"
+        )
+    if args.failed_only and args.from_junit is None:
+        parser.error("--failed-only needs --from-junit REPORT")
+    changed = args.changed_since is not None or args.changed_files is not None
+    if picks and changed:
+        parser.error(
+            f"{picks[0]} cannot be combined with --changed-since or --changed-files: each picks "
+            "the files to run"
+        )
+    if args.resume_from is not None and (args.dry_run or args.print_matrix):
+        parser.error(
+            "--resume-from cannot be combined with --dry-run or --print-matrix: it decides what "
+            "this shard runs"
+        )
+
+
 def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Cross-flag checks; errors exit 2 through ``parser.error``."""
     if args.command in ("init", "partitions"):
@@ -206,6 +287,7 @@ def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
         )
     if args.matrix_target_minutes is not None and not args.print_matrix:
         parser.error("--matrix-target-minutes needs --print-matrix")
+    _check_rerun_arguments(parser, args)
 
 
 def _seconds(minimum_exclusive: bool) -> Callable[[str], float]:
@@ -345,6 +427,7 @@ def shard_options(
     parser: argparse.ArgumentParser,
     args: argparse.Namespace,
     settings: ExecutionSettings = DEFAULT_EXECUTION_SETTINGS,
+    quarantine: tuple[QuarantineEntry, ...] = (),
 ) -> tuple[ExecutionOptions, ReportOptions]:
     """Check the execution and report flags (and the boolean environment variables) and build
     the options of the run from them and the catalog's ``settings`` (a flag wins over the
@@ -389,6 +472,7 @@ def shard_options(
         cuda_coredump=settings.cuda_coredump,
         launcher=settings.launcher,
         failure_exit_status=settings.failure_exit_status,
+        quarantine=quarantine,
     )
     reports = ReportOptions.from_environment(
         args.junit_xml,

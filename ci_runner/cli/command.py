@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_runner.catalog import Catalog, CatalogError, find_root, load_catalog
+from ci_runner.catalog.node_ids import NodeIdError
 from ci_runner.catalog.suites import PLAN_UPSTREAM
 from ci_runner.cli.arguments import build_parser, shard_options, validate_arguments
 from ci_runner.cli_errors import robust_output, usage_error
@@ -30,11 +31,19 @@ from ci_runner.env import EnvVarError
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
 from ci_runner.impact.changes import ChangeInputError
 from ci_runner.maintenance.registration_lints import discover_packages, package_offenders
-from ci_runner.model import FileToRun, Problem, ShardContext
+from ci_runner.model import (
+    FileResult,
+    FileToRun,
+    Problem,
+    Registration,
+    ShardContext,
+    shard_label,
+)
 from ci_runner.plan.live_estimates import LiveEstimateError, load_live_estimates
 from ci_runner.plan.matrix import build_matrix
 from ci_runner.plan.packing import Plan, plan, upstream_plan
 from ci_runner.plan.report import dry_run_document, plan_lines, selection_lines
+from ci_runner.plan.resume import ResumeError, load_resume
 from ci_runner.reports.github import GitHubContext
 from ci_runner.reports.step_summary import append_notice
 from ci_runner.safe_text import one_line
@@ -48,6 +57,14 @@ from ci_runner.select import (
     empty_notice,
     request_from_text,
     select_files,
+)
+from ci_runner.select.subset import (
+    RunRequest,
+    RunRequestError,
+    files_request,
+    merge_requests,
+    narrow,
+    tests_request,
 )
 
 
@@ -72,7 +89,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return _run(parser, args)
-    except (CatalogError, EnvVarError, LiveEstimateError) as exc:
+    except (
+        CatalogError,
+        EnvVarError,
+        LiveEstimateError,
+        NodeIdError,
+        RunRequestError,
+        ResumeError,
+    ) as exc:
         return usage_error(exc)
     except SelectionError as exc:
         return usage_error(*exc.messages)
@@ -136,7 +160,7 @@ def _report_problems(
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     catalog = _load(args)
-    execution, reports = shard_options(parser, args, catalog.execution)
+    execution, reports = shard_options(parser, args, catalog.execution, catalog.quarantine)
     # A file that ran no test fails the run under the strict policy; the compatible one
     # (strict-checks = "warning") keeps the file's exit status and flags it.
     execution = replace(execution, no_tests_fail=not catalog.policy.strict_checks_warn)
@@ -163,6 +187,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     impact = _change_impact(args, catalog, selection)
     if impact is not None:
         selection = impact.selection
+    selection = _narrow(args, catalog, selection, collection.registrations, reports.step_summary)
     if args.print_matrix:
         try:
             matrix = build_matrix(
@@ -182,6 +207,21 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     the_plan = planner(_packing_estimates(args, selection), shard_count)
     if args.dry_run:
         return _dry_run(args, catalog, selection, the_plan, impact)
+    files = _shard_files(selection, the_plan, shard_id)
+    carried: tuple[FileResult, ...] = ()
+    resume_notice: list[str] = []
+    if args.resume_from is not None:  # read before anything is printed: a bad file is exit 2
+        resume = load_resume(
+            args.resume_from,
+            the_plan.plan_hash,
+            shard_label(shard_id, the_plan.shard_count),
+            files,
+            execution.fail_on_flaky,
+        )
+        resume_notice = [f"notice: {one_line(resume.notice)}"]
+        carried = resume.carried
+        skip = {r.path for r in carried}
+        files = [f for f in files if f.path not in skip]
     impact_text = _impact_lines(impact)
     print(
         "\n".join(
@@ -189,6 +229,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 *selection_lines(selection),
                 *impact_text,
                 *plan_lines(the_plan, selection, [shard_id]),
+                *resume_notice,
             ]
         )
     )
@@ -197,11 +238,47 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from ci_runner.reports import ShardReports
 
     return execute_shard(
-        _shard_files(selection, the_plan, shard_id),
-        _context(catalog, selection, the_plan, shard_id),
+        files,
+        _context(catalog, selection, the_plan, shard_id, carried),
         execution,
         ShardReports(reports),
     )
+
+
+def _run_request(args: argparse.Namespace, root: Path) -> RunRequest | None:
+    """What ``--files``, ``--tests`` or ``--from-junit`` ask to run (None: the whole selection)."""
+    if args.from_junit is not None:
+        from ci_runner.maintenance.rerun_report import junit_request  # junitparser: only here
+
+        return junit_request(args.from_junit, args.failed_only)
+    cwd = Path.cwd()
+    requests = []
+    if args.files is not None:
+        requests.append(files_request(args.files, root, cwd))
+    if args.tests is not None:
+        requests.append(tests_request(args.tests, root, cwd))
+    return merge_requests(requests)
+
+
+def _narrow(
+    args: argparse.Namespace,
+    catalog: Catalog,
+    selection: Selection,
+    registrations: list[Registration],
+    step_summary: Path | None,
+) -> Selection:
+    """The selection narrowed to what ``--files``/``--tests``/``--from-junit`` name; notices
+    (files of the report left out, nothing left to run) go to stderr and the step summary."""
+    request = _run_request(args, catalog.root)
+    if request is None:
+        return selection
+    narrowed, notices = narrow(selection, request, registrations)
+    if not narrowed.files:
+        notices.append(f"{request.origin}: nothing to run in the selection; exit 0")
+    for notice in notices:
+        print(f"notice: {one_line(notice)}", file=sys.stderr)
+        append_notice(step_summary, f"notice: {notice}")
+    return narrowed
 
 
 def _packing_estimates(args: argparse.Namespace, selection: Selection) -> list[tuple[str, float]]:
@@ -281,7 +358,13 @@ def _shard_files(selection: Selection, the_plan: Plan, shard_id: int) -> list[Fi
     return [by_path[path] for path in the_plan.shards[shard_id]]
 
 
-def _context(catalog: Catalog, selection: Selection, the_plan: Plan, shard_id: int) -> ShardContext:
+def _context(
+    catalog: Catalog,
+    selection: Selection,
+    the_plan: Plan,
+    shard_id: int,
+    carried: tuple[FileResult, ...] = (),
+) -> ShardContext:
     return ShardContext(
         root=catalog.root,
         hw=selection.hw,
@@ -297,6 +380,7 @@ def _context(catalog: Catalog, selection: Selection, the_plan: Plan, shard_id: i
         disabled=selection.disabled if shard_id == 0 else (),
         suite_timeouts={s.name: s.timeout_per_file for s in selection.suites},
         suite_launchers={s.name: s.launcher for s in selection.suites if s.launcher},
+        carried=carried,
     )
 
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from ci_runner.catalog.limits import MAX_GPUS, MAX_SECONDS, number_text
-from ci_runner.catalog.syntax import MIN_GPUS, RegistrationSyntax
+from ci_runner.catalog.syntax import MIN_GPUS, QUARANTINED, RegistrationSyntax
 from ci_runner.collect.calls import MarkerCall, shown
 from ci_runner.model import Problem, Registration
 
@@ -57,6 +57,7 @@ def parse_call(
             checked[name] = value
     if not problems:
         _check_placeholders(values, checked, report)
+        _check_quarantine(marker, values, checked, report)
     if problems:
         return None, problems
     return _registration(call, marker, rel_path, syntax, checked), []
@@ -110,6 +111,18 @@ def _check_placeholders(
         )
 
 
+def _check_quarantine(
+    marker: str, values: Mapping[str, ast.expr], checked: dict[str, object], report: Report
+) -> None:
+    """``quarantined=`` runs the file, ``disabled=`` does not: one registration says one."""
+    if checked.get(QUARANTINED) is not None and checked.get("disabled") is not None:
+        report(
+            values[QUARANTINED],
+            f"quarantined= and disabled= cannot be combined in {marker}(): a quarantined file "
+            "runs and is reported without failing the job, a disabled one never runs; keep one",
+        )
+
+
 def _registration(
     call: ast.Call,
     marker: str,
@@ -133,6 +146,7 @@ def _registration(
         col=call.col_offset + 1,
         min_gpus=int(min_gpus) if min_gpus is not None else None,  # type: ignore[call-overload]
         composed_from=parts,
+        quarantined=checked.get(QUARANTINED),  # type: ignore[arg-type]
     )
 
 
@@ -199,6 +213,19 @@ def _check_min_gpus(value: object) -> str | None:
     return None
 
 
+def _check_quarantined(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return (
+            f"must be a reason string (or an issue URL) or None, got {number_text(value)} "
+            f"({_type_name(value)})"
+        )
+    if not value.strip():
+        return "must be a non-empty reason string (or an issue URL), or None"
+    return None
+
+
 def _check_suite_part(value: object) -> str | None:
     if not isinstance(value, str):
         return f"must be a string, got {number_text(value)} ({_type_name(value)})"
@@ -217,6 +244,7 @@ _CHECKS = {
     "nightly": _check_nightly,
     "disabled": _check_disabled,
     MIN_GPUS: _check_min_gpus,
+    QUARANTINED: _check_quarantined,
 }
 _EXPECTED = {
     "est_time": "a positive number of seconds",
@@ -224,12 +252,13 @@ _EXPECTED = {
     "nightly": "True or False",
     "disabled": "a reason string or None",
     MIN_GPUS: "a whole number of GPUs",
+    QUARANTINED: "a reason string or None",
 }
 
 
 def registration_value_problem(name: str, value: object) -> str | None:
-    """Why ``value`` is no valid ``name`` (est_time, suite, nightly, disabled, min_gpus) of a
-    registration, else None: the check a marker argument passes, applied to a cached value."""
+    """Why ``value`` is no valid ``name`` (est_time, suite, nightly, disabled, min_gpus,
+    quarantined) of a registration, else None: the check a marker argument passes, applied to a cached value."""
     check = _CHECKS.get(name)
     return None if check is None else check(value)
 

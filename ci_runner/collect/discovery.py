@@ -29,7 +29,7 @@ from ci_runner.collect.file_scan import FileScan, scan_file
 from ci_runner.collect.parse_cache import ParseCache, cache_directory, digest
 from ci_runner.collect.scan import scan_markers
 from ci_runner.collect.source_text import may_mention
-from ci_runner.collect.suite_checks import check_registration
+from ci_runner.collect.suite_checks import check_registration, quarantine_problems
 from ci_runner.collect.walk import Walk, walk_files
 from ci_runner.file_safety import read_regular, why
 from ci_runner.model import Problem, Registration
@@ -131,6 +131,7 @@ def collect(catalog: Catalog, workers: int | None = None) -> Collection:
     for registrations, problems in _collect_files(catalog, collection.files, workers):
         collection.registrations.extend(registrations)
         collection.problems.extend(problems)
+    collection.problems.extend(quarantine_problems(catalog, collection.files))
     collection.problems.sort(key=lambda p: (p.path, p.line, p.col, p.message))
     return collection
 

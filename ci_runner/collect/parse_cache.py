@@ -276,7 +276,7 @@ def _problem(item: object, rel_path: str) -> Problem:
 
 _REGISTRATION_FIELDS = {
     "path", "backend", "suite", "est_time", "nightly", "disabled", "line", "col", "min_gpus",
-    "composed_from",
+    "composed_from", "quarantined",
 }  # fmt: skip
 
 
@@ -287,11 +287,11 @@ def _registration(item: object, rel_path: str, backends: frozenset[str]) -> Regi
         raise DamagedEntry(f"a registration of {fields['path']!r} cached for {rel_path!r}")
     if _text(fields, "backend") not in backends:
         raise DamagedEntry(f"backend {fields['backend']!r} is no marker's of this catalog")
-    for name in ("est_time", "suite", "nightly", "disabled", "min_gpus"):
+    for name in ("est_time", "suite", "nightly", "disabled", "min_gpus", "quarantined"):
         value = fields.get(name)
         if name not in fields and name not in ("est_time", "suite"):
             continue  # an optional field at its default
-        if name == "min_gpus" and value is None:
+        if name in ("min_gpus", "quarantined") and value is None:
             continue
         problem = registration_value_problem(name, value)
         if problem:
@@ -313,6 +313,7 @@ def _registration(item: object, rel_path: str, backends: frozenset[str]) -> Regi
         col=_position(fields, "col"),
         min_gpus=fields.get("min_gpus"),
         composed_from=tuple((key, value) for key, value in pairs),
+        quarantined=fields.get("quarantined"),
     )
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from ci_runner.catalog import Catalog, unknown_suite_message
+from ci_runner.catalog import CATALOG_FILE, Catalog, unknown_suite_message
+from ci_runner.catalog.quarantine import KEY as QUARANTINE_KEY
 from ci_runner.catalog.suites import suite_hint
+from ci_runner.file_safety import read_regular_text
 from ci_runner.model import Problem, Registration
 
 
@@ -72,3 +74,37 @@ def _runner_rule_message(reg: Registration, catalog: Catalog, name: str) -> str 
             "GPUs (gpus-per-file = 0 in the catalog)"
         )
     return None
+
+
+def quarantine_problems(catalog: Catalog, files: list[str]) -> list[Problem]:
+    """A quarantine key whose file is not collected: a stale entry would quarantine nothing,
+    silently. The problem names the catalog file and the key's line in it."""
+    collected = set(files)
+    stale = [e for e in catalog.quarantine if e.target.path not in collected]
+    if not stale:
+        return []
+    path = catalog.location.path if catalog.location else catalog.root / CATALOG_FILE
+    try:
+        lines = read_regular_text(path).splitlines()
+        shown = path.resolve().relative_to(catalog.root.resolve()).as_posix()
+    except (OSError, UnicodeDecodeError, ValueError):
+        lines, shown = [], path.name
+    table = (
+        catalog.location.header(QUARANTINE_KEY)
+        if catalog.location
+        else "[tool.ci-runner.quarantine]"
+    )
+    problems = []
+    for entry in stale:
+        key = str(entry.target)
+        line = next((n for n, text in enumerate(lines, 1) if key in text), 1)
+        problems.append(
+            Problem(
+                shown,
+                line,
+                1,
+                f"{table} {key!r}: {entry.target.path} is not a collected registered file; fix "
+                "the path or remove the entry",
+            )
+        )
+    return problems

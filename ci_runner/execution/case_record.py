@@ -36,6 +36,7 @@ class RecordedCase:
     message: str = ""
     text: str = ""
     duration: float = 0.0
+    lost: str = ""  # why its process ended it after it ran (the CUDA context was lost)
 
 
 @dataclass
@@ -55,6 +56,12 @@ class CaseRecord:
     @property
     def running(self) -> list[RecordedCase]:
         return [case for case in self.cases if case.outcome is None]
+
+    @property
+    def culprits(self) -> list[RecordedCase]:
+        """The cases its process died in: running when it stopped, or ended by the process
+        after they ran (an ``abort`` line: the CUDA context was lost)."""
+        return [case for case in self.cases if case.outcome is None or case.lost]
 
     @property
     def failures(self) -> int:
@@ -106,6 +113,8 @@ def _parse(line: bytes) -> dict:
                 _text(event, key)
             if not isinstance(event.get("duration", 0.0), int | float):
                 raise _BadLine("duration is not a number")
+    elif kind == "abort" and not (_text(event, "id") and _text(event, "reason")):
+        raise _BadLine("an abort line without an id and a reason")
     return event
 
 
@@ -171,6 +180,10 @@ def _build(events: list[dict]) -> CaseRecord:
             case.message = event.get("message", "")
             case.text = event.get("text", "")
             case.duration = max(0.0, float(event.get("duration", 0.0)))
+        elif kind == "abort":
+            ended = [c for c in record.cases if c.id == event["id"] and c.pid == pid]
+            if ended:
+                ended[-1].lost = event["reason"]
     record.runners = tuple(runners)
     return record
 

@@ -59,6 +59,13 @@ def judge_exit(
     """
     if exit_code < 0:
         return CRASHED, f"killed by {signal_name(-exit_code)}{while_running(record)}", True
+    lost = [case for case in record.cases if case.lost]
+    if lost:
+        return (
+            CRASHED,
+            f"{lost[0].lost} (exit {exit_code}) after {named([c.id for c in lost])}",
+            True,
+        )
     if record.problem:
         return FAILED, f"runner error: case record {record.problem} (exit {exit_code})", False
     if record.running:
@@ -112,9 +119,11 @@ def _judge_without_cases(
 def recorded_case(case: RecordedCase, path: str) -> CaseResult:
     """A finished case of the record as a report case (JUnit's classname from its id)."""
     file = case.file or case.id.partition("::")[0] or path
-    rest = case.id.partition("::")[2]
+    id_path, _, rest = case.id.partition("::")
     parts = rest.split("::") if rest else [case.id]
-    classname = ".".join([file.removesuffix(".py").replace("/", "."), *parts[:-1]])
+    # from the id's file, not the defining one: a base class's test belongs to the file it ran in
+    module = (id_path if rest else file).removesuffix(".py").replace("/", ".")
+    classname = ".".join([module, *parts[:-1]])
     return CaseResult(
         name=parts[-1],
         classname=classname,
@@ -127,6 +136,11 @@ def recorded_case(case: RecordedCase, path: str) -> CaseResult:
         file=file,
         line=case.line,
     )
+
+
+def not_run_case(case_id: str, path: str, message: str) -> CaseResult:
+    """A case that was collected but never ran (its attempt stopped first): skipped, saying why."""
+    return recorded_case(RecordedCase(id=case_id, outcome="skipped", message=message), path)
 
 
 def attempt_cases(
@@ -144,18 +158,25 @@ def attempt_cases(
     (stacks, output tail); and one case for the whole file when no case shows its failure (or,
     passing, when it has no case: a plain script). A ``no_tests`` attempt keeps only its
     recorded cases; the reports add its own case (:func:`ci_runner.model.report_cases`)."""
-    cases = [recorded_case(case, path) for case in record.cases if case.outcome is not None]
+    cases = [
+        recorded_case(case, path)
+        for case in record.cases
+        if case.outcome is not None and not case.lost
+    ]
     if status == NO_TESTS:
         return tuple(cases)  # the reports add the file's own case: failed, or tolerated
     failing = status in (FAILED, TIMEOUT, CRASHED)
     if failing:
-        for case in record.running:
-            running = recorded_case(case, path)
+        for case in record.culprits:
+            culprit = recorded_case(case, path)
+            message = f"{case.lost} after this case ran" if case.lost else case_reason or reason
             cases.append(
                 CaseResult(
-                    name=running.name, classname=running.classname, time=elapsed,
-                    outcome="error", message=case_reason or reason, text=detail, type=status,
-                    case_id=case.id, file=running.file, line=running.line,
+                    name=culprit.name, classname=culprit.classname,
+                    time=culprit.time if case.lost else elapsed, outcome="error",
+                    message=message, text=detail,
+                    type=TIMEOUT if status == TIMEOUT else CRASHED, case_id=case.id,
+                    file=culprit.file, line=culprit.line,
                 )
             )  # fmt: skip
     if failing and not any(case.outcome in ("failed", "error") for case in cases):

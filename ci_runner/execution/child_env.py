@@ -2,9 +2,10 @@
 
 Each attempt has private paths in the shard's temporary directory (:class:`AttemptFiles`): the
 combined stdout+stderr (``<stem>.log``), the case record (``<stem>.cases``, see
-:mod:`ci_runner.execution.case_record`) and one stack-dump file per Python process
+:mod:`ci_runner.execution.case_record`), one stack-dump file per Python process
 (``<stem>.stack.<pid>``; no directory of their own: creating and removing one per file cost the
-runner more than all the rest of its new work). The
+runner more than all the rest of its new work) and, when it runs only some cases, the case
+selection (``<stem>.select``, see :mod:`ci_runner.execution.case_selection`). The
 environment puts the child bootstrap (:mod:`ci_runner.execution.child`) first on ``PYTHONPATH``
 and tells it where those files are; ``PYTEST_ADDOPTS`` loads the case-record plugin and sets
 pytest's ``faulthandler_timeout`` just under the file's time limit.
@@ -26,6 +27,7 @@ from ci_runner.execution.child.ci_runner_case_record import (
     ROOT_VARIABLE,
     STACK_PREFIX_VARIABLE,
 )
+from ci_runner.execution.child.ci_runner_case_select import SELECTION_VARIABLE
 from ci_runner.execution.gpu_slots import VISIBLE_DEVICES
 from ci_runner.execution.process_tree import TOKEN_VARIABLE
 
@@ -51,9 +53,13 @@ class AttemptFiles:
     def stack_file(self, pid: int) -> Path:
         return Path(f"{self.stack_prefix}{pid}")
 
+    @property
+    def selection(self) -> Path:
+        return self.output.with_suffix(".select")
+
     def remove(self) -> None:
         """Delete them (whatever the file did to them)."""
-        for path in (self.output, self.record):
+        for path in (self.output, self.record, self.selection):
             with contextlib.suppress(OSError):
                 path.unlink(missing_ok=True)
         start = self.output.with_suffix(".stack.").name
@@ -89,6 +95,7 @@ def child_environment(
     pin_gpus: bool,
     attempt: int,
     token: str,
+    selects_cases: bool = False,
 ) -> dict[str, str]:
     """The environment of one attempt (docs/running-and-reports.md, "How a file runs")."""
     env = dict(base_env)
@@ -106,4 +113,7 @@ def child_environment(
     env[ROOT_VARIABLE] = str(root)
     env[DEPTH_VARIABLE] = "0"
     env[STACK_PREFIX_VARIABLE] = files.stack_prefix
+    env.pop(SELECTION_VARIABLE, None)
+    if selects_cases:  # the file files.selection names the cases to run
+        env[SELECTION_VARIABLE] = str(files.selection)
     return env

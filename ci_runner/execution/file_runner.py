@@ -28,6 +28,8 @@ from ci_runner.execution import process_tree
 from ci_runner.execution.captured_output import TAIL_BYTES, read_tail, size_of
 from ci_runner.execution.case_record import CaseRecord, read_record
 from ci_runner.execution.case_results import attempt_cases, judge_exit, while_running
+from ci_runner.execution.case_resume import CrashResume
+from ci_runner.execution.case_selection import EVERY_CASE, CaseSelection
 from ci_runner.execution.child_env import AttemptFiles, child_environment
 from ci_runner.execution.listener import AttemptStart, ShardListener
 from ci_runner.execution.retry import RetryPolicy
@@ -44,6 +46,7 @@ from ci_runner.model import (
     PASSED,
     TIMEOUT,
     AttemptResult,
+    CaseResult,
     FileResult,
     ProcessStack,
     whole_file_case,
@@ -192,25 +195,38 @@ def _failed_to_start(path: str, number: int, reason: str, files: AttemptFiles, t
     )  # fmt: skip
 
 
-def run_attempt(
-    path: str,
-    suite: str,
-    number: int,
-    settings: RunSettings,
-    gpu_ids: tuple[str, ...],
-    pin_gpus: bool,
-    timeout: float,
-    cancel: CancelToken,
-    listener: ShardListener | None = None,
-    est_time: float = 0.0,
-) -> AttemptResult:
-    """Run the file once (see :meth:`RunSettings.command`) and judge it."""
+@dataclass(frozen=True)
+class _AttemptOf:
+    """What every process of one attempt of a file shares."""
+
+    path: str
+    suite: str
+    number: int
+    settings: RunSettings
+    gpu_ids: tuple[str, ...]
+    pin_gpus: bool
+    cancel: CancelToken
+    listener: ShardListener | None
+    est_time: float
+
+
+def _run_process(
+    shared: _AttemptOf, timeout: float, selection: CaseSelection, note: str = ""
+) -> tuple[AttemptResult, CaseRecord]:
+    """Run the file once in a fresh process tree (see :meth:`RunSettings.command`), with the
+    cases of ``selection``, and judge it; the case record comes back too."""
+    path, suite, number, settings = shared.path, shared.suite, shared.number, shared.settings
+    gpu_ids, pin_gpus, cancel, listener = (
+        shared.gpu_ids, shared.pin_gpus, shared.cancel, shared.listener
+    )  # fmt: skip
     files = AttemptFiles(settings.workdir / f"{uuid.uuid4().hex[:12]}-{number}.log")
     token = uuid.uuid4().hex
     settings.workdir.mkdir(parents=True, exist_ok=True)  # a previous file may have removed it
+    if selection.active:
+        selection.write(files.selection)
     env = child_environment(
         settings.base_env, settings.root, settings.nightly, files, gpu_ids=gpu_ids,
-        pin_gpus=pin_gpus, attempt=number, token=token,
+        pin_gpus=pin_gpus, attempt=number, token=token, selects_cases=selection.active,
     )  # fmt: skip
     argv, cwd = settings.command(path, suite)
     start = time.monotonic()
@@ -220,11 +236,12 @@ def run_attempt(
         except OSError as exc:
             reason = f"could not start {' '.join(argv[:-1] or argv)} {path}: {exc}"
             output.write(reason.encode())
-            return _failed_to_start(path, number, reason, files, timeout)
+            return _failed_to_start(path, number, reason, files, timeout), CaseRecord()
         process_tree.register_root(proc.pid)
     watch = AttemptStart(
-        path, number, settings.retry.max_attempts if settings.retry.enabled else 1, est_time,
-        timeout, gpu_ids, files.output, files.record, start,
+        path, number, settings.retry.max_attempts if settings.retry.enabled else 1,
+        shared.est_time,
+        timeout, gpu_ids, files.output, files.record, start, note,
     )  # fmt: skip
     if listener is not None:
         listener.attempt_started(watch)
@@ -261,7 +278,9 @@ def run_attempt(
     )
     if listener is not None:
         listener.attempt_stopped(watch)
-    return _judged(path, number, settings, files, exit_code, elapsed, timeout, running, leftovers)
+    return _judged(
+        path, number, settings, files, exit_code, elapsed, timeout, running, leftovers, selection
+    )
 
 
 def _judged(
@@ -274,8 +293,9 @@ def _judged(
     timeout: float,
     running: RunningAttempt | None,
     leftovers: int,
-) -> AttemptResult:
-    """The :class:`AttemptResult` of an attempt whose processes are all gone."""
+    selection: CaseSelection,
+) -> tuple[AttemptResult, CaseRecord]:
+    """The :class:`AttemptResult` of an attempt whose processes are all gone, and its record."""
     tail, truncated = read_tail(files.output, TAIL_BYTES)
     record: CaseRecord = read_record(files.record)
     term_signal = -exit_code if exit_code < 0 else None
@@ -291,6 +311,7 @@ def _judged(
         status, reason, retriable = judge_exit(
             exit_code, record, tail, lambda: file_defines_tests(settings.root / path)
         )
+
     case_reason = reason.replace(while_running(record), "") + " while running this case"
     if status in (NOT_RUN, TIMEOUT):
         reason += while_running(record)
@@ -308,7 +329,7 @@ def _judged(
         if status == NOT_RUN
         else attempt_cases(path, status, reason, elapsed, record, detail, case_reason)
     )
-    return AttemptResult(
+    attempt = AttemptResult(
         number=number,
         status=status,
         elapsed=elapsed,
@@ -326,8 +347,45 @@ def _judged(
         leftover_processes=leftovers,
         stacks=stacks,
         stacks_omitted=omitted,
-        running=tuple(case.id for case in record.running),
+        running=tuple(case.id for case in record.culprits),
     )
+    return attempt, record
+
+
+def run_attempt(
+    path: str,
+    suite: str,
+    number: int,
+    settings: RunSettings,
+    gpu_ids: tuple[str, ...],
+    pin_gpus: bool,
+    timeout: float,
+    cancel: CancelToken,
+    listener: ShardListener | None = None,
+    est_time: float = 0.0,
+    selection: CaseSelection = EVERY_CASE,
+) -> AttemptResult:
+    """One attempt of the file: its cases of ``selection``, within ``timeout`` seconds.
+
+    When its process dies in a case (a crash, a lost CUDA context, an exit mid-case), the cases
+    not run yet run in a fresh process, again and again while each one gets further, at most
+    :data:`~ci_runner.execution.case_resume.RESUME_LIMIT` times (:mod:`.case_resume`).
+    """
+    deadline = time.monotonic() + timeout
+    shared = _AttemptOf(
+        path, suite, number, settings, gpu_ids, pin_gpus, cancel, listener, est_time
+    )  # fmt: skip
+    resume = CrashResume(selection, *_run_process(shared, timeout, selection))
+    while left := resume.next_selection(deadline - time.monotonic(), cancel.event.is_set()):
+        resume.add(*_run_process(shared, deadline - time.monotonic(), left, resume.note()))
+    attempt = resume.merged(path)
+    if attempt.status == NO_TESTS and selection.active:  # every case it was to run is gone
+        why = "check the node ids" if selection.only is not None else "do their ids change?"
+        attempt = replace(
+            attempt, status=FAILED, retriable=False,
+            reason=f"none of {selection.describe()} ran ({attempt.reason}): {why}",
+        )  # fmt: skip
+    return attempt
 
 
 def run_file(
@@ -341,14 +399,22 @@ def run_file(
     cancel: CancelToken,
     budget: RetryBudget,
     listener: ShardListener | None = None,
+    cases: tuple[str, ...] = (),
 ) -> FileResult:
-    """All attempts of one file; the final status folds them (failed then passed = flaky)."""
+    """All attempts of one file; the final status folds them (failed then passed = flaky).
+
+    ``cases``: the node ids to run (``--tests``, ``--from-junit``); empty runs every case. A
+    retry runs only what did not pass when every failure is a named case
+    (:func:`retry_selection`), else the whole file again.
+    """
     start = time.monotonic()
     attempts: list[AttemptResult] = []
+    base = CaseSelection(only=cases or None)
+    selection = base
     while True:
         attempt = run_attempt(
             path, suite, len(attempts) + 1, settings, gpu_ids, pin_gpus, timeout, cancel,
-            listener, est_time,
+            listener, est_time, selection,
         )  # fmt: skip
         if attempts:
             budget.spend(attempt.elapsed)
@@ -364,6 +430,7 @@ def run_file(
         if cancel.event.wait(settings.retry.wait_seconds):
             break
         budget.spend(time.monotonic() - waited)
+        selection = retry_selection(base, attempts)
     result = fold_attempts(path, suite, est_time, attempts, time.monotonic() - start, gpu_ids)
     if result.status == NO_TESTS and not settings.no_tests_fail and attempts[-1].exit_code == 0:
         result = replace(result, tolerated=NO_TESTS_TOLERATED)
@@ -373,6 +440,31 @@ def run_file(
 NO_TESTS_TOLERATED = (
     "not failing: the policy's strict-checks = \"warning\" keeps the file's exit status 0"
 )
+
+
+def _failures(cases: tuple[CaseResult, ...]) -> list[CaseResult]:
+    return [case for case in cases if case.outcome in ("failed", "error")]
+
+
+def latest_cases(attempts: list[AttemptResult]) -> dict[str, CaseResult]:
+    """Each named case's result in the last attempt that ran it (in first-run order)."""
+    latest: dict[str, CaseResult] = {}
+    for attempt in attempts:
+        for case in attempt.cases:
+            if case.case_id:
+                latest[case.case_id] = case
+    return latest
+
+
+def retry_selection(base: CaseSelection, attempts: list[AttemptResult]) -> CaseSelection:
+    """The cases of the next attempt: ``base`` without every case whose latest result is no
+    failure, when each failure of the last attempt is a named case (a failing, crashed or hung
+    case); else ``base`` (the whole file: its failure is the file's own)."""
+    failing = _failures(attempts[-1].cases)
+    if not failing or any(not case.case_id for case in failing):
+        return base
+    latest = latest_cases(attempts)
+    return base.skipping(cid for cid, case in latest.items() if not _failures((case,)))
 
 
 def fold_attempts(
@@ -408,5 +500,12 @@ def fold_attempts(
         reason=reason,
         gpu_ids=gpu_ids,
         timeout_limit=last.timeout_limit,
-        cases=decisive.cases,
+        cases=_folded_cases(ran, decisive) if len(ran) > 1 else decisive.cases,
     )
+
+
+def _folded_cases(ran: list[AttemptResult], decisive: AttemptResult) -> tuple[CaseResult, ...]:
+    """A retried file's cases: each named case's latest result (a retry runs only what did
+    not pass), then the decisive attempt's own case for the whole file, if it has one."""
+    own = [case for case in decisive.cases if not case.case_id]
+    return (*latest_cases(ran).values(), *own)

@@ -32,6 +32,7 @@ class AttemptStart:
     output: Path  # combined stdout+stderr, growing
     record: Path  # the case record, growing
     started: float  # time.monotonic() at the start
+    note: str = ""  # what this process is, when not the attempt's first: "resumed after ..."
 
 
 class ShardListener(Protocol):

@@ -15,6 +15,7 @@ from ci_runner.catalog.execution_settings import (
     LAUNCHER_PYTHON,
     CudaCoredump,
 )
+from ci_runner.catalog.quarantine import QuarantineEntry
 from ci_runner.execution.retry import RetryPolicy
 from ci_runner.exit_codes import EXIT_TEST_FAILURES
 
@@ -50,6 +51,7 @@ class ExecutionOptions:
     launcher: str = LAUNCHER_PYTHON  # the execution table's launcher (suites may override it)
     no_tests_fail: bool = True  # a no_tests file fails the run (policy strict-checks = "error")
     failure_exit_status: int = EXIT_TEST_FAILURES  # the exit status of a shard with a failure
+    quarantine: tuple[QuarantineEntry, ...] = ()  # the catalog's quarantined cases
 
     def describe(self) -> str:
         """``fail-fast, timeout from the suite catalog, retry up to 2 attempts``."""

@@ -9,6 +9,7 @@ is the process exit code: 0 all passed (or an empty shard), 1 test failures, 2 u
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Sequence
@@ -96,11 +97,19 @@ def execute_shard(
                 from_est=options.timeout_from_est_time, suite_timeouts=ctx.suite_timeouts,
                 est_rule=options.est_timeout, retry_increase=increase,
             ),
+            quarantined=f.quarantined, cases=f.cases,
         )
         for i, f in enumerate(files)
     ]  # fmt: skip
     start_results = [
-        *(placeholder(j.path, j.suite, j.est_time, NOT_RUN, "not started yet") for j in jobs),
+        *(
+            dataclasses.replace(
+                placeholder(j.path, j.suite, j.est_time, NOT_RUN, "not started yet"),
+                quarantined=j.quarantined,
+            )
+            for j in jobs
+        ),
+        *ctx.carried,
         *skipped,
         *(placeholder(d.path, d.suite, d.est_time, DISABLED, d.reason) for d in ctx.disabled),
     ]
@@ -128,6 +137,7 @@ def execute_shard(
                 jobs, slots, settings, listener, stop, start_results,
                 continue_on_error=options.continue_on_error, fail_on_flaky=options.fail_on_flaky,
                 failure_exit_status=options.failure_exit_status,
+                quarantine=options.quarantine,
             )  # fmt: skip
             run_jobs(runner, outcome)
             leftovers = process_tree.end_shard()

@@ -9,6 +9,7 @@ SIGHUP or SIGINT the running files' process trees are killed and every unfinishe
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
@@ -16,18 +17,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_runner.catalog.quarantine import QuarantineEntry
 from ci_runner.execution.child_env import AttemptFiles
 from ci_runner.execution.file_runner import CancelToken, RetryBudget, RunSettings, run_file
 from ci_runner.execution.gpu_slots import SlotPool, SlotSet, slots_needed
 from ci_runner.execution.listener import ShardListener
+from ci_runner.execution.quarantine import apply_quarantine
 from ci_runner.execution.signals import StopRequest, signal_name
 from ci_runner.exit_codes import EXIT_OK, EXIT_SIGNAL_BASE, EXIT_TEST_FAILURES
 from ci_runner.model import (
     FAILED,
-    FLAKY,
     NOT_RUN,
     FileResult,
     ShardOutcome,
+    fails_run,
     placeholder,
 )
 
@@ -45,6 +48,8 @@ class Job:
     gpus: int
     timeout: float
     all_gpus: bool = False  # takes every slot of the shard
+    quarantined: str | None = None  # the whole file is quarantined, and why
+    cases: tuple[str, ...] = ()  # node ids of the cases to run; () = all
 
 
 @dataclass
@@ -78,6 +83,7 @@ class ShardRunner:
         continue_on_error: bool,
         fail_on_flaky: bool,
         failure_exit_status: int = EXIT_TEST_FAILURES,
+        quarantine: tuple[QuarantineEntry, ...] = (),
     ) -> None:
         self.jobs = sorted(jobs, key=lambda j: j.index)  # plan order: longest first as packed
         self.slots = slots
@@ -89,12 +95,13 @@ class ShardRunner:
         self.continue_on_error = continue_on_error
         self.fail_on_flaky = fail_on_flaky
         self.failure_exit_status = failure_exit_status
+        self.quarantine = quarantine
         self.budget = RetryBudget()
         self._done: queue.Queue[tuple[int, FileResult]] = queue.Queue()
         self._first_failure: FileResult | None = None
 
     def _is_failure(self, result: FileResult) -> bool:
-        return result.failing or (self.fail_on_flaky and result.status == FLAKY)
+        return fails_run(result, self.fail_on_flaky)
 
     def _worker(self, job: Job, gpu_ids: tuple[str, ...], cancel: CancelToken) -> None:
         try:
@@ -102,8 +109,9 @@ class ShardRunner:
                 job.path, job.suite, job.est_time, self.settings,
                 gpu_ids if self.slots.pinned and job.gpus > 0 else (),
                 self.slots.pinned and job.gpus > 0, job.timeout, cancel, self.budget,
-                self.listener,
+                self.listener, job.cases,
             )  # fmt: skip
+            result = apply_quarantine(result, job.quarantined, self.quarantine)
         except Exception as exc:  # an executor bug must not hang the shard
             result = FileResult(
                 path=job.path, suite=job.suite, est_time=job.est_time, status=FAILED,
@@ -189,7 +197,10 @@ def run_jobs(runner: ShardRunner, outcome: ShardOutcome) -> None:
     reason = runner.not_run_reason(signum)
     results = list(runner.results)
     for job in never_started:
-        results[job.index] = placeholder(job.path, job.suite, job.est_time, NOT_RUN, reason)
+        results[job.index] = dataclasses.replace(
+            placeholder(job.path, job.suite, job.est_time, NOT_RUN, reason),
+            quarantined=job.quarantined,
+        )
     outcome.results = results
     outcome.wall = time.monotonic() - start
     if signum is not None:

@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-no-registered-tests-in-package": ("registration_lints", "main_no_tests_in_package"),
     "check-registered-tests": ("registration_lints", "main_registered_tests"),
     "check-workflow-dispatch": ("workflow_coverage", "main"),
+    "flaky-report": ("flaky_report", "main"),
     "merge-junit": ("junit_merge", "main"),
     "update-est-time": ("est_time", "main"),
 }

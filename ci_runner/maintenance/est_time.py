@@ -10,6 +10,11 @@ A drift is significant when |measured - declared| >= ``--min-rel`` x declared **
 ``--min-abs`` seconds. ``--check`` exits 1 when any registration drifted; ``--write`` rewrites
 the drifted ``est_time`` literals in place: the file is parsed with :mod:`ast`, and only the
 characters of the literal itself are replaced, so formatting and comments stay as they were.
+
+``--model-out PATH`` also writes the measured value of every (path, suite) with enough samples,
+merged over every shard and run given, as the JSON file ``run_suite.py --partition-model-file``
+reads, so measured times plan the shards. Rows carried over by ``--resume-from`` are not
+samples: the attempt that ran the file measured it.
 """
 
 from __future__ import annotations
@@ -36,7 +41,14 @@ from ci_runner.cli_errors import (
 )
 from ci_runner.collect.calls import read_marker_calls
 from ci_runner.collect.source_text import encoding_of, python_lines
-from ci_runner.file_safety import read_regular, read_regular_text, why, write_atomic
+from ci_runner.file_safety import (
+    content_problem,
+    destination_problem,
+    read_regular,
+    read_regular_text,
+    why,
+    write_atomic,
+)
 from ci_runner.maintenance.junit_files import (
     JUnitReadError,
     number,
@@ -169,6 +181,8 @@ def _jsonl_samples(path: Path, notes: list[str]) -> Iterable[tuple[Key, str, flo
                 f"{where}: expected a JSON object with path, suite, elapsed, status "
                 f"({type(exc).__name__}: {str(exc)[:200]})"
             ) from None
+        if row.get("resumed") is True:
+            continue  # carried over by --resume-from: measured by the attempt that ran it
         try:
             yield key, _status(row.get("status", "passed")), _elapsed(elapsed)
         except DroppedSample as exc:
@@ -186,6 +200,8 @@ def _junit_samples(path: Path, notes: list[str]) -> Iterable[tuple[Key, str, flo
         if "suite" not in props:
             foreign += 1
             continue
+        if props.get("resumed") == "true":
+            continue  # carried over by --resume-from: measured by the attempt that ran it
         where = f"{path}: testsuite {str(suite.name)[:80]!r}"
         rel_path = checked_path(props.get("path") or suite.name or "", where)
         elapsed = props.get("elapsed")
@@ -298,6 +314,33 @@ def rewrite(source: str, edits: Sequence[tuple[EstTimeLiteral, int]]) -> str:
     return "".join(lines)
 
 
+# ---------------------------------------------------------------------------- the model file
+
+
+def partition_model(samples: dict[Key, list[float]], min_samples: int) -> dict[str, dict[str, int]]:
+    """The ``est`` table of the ``--partition-model-file`` document: suite -> path -> the
+    measured seconds (:func:`measured_est`) of every (path, suite) with at least
+    ``min_samples`` samples; the other files keep their est_time when the planner reads it."""
+    est: dict[str, dict[str, int]] = {}
+    for (path, suite), values in sorted(samples.items()):
+        if len(values) >= min_samples:
+            est.setdefault(suite, {})[path] = measured_est(values)
+    return est
+
+
+def write_model(path: Path, est: dict[str, dict[str, int]]) -> None:
+    """Write ``{"est": est}`` to ``path`` atomically; refuse a link, a non-regular file, or an
+    existing file that is not JSON (:class:`EstTimeInputError`, naming the flag)."""
+    problem = destination_problem(path) or content_problem(path, b"{", "a JSON model file")
+    if problem:
+        raise EstTimeInputError(f"--model-out {path}: {problem}")
+    text = json.dumps({"est": est}, indent=1, sort_keys=True) + "\n"
+    try:
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise EstTimeInputError(f"--model-out {path}: cannot write it: {why(exc)}") from None
+
+
 # ---------------------------------------------------------------------------- the command
 
 
@@ -364,6 +407,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=10.0,
         help="absolute drift threshold, s (default 10)",
     )
+    parser.add_argument(
+        "--model-out",
+        action=StoreOnce,
+        type=Path,
+        metavar="PATH",
+        help="also write the measured seconds of every file with --min-samples samples as the "
+        'JSON file --partition-model-file reads ({"est": {suite: {path: seconds}}})',
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 when any est_time drifted")
     mode.add_argument("--write", action="store_true", help="rewrite drifted est_time literals")
@@ -375,6 +426,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         syntax = load_syntax(root)
         notes: list[str] = []
         samples = load_samples(args.timings, notes)
+        if args.model_out is not None:
+            est = partition_model(samples, args.min_samples)
+            write_model(args.model_out, est)
+            count = sum(len(files) for files in est.values())
+            print(
+                f"wrote {args.model_out}: measured seconds of {count} file(s) in {len(est)} "
+                f"suite(s) (those with at least {args.min_samples} passing sample(s))"
+            )
     except (CatalogError, EstTimeInputError) as exc:
         return usage_error(exc, prog="update-est-time")
 

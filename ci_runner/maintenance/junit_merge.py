@@ -67,6 +67,7 @@ class Entry:
     element: TestSuite
     reason: str = ""
     tolerated: str = ""  # a no_tests file the shard's policy did not fail (property tolerated)
+    quarantined: str = ""  # the reason a quarantined file's failure fails no check
 
 
 @dataclass
@@ -88,6 +89,7 @@ class MergeResult:
     not_passing: list[Entry]
     status_counts: Counter
     skipped: list[Entry] = field(default_factory=list)
+    quarantined: list[Entry] = field(default_factory=list)  # did not pass, fail no check
 
     @property
     def complete(self) -> bool:
@@ -225,6 +227,7 @@ def load_reports(directory: Path, notes: list[str] | None = None) -> list[Entry]
                     element=suite,
                     reason=reason,
                     tolerated=props.get("tolerated", ""),
+                    quarantined=props.get("quarantined", ""),
                 )
             )
     return entries
@@ -262,16 +265,20 @@ def check(plan: Plan, entries: Sequence[Entry]) -> MergeResult:
         for key, found in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
         if len(found) > 1
     }
-    not_passing = [
+    failing = [
         e
         for e in entries
         if e.status not in (*PASSING, DISABLED, SKIPPED)
         and not (e.tolerated and e.status == NO_TESTS)
     ]
+    not_passing = [e for e in failing if not e.quarantined or e.status == "not_run"]
+    quarantined = [e for e in failing if e.quarantined and e.status != "not_run"]
     skipped = [e for e in entries if e.status == SKIPPED]
     counts = Counter(e.status for e in entries if e.status != DISABLED)
     counts[DISABLED] = len({(e.path, e.suite) for e in entries if e.status == DISABLED})
-    return MergeResult(list(entries), missing, duplicated, unplanned, not_passing, counts, skipped)
+    return MergeResult(
+        list(entries), missing, duplicated, unplanned, not_passing, counts, skipped, quarantined
+    )
 
 
 def merged_xml(entries: Sequence[Entry]) -> JUnitXml:
@@ -321,6 +328,16 @@ def summary_lines(result: MergeResult, markdown: bool = False) -> list[str]:
             f"{_seconds(e.elapsed)}){': ' + one_line(e.reason) if e.status == UNREADABLE else ''}"
             for e in result.not_passing
         ]
+    if result.quarantined:
+        lines.append(
+            f"QUARANTINED: {len(result.quarantined)} file(s) did not pass; their failures fail "
+            "no check:"
+        )
+        lines += [
+            f"{bullet}{_name((e.path, e.suite))}: {one_line(e.status)} (quarantined: "
+            f"{one_line(e.quarantined)})"
+            for e in result.quarantined
+        ]
     if result.skipped:
         lines.append(f"SKIPPED: {len(result.skipped)} file(s) needed more GPUs than their runner:")
         lines += [
@@ -328,7 +345,7 @@ def summary_lines(result: MergeResult, markdown: bool = False) -> list[str]:
             for e in result.skipped
         ]
     verdict = "OK: every planned file ran exactly once and passed" if result.ok else "FAILED"
-    if result.ok and result.skipped:
+    if result.ok and (result.skipped or result.quarantined):
         verdict = "OK: every planned file was reported exactly once; none failed"
     lines.append(f"**{verdict}**" if markdown else verdict)
     return lines

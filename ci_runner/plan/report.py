@@ -24,6 +24,11 @@ def selection_lines(selection: Selection) -> list[str]:
         f"  disabled: {one_line(d.path)} [{d.suite}] reason: {one_line(d.reason)}"
         for d in selection.disabled
     )
+    lines.extend(
+        f"  quarantined: {one_line(f.path)} [{f.suite}] reason: {one_line(f.quarantined)}"
+        for f in selection.files
+        if f.quarantined is not None
+    )
     return lines
 
 
@@ -34,10 +39,20 @@ def _gpu_note(gpus: int, all_gpus: bool) -> str:
     return f", {gpus} GPUs" if gpus > 1 else ""
 
 
+def _cases_note(cases: tuple[str, ...]) -> str:
+    """``, 2 case(s): test_a, TestB::test_c`` when only some cases of the file run."""
+    if not cases:
+        return ""
+    names = [case.partition("::")[2] for case in cases]
+    shown = ", ".join(one_line(name) for name in names[:3])
+    more = f", ... ({len(names) - 3} more)" if len(names) > 3 else ""
+    return f", {len(cases)} case(s): {shown}{more}"
+
+
 def plan_lines(plan: Plan, selection: Selection, shard_ids: list[int]) -> list[str]:
     """Plan figures, then each listed shard with its files (longest first)."""
     est = {f.path: f.est_time for f in selection.files}
-    gpus = {f.path: _gpu_note(f.gpus, f.all_gpus) for f in selection.files}
+    gpus = {f.path: _gpu_note(f.gpus, f.all_gpus) + _cases_note(f.cases) for f in selection.files}
     lines = [
         f"plan: {plan.shard_count} shard(s), predicted makespan {_seconds(plan.makespan)}, "
         f"lower bound {_seconds(plan.lower_bound)} (max(longest file, total/{plan.shard_count})), "
@@ -70,6 +85,8 @@ def dry_run_document(selection: Selection, plan: Plan, shard_id: int | None) -> 
                 "suite": f.suite,
                 "gpus": f.gpus,
                 "all_gpus": f.all_gpus,
+                "cases": list(f.cases),
+                "quarantined": f.quarantined,
             }
             for f in selection.files
         ],

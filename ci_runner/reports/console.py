@@ -29,6 +29,7 @@ from ci_runner.model import (
     RunInfo,
     ShardOutcome,
     case_counts,
+    quarantined_failures,
 )
 from ci_runner.reports.github import GitHubContext, annotations, case_name, failing_cases
 from ci_runner.reports.live import LiveOutput, format_seconds
@@ -64,6 +65,8 @@ def file_line(result: FileResult, index: int, total: int) -> str:
         extras.append(f"killed {leftovers} leftover process(es)")
     if result.gpu_ids:
         extras.append(f"gpu {one_line(','.join(result.gpu_ids))}")
+    if result.quarantined is not None:
+        extras.append(f"quarantined: {one_line(result.quarantined)}")
     return line + (f"  [{'; '.join(extras)}]" if extras else "")
 
 
@@ -74,7 +77,18 @@ def start_line(start: AttemptStart, label: str) -> str:
         line += f" attempt {start.number}/{start.max_attempts}"
     if start.gpu_ids:
         line += f" [GPU {one_line(','.join(start.gpu_ids))}]"
+    if start.note:
+        line += f" ({one_line(start.note)})"
     return line
+
+
+def summary_line(outcome: ShardOutcome) -> str:
+    """``summary: N passed, N failed, N skipped``, plus ``, N quarantined`` when failed cases
+    of quarantined files were left out of the failed count."""
+    passed, failed, skipped = case_counts(outcome.results)
+    quarantined = quarantined_failures(outcome.results)
+    extra = f", {quarantined} quarantined" if quarantined else ""
+    return f"summary: {passed} passed, {failed} failed, {skipped} skipped{extra}"
 
 
 class ConsoleReport:
@@ -153,7 +167,7 @@ class ConsoleReport:
 
     def attempt_started(self, start: AttemptStart) -> None:
         with self._lock:
-            if start.number == 1 or start.path not in self._labels:
+            if (start.number == 1 and not start.note) or start.path not in self._labels:
                 self._started += 1
                 self._labels[start.path] = f"[{self._started}/{self._total}]"
             label = self._labels[start.path]
@@ -163,6 +177,16 @@ class ConsoleReport:
 
     def attempt_stopped(self, start: AttemptStart) -> None:
         self.live.finish(start)
+
+    def resumed(self, results: list[FileResult]) -> None:
+        """Files a previous attempt of the shard passed (``--resume-from``): not run again."""
+        with self._lock:
+            for result in results:
+                self._print(
+                    f"[resumed] {one_line(result.path)}  {result.status}  "
+                    f"[{one_line(result.reason)}]"
+                )
+            self.stream.flush()
 
     def attempt_ended(self, path: str, attempt: AttemptResult, why: str, again: bool) -> None:
         """A failed attempt: say whether (and why not) it is retried."""
@@ -236,8 +260,7 @@ class ConsoleReport:
             if self.github_actions:
                 for line in annotations(outcome, self.github):
                     self._print(line)
-            passed, failed, skipped = case_counts(outcome.results)
-            self._print(f"summary: {passed} passed, {failed} failed, {skipped} skipped")
+            self._print(summary_line(outcome))
             self._flush()
 
     def _table(self, outcome: ShardOutcome) -> None:
@@ -271,8 +294,9 @@ class ConsoleReport:
             self._print("failed:")
             for r in outcome.failing:
                 self._failed_lines(r)
-        tolerated = [r for r in outcome.no_tests if not r.failing]
+        tolerated = [r for r in outcome.no_tests if not r.fails_unquarantined]
         for title, items in (
+            ("quarantined (failing no job)", outcome.quarantined),
             ("ran no tests (not failing)", tolerated),
             ("flaky", outcome.flaky),
             ("not run", outcome.not_run),
@@ -283,6 +307,8 @@ class ConsoleReport:
                 self._print(f"{title}:")
                 for r in items:
                     why = f"{r.reason} ({r.tolerated})" if r.tolerated else r.reason
+                    if r.quarantined is not None:
+                        why += f" (quarantined: {r.quarantined})"
                     self._print(f"  {one_line(r.path)} [{r.status}]: {one_line(why)}")
         if outcome.interrupted_by:
             self._print(f"interrupted by {outcome.interrupted_by}")

@@ -181,7 +181,7 @@ def annotations(outcome: ShardOutcome, context: GitHubContext) -> list[str]:
                         case_name(case, result),
                     )
                 )
-        elif result.status == NO_TESTS and not result.failing:
+        elif result.status == NO_TESTS and not result.fails_unquarantined:
             warnings.append(
                 command(
                     "warning",

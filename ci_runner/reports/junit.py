@@ -40,7 +40,6 @@ from junitparser.xunit2 import TestCase as SurefireCase
 from ci_runner.execution.stacks import format_stacks
 from ci_runner.file_safety import write_atomic
 from ci_runner.model import (
-    FLAKY,
     AttemptResult,
     CaseResult,
     FileResult,
@@ -120,13 +119,14 @@ def _cases(result: FileResult) -> list[_TestCase]:
     retried = len(result.attempts) > 1
     for case in report_cases(result):
         element = _case(case)
-        flaky = result.status == FLAKY
-        if retried and (flaky or case.outcome in ("failed", "error")):
+        failed = case.outcome in ("failed", "error")
+        if retried and (failed or case.outcome == "passed"):
+            # a case that passed after failing is flaky, whatever the rest of its file did
             others = _other_attempts(result, case)
-            if flaky and others:
+            if not failed and others:
                 element.append(_flaky_note(result, others))
             for other in others:
-                element.add_interim_result(_interim(other, flaky=flaky))
+                element.add_interim_result(_interim(other, flaky=not failed))
         elements.append(element)
     return elements
 
@@ -174,6 +174,10 @@ def file_testsuite(result: FileResult, info: RunInfo) -> TestSuite:
         properties.append(("timeout", f"{result.timeout_limit:g}"))
     if result.tolerated:
         properties.append(("tolerated", result.tolerated))
+    if result.quarantined is not None:
+        properties.append(("quarantined", result.quarantined))
+    if result.resumed:
+        properties.append(("resumed", "true"))
     properties += [(f"attempt.{a.number}", _attempt_summary(a)) for a in result.attempts]
     for name, value in properties:
         suite.add_property(name, xml_safe(value))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ci_runner.env import GITHUB_ACTIONS, get_bool_env
 from ci_runner.execution.listener import AttemptStart
-from ci_runner.file_safety import destination_problem, read_regular, same_file_groups, why
+from ci_runner.file_safety import content_problem, destination_problem, same_file_groups
 from ci_runner.model import SKIPPED, AttemptResult, FileResult, RunInfo, ShardOutcome
 from ci_runner.reports.console import ConsoleReport
 from ci_runner.reports.github import GitHubContext
@@ -116,6 +116,7 @@ class ShardReports:
         self.results = list(results)
         self._write_files()
         self.console.header(info, to_run)
+        self.console.resumed([r for r in self.results if r.resumed])
         self.console.skipped([r for r in self.results if r.status == SKIPPED])
 
     def attempt_started(self, start: AttemptStart) -> None:
@@ -170,19 +171,8 @@ def _content_problem(label: str, path: Path) -> str | None:
     """An existing report file is replaced only when it starts like one (``<`` / ``{``)."""
     if label not in _REPORT_STARTS:
         return None  # the step summary is appended to, never replaced
-    try:
-        head = read_regular(path, limit=4096).lstrip()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"cannot read it: {why(exc)}"
     start, kind = _REPORT_STARTS[label]
-    if head and not head.startswith(start):
-        return (
-            f"exists and is not {kind} (it starts with {head[:20]!r}); the report would replace "
-            "it: pass another path, or delete the file"
-        )
-    return None
+    return content_problem(path, start, kind)
 
 
 def _warn(message: str) -> None:

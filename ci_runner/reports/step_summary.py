@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ci_runner.execution.stacks import format_stacks
 from ci_runner.file_safety import append_regular
-from ci_runner.model import FLAKY, FileResult, ShardOutcome, case_counts
+from ci_runner.model import FLAKY, FileResult, ShardOutcome, case_counts, quarantined_failures
 from ci_runner.reports.github import GitHubContext, case_name, failing_cases, flaky_cases
 from ci_runner.reports.live import format_seconds
 from ci_runner.safe_text import one_line, printable
@@ -105,9 +105,21 @@ def _bounded_rows(rows: list[str]) -> list[str]:
     ]
 
 
+def _status_cell(result: FileResult) -> str:
+    cell = f"{_ICONS.get(result.status, '')} {result.status}"
+    if result.quarantined is not None:
+        cell += " (quarantined)"
+    if result.resumed:
+        cell += " (previous attempt)"
+    return cell
+
+
 def _details(result: FileResult) -> list[str]:
     """The reason, stacks and output tails of a failing, flaky or no-test file."""
-    out = ["", f"**{_code(result.path)}** {result.status}: {_cell(result.reason)}"]
+    reason = result.reason
+    if result.quarantined is not None:
+        reason += f" (quarantined: {result.quarantined})"
+    out = ["", f"**{_code(result.path)}** {result.status}: {_cell(reason)}"]
     shown = result.failed_attempts if result.status == FLAKY else result.attempts[-1:]
     for attempt in shown:
         if attempt.stacks:
@@ -151,6 +163,7 @@ def render_step_summary(outcome: ShardOutcome, github: GitHubContext | None = No
     github = github or GitHubContext()
     info = outcome.info
     passed, failed, skipped = case_counts(outcome.results)
+    quarantined = quarantined_failures(outcome.results)
     verdict = "passed" if outcome.exit_code == 0 else f"failed (exit {outcome.exit_code})"
     if outcome.interrupted_by:
         verdict = f"interrupted by {outcome.interrupted_by} (exit {outcome.exit_code})"
@@ -158,7 +171,8 @@ def render_step_summary(outcome: ShardOutcome, github: GitHubContext | None = No
         f"## run_suite: {_cell(info.hw)} {_cell(', '.join(info.suites))}, shard "
         f"{info.shard}: {verdict}",
         "",
-        f"- test cases: {passed} passed, {failed} failed, {skipped} skipped",
+        f"- test cases: {passed} passed, {failed} failed, {skipped} skipped"
+        + (f", {quarantined} quarantined (failing no job)" if quarantined else ""),
         f"- plan `{info.plan_hash}`; {_cell(info.slots)}; {_cell(info.mode)}",
         f"- predicted: this shard {info.shard_est_total:g}s of est, slowest shard "
         f"{info.predicted_makespan:g}s (lower bound {info.lower_bound:g}s); "
@@ -179,7 +193,11 @@ def render_step_summary(outcome: ShardOutcome, github: GitHubContext | None = No
         _flaky_rows(outcome, github),
         outcome.flaky,
     )
-    tolerated = [r for r in outcome.no_tests if not r.failing]
+    if outcome.quarantined:
+        out += ["", f"### Quarantined, failing no job ({len(outcome.quarantined)})"]
+        for result in outcome.quarantined:
+            out += _details(result)
+    tolerated = [r for r in outcome.no_tests if not r.fails_unquarantined]
     if tolerated:
         out += ["", f"### Ran no tests ({len(tolerated)})", ""]
         out += [f"- {_code(r.path)}: {_cell(r.reason)} ({_cell(r.tolerated)})" for r in tolerated]
@@ -192,7 +210,7 @@ def render_step_summary(outcome: ShardOutcome, github: GitHubContext | None = No
     ]
     for r in outcome.results:
         out.append(
-            f"| {_code(r.path)} | {_ICONS.get(r.status, '')} {r.status} | "
+            f"| {_code(r.path)} | {_status_cell(r)} | "
             f"{format_seconds(r.elapsed)} | {r.est_time:g}s | {len(r.attempts)} |"
         )
     if outcome.not_run:

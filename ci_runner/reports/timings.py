@@ -2,8 +2,9 @@
 
 Each line: ``path``, ``suite``, ``est_time``, ``elapsed`` (seconds over all attempts and retry
 waits), ``status``, ``attempts``, ``shard`` ("0/4"), plus ``attempt_elapsed`` (per attempt; the
-one to compare with est_time), ``timeout``, ``reason``, ``gpu_ids``, ``plan_hash``, and for a
-``no_tests`` file the policy allows, ``tolerated`` (why it does not fail the run). Rewritten
+one to compare with est_time), ``timeout``, ``reason``, ``gpu_ids``, ``plan_hash``, and when they
+apply ``tolerated`` (a ``no_tests`` file the policy allows: why it does not fail the run),
+``quarantined`` (the reason) and ``resumed`` (true: carried over by ``--resume-from``). Rewritten
 atomically after every file; files not yet run appear as not_run. Lines are ASCII JSON (a
 non-ASCII character is a ``\\uXXXX`` escape, so no name can split a line), and a lone surrogate
 from a non-UTF-8 name becomes ``\\xNN`` (:func:`~ci_runner.safe_text.printable`).
@@ -21,7 +22,7 @@ from ci_runner.safe_text import printable
 
 def timing_record(result: FileResult, info: RunInfo) -> dict[str, object]:
     """The JSON object of one file."""
-    return {
+    record: dict[str, object] = {
         "path": printable(result.path),
         "suite": printable(result.suite),
         "est_time": result.est_time,
@@ -36,6 +37,11 @@ def timing_record(result: FileResult, info: RunInfo) -> dict[str, object]:
         "plan_hash": info.plan_hash,
         **({"tolerated": printable(result.tolerated)} if result.tolerated else {}),
     }
+    if result.quarantined is not None:
+        record["quarantined"] = printable(result.quarantined)
+    if result.resumed:
+        record["resumed"] = True
+    return record
 
 
 def write_timings(path: Path, results: list[FileResult], info: RunInfo) -> None:

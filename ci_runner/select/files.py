@@ -92,7 +92,21 @@ def _merge(
         gpus=gpus,
         all_gpus=all_gpus,
         gpus_from=gpus_from,
+        quarantined=file_quarantine(path, regs, catalog),
     )
+
+
+def file_quarantine(path: str, regs: list[Registration], catalog: Catalog) -> str | None:
+    """Why the whole file is quarantined: a catalog ``quarantine`` key naming the file, or
+    ``quarantined=`` in every selected enabled registration (one that leaves it out keeps the
+    file's failures failing the job); else None."""
+    for entry in catalog.quarantine:
+        if entry.target.path == path and not entry.target.case:
+            return entry.reason
+    reasons = [r.quarantined for r in regs]
+    if reasons and all(reasons):
+        return reasons[0]
+    return None
 
 
 def gpu_need(regs: list[Registration], catalog: Catalog) -> tuple[int, bool, str]:

@@ -244,7 +244,13 @@ def test_registration_syntax_keys(tmp_path):
         "runner_config": "1-gpu",
     }
     assert syntax.ignored_arguments == ("in_process_group",)
-    assert syntax.arguments[-4:] == ("min_gpus", "stage", "runner_config", "in_process_group")
+    assert syntax.arguments[-5:] == (
+        "min_gpus",
+        "quarantined",
+        "stage",
+        "runner_config",
+        "in_process_group",
+    )
     assert catalog.file_patterns == ("*.py",)
     assert catalog.get("stage-a-unit-test-mlx").hw == "mlx"
 

@@ -242,6 +242,8 @@ def test_dry_run_json_schema_and_coverage(repo, capsys):
         "suite": "unit-cpu",
         "gpus": 0,
         "all_gpus": False,
+        "cases": [],
+        "quarantined": None,
     }
     assert [f["path"] for f in doc["files"]] == sorted(f["path"] for f in doc["files"])
     assert doc["disabled"] == [
@@ -361,6 +363,8 @@ def test_file_in_two_selected_suites_runs_once(repo, capfd):
             "suite": "unit-cpu",
             "gpus": 0,
             "all_gpus": False,
+            "cases": [],
+            "quarantined": None,
         }
     ]
     assert run(repo, "--suite", "unit-cpu,extra-cpu") == 0

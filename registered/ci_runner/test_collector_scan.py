@@ -176,17 +176,17 @@ P = "registered/test_x.py"
         (
             "register_cpu_ci(est_time=1, suite='s', nighty=True)",
             f"{P}:1:40: unknown argument 'nighty' in register_cpu_ci(); expected est_time, "
-            "suite, nightly, disabled, min_gpus; did you mean 'nightly'?",
+            "suite, nightly, disabled, min_gpus, quarantined; did you mean 'nightly'?",
         ),
         (
             "register_cpu_ci(est_time=1, suite='s', gpus=2)",
             f"{P}:1:40: unknown argument 'gpus' in register_cpu_ci(); expected est_time, "
-            "suite, nightly, disabled, min_gpus; did you mean 'min_gpus'?",
+            "suite, nightly, disabled, min_gpus, quarantined; did you mean 'min_gpus'?",
         ),
         (
             "register_cpu_ci(est_time=1, suite='s', stage='x')",
             f"{P}:1:40: unknown argument 'stage' in register_cpu_ci(); expected est_time, "
-            "suite, nightly, disabled, min_gpus",
+            "suite, nightly, disabled, min_gpus, quarantined",
         ),
         (
             "register_cpu_ci(1, 's', est_time=2)",

@@ -72,6 +72,7 @@ CLIS = [
     CliSpec("python -m jit_kernel", "module", "jit_kernel", ("jit_kernel",)),
     maintenance("merge-junit"),
     maintenance("update-est-time"),
+    maintenance("flaky-report"),
     maintenance("check-registered-tests"),
     maintenance("check-no-registered-tests-in-package"),
     maintenance("check-workflow-dispatch"),

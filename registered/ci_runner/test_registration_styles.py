@@ -131,8 +131,8 @@ def test_a_duplicate_is_found_across_the_two_forms():
         (
             'register_cuda_ci(est_time=30, stag="base-b", runner_config="x")',
             f"{P}:1:31: unknown argument 'stag' in register_cuda_ci(); expected est_time, suite, "
-            "nightly, disabled, min_gpus, stage, runner_config, in_process_group; did you mean "
-            "'stage'?",
+            "nightly, disabled, min_gpus, quarantined, stage, runner_config, in_process_group; "
+            "did you mean 'stage'?",
         ),
         (
             'register_cuda_ci(30, "s", in_process_group=GROUP)',

@@ -83,7 +83,9 @@ def test_least_privilege_and_no_persisted_credentials(path):
         for step in job.get("steps", []):
             uses = step.get("uses", "")
             if uses:
-                assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", uses), f"unpinned: {uses}"
+                assert re.fullmatch(r"[\w-]+/[\w-]+(/[\w-]+)*@[0-9a-f]{40}", uses), (
+                    f"unpinned: {uses}"
+                )
             if uses.startswith("actions/checkout@"):
                 assert step["with"]["persist-credentials"] is False
 
@@ -119,6 +121,13 @@ def test_gpu_lanes_take_their_matrix_from_the_plan(name, lanes):
         for flag in ("--continue-on-error", "--junit-xml", "--timings-out"):
             assert flag in run["run"]
         assert '--auto-partition-id "$SHARD" --auto-partition-size "$SHARDS"' in run["run"]
+        assert "--resume-from previous-timings.jsonl" in run["run"]
+        restore, keep = job["steps"][job["steps"].index(run) - 1], job["steps"][-2]
+        assert restore["uses"].startswith("actions/cache/restore@")
+        assert keep["uses"].startswith("actions/cache/save@")
+        assert restore["with"]["path"] == keep["with"]["path"] == "reports/timings.jsonl"
+        assert restore["with"]["key"] == keep["with"]["key"]
+        assert restore["with"]["restore-keys"] + "${{ github.run_attempt }}" == keep["with"]["key"]
         upload = job["steps"][-1]
         assert upload["if"] == "always()"
         assert upload["uses"].startswith("actions/upload-artifact@")
@@ -141,7 +150,7 @@ def test_nightly_runs_full_grids_on_schedule_and_dispatch():
     assert set(triggers) == {"schedule", "workflow_dispatch"}
     assert data["env"]["SGLANG_JIT_KERNEL_RUN_FULL_TESTS"] == "1"
     for lane in GPU_LANES["nightly-test-nvidia.yml"]:
-        run = data["jobs"][lane]["steps"][2]["run"]
+        run = next(s for s in data["jobs"][lane]["steps"] if s.get("name") == "Run shard")["run"]
         assert "--nightly" in run and "--continue-on-error" in run
 
 

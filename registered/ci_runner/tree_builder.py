@@ -71,3 +71,14 @@ def run_script(name: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
+
+
+def run_maintenance(command: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m ci_runner.maintenance COMMAND ARGS...`` of this repository; text output."""
+    return subprocess.run(
+        [sys.executable, "-m", "ci_runner.maintenance", command, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=False,
+    )

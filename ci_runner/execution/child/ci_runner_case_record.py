@@ -20,6 +20,7 @@ epoch)::
      "nodeid": "test_x.py::TestA::test_b[1]", "file": "registered/test_x.py", "line": 12, ...}
     {"event": "end", "id": "...", "outcome": "failed", "detail": "", "message": "assert 1 == 2",
      "text": "<traceback, at most 16 KiB>", "duration": 0.004, ...}
+    {"event": "abort", "id": "...", "reason": "the CUDA context was lost: ...", ...}
     {"event": "finish", "exitstatus": 1, ...}
 
 * ``runner``: ``"pytest"`` (the plugin :mod:`ci_runner_pytest_plugin`) or ``"unittest"`` (the
@@ -33,6 +34,8 @@ epoch)::
   under pytest's non-strict rule, failed under unittest's), ``subtest`` (a subtest failed).
 * ``collected``: pytest's collected ids, before the first case starts; a collection error is
   a ``start``/``end`` pair of the collector's id with outcome ``error``.
+* ``abort``: the process ended itself right after the case ``id`` ran, for ``reason`` (the
+  CUDA context was lost: :mod:`ci_runner_cuda_check`); that case is the culprit.
 * ``finish``: pytest's exit status, at the end of its session.
 
 A ``start`` without its ``end`` is a case that was running when its process stopped. Only the

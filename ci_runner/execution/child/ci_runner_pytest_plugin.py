@@ -5,6 +5,10 @@ outcome follows pytest's own JUnit report: a failing setup or teardown is an ``e
 failing call ``failed``, a skip ``skipped`` (an xfail too, with detail ``xfail``), else
 ``passed``; the first failure of a case stands. Under pytest-xdist the controller writes the
 record (it sees every worker's reports), the workers do not.
+
+It also deselects the cases the runner's selection leaves out (:mod:`ci_runner_case_select`)
+and, after each case, ends the process when the CUDA context is lost
+(:mod:`ci_runner_cuda_check`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import os
 
 import ci_runner_case_record as record
+import ci_runner_case_select as select
+import ci_runner_cuda_check as cuda_check
 
 
 def pytest_configure(config) -> None:
@@ -62,6 +68,17 @@ class _Recorder:
             text=record.clip(report.longreprtext), duration=0.0,
         )  # fmt: skip
 
+    def pytest_collection_modifyitems(self, session, config, items) -> None:
+        """Leave out the cases the runner's selection does not run (before they are counted)."""
+        if not select.active():
+            return
+        kept, dropped = [], []
+        for item in items:
+            (kept if select.wanted(self._id(item.nodeid)[0]) else dropped).append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+
     def pytest_collection_finish(self, session) -> None:
         self.writer.write("collected", ids=[self._id(item.nodeid)[0] for item in session.items])
 
@@ -92,10 +109,12 @@ class _Recorder:
                     detail, message = "xfail", f"xfail: {report.wasxfail}".rstrip(": ")
             elif report.when == "call" and hasattr(report, "wasxfail") and outcome == "passed":
                 detail = "xpass"
+        case_id = self._id(nodeid)[0]
         self.writer.write(
-            "end", id=self._id(nodeid)[0], outcome=outcome, detail=detail, message=message,
+            "end", id=case_id, outcome=outcome, detail=detail, message=message,
             text=text, duration=round(sum(r.duration for r in reports), 6),
         )  # fmt: skip
+        cuda_check.end_if_lost(self.writer, case_id)
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         self.writer.write("finish", exitstatus=int(exitstatus))

@@ -8,6 +8,10 @@ fixture that fails (``setUpClass``) is reported by unittest without ``startTest`
 case of its own (``path::Class::setUpClass``), as unittest counts it. Standing down while a
 pytest session of the same process reports (pytest does not use ``TestResult`` for the unittest
 classes it runs, and this keeps it so), nothing is counted twice.
+
+Two more jobs for the runner: :func:`install_loader` leaves the cases the runner's selection does
+not run (:mod:`ci_runner_case_select`) out of the loader, and after each case the CUDA context is
+checked (:mod:`ci_runner_cuda_check`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import time
 import traceback
 
 import ci_runner_case_record as record
+import ci_runner_case_select as select
+import ci_runner_cuda_check as cuda_check
 
 _STATE = "_ci_runner_cases"  # result attribute: {id(test): case state}
 _FIXTURE = re.compile(r"^(\w+) \(([\w.]+)\)")  # unittest's "setUpClass (module.Class)"
@@ -164,7 +170,31 @@ def _error_text(result, err, test) -> tuple[str, str]:
 
 
 def _stop(result, test) -> None:
+    state = _cases(result).get(id(test))
     _end(result, test)
+    writer = record.writer()
+    if state is not None and writer is not None:
+        cuda_check.end_if_lost(writer, state["id"])
+
+
+def install_loader(loader_module) -> None:
+    """Leave the cases the runner's selection does not run out of every ``TestLoader``'s
+    ``getTestCaseNames`` (wrapped once; it selects only while no pytest session reports)."""
+    cls = loader_module.TestLoader
+    if getattr(cls, "_ci_runner_selects", False):
+        return
+    cls._ci_runner_selects = True
+    original = cls.getTestCaseNames
+
+    def getTestCaseNames(self, testCaseClass):
+        names = original(self, testCaseClass)
+        if record.pytest_active() or not select.active():
+            return names
+        prefix = f"{_module_file(testCaseClass.__module__)}::{testCaseClass.__qualname__}::"
+        return [name for name in names if select.wanted(prefix + name)]
+
+    getTestCaseNames.__wrapped__ = original
+    cls.getTestCaseNames = getTestCaseNames
 
 
 def _success(result, test) -> None:

@@ -7,8 +7,9 @@ that inherits the runner's ``PYTHONPATH`` (the file's own and its Python childre
    to ``$CI_RUNNER_STACK_PREFIX<pid>`` (reopened for a forked child). That file marks the
    process as ready: the runner sends the signal only to processes that have one and that catch
    the signal, since its default action would kill any other process;
-2. hooks unittest's result reporting when ``unittest`` is first imported, so unittest cases are
-   written to the case record however they are started (:mod:`ci_runner_unittest_hook`);
+2. hooks unittest's result reporting and its loader when ``unittest`` is first imported, so
+   unittest cases are written to the case record however they are started, and only the cases
+   the runner selects load (:mod:`ci_runner_unittest_hook`);
 3. runs the ``sitecustomize`` it shadows, if there is one further along the path.
 
 Standard library only, and cheap (about 1 ms a process beyond what any ``sitecustomize`` costs):
@@ -47,14 +48,16 @@ def _register_stack_dump(prefix, signal_name):
 
 
 class _UnittestHook:
-    """A meta path finder that patches ``unittest.result`` right after it is first loaded."""
+    """A meta path finder that patches ``unittest.result`` (case reporting) and
+    ``unittest.loader`` (the runner's case selection) right after each is first loaded."""
 
-    done = False
+    def __init__(self):
+        self.pending = {"unittest.result": _hook_unittest, "unittest.loader": _hook_loader}
 
     def find_spec(self, name, path=None, target=None):
-        if self.done or name != "unittest.result":
+        hook = self.pending.pop(name, None)
+        if hook is None:
             return None
-        self.done = True
         spec = _path_finder().find_spec(name, path, target)
         loader = getattr(spec, "loader", None)
         run = getattr(loader, "exec_module", None)
@@ -63,7 +66,7 @@ class _UnittestHook:
 
         def exec_module(module):
             run(module)
-            _hook_unittest(module)
+            hook(module)
 
         loader.exec_module = exec_module
         return spec
@@ -74,6 +77,15 @@ def _hook_unittest(result_module):
         import ci_runner_unittest_hook
 
         ci_runner_unittest_hook.install(result_module)
+    except Exception:  # never break a test process for a report
+        pass
+
+
+def _hook_loader(loader_module):
+    try:
+        import ci_runner_unittest_hook
+
+        ci_runner_unittest_hook.install_loader(loader_module)
     except Exception:  # never break a test process for a report
         pass
 
@@ -113,10 +125,13 @@ def _install():
         except ValueError:
             CI_RUNNER_DEPTH = 0
         os.environ[_DEPTH] = str(CI_RUNNER_DEPTH + 1)  # this process's Python children
-        if "unittest.result" in sys.modules:
-            _hook_unittest(sys.modules["unittest.result"])
-        else:
-            sys.meta_path.insert(0, _UnittestHook())
+        finder = _UnittestHook()
+        for name, hook in list(finder.pending.items()):
+            if name in sys.modules:
+                finder.pending.pop(name)
+                hook(sys.modules[name])
+        if finder.pending:
+            sys.meta_path.insert(0, finder)
     prefix = os.environ.get(_STACK_PREFIX)
     if prefix:
         _register_stack_dump(prefix, _STACK_SIGNAL)
