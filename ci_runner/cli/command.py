@@ -182,7 +182,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     the_plan = planner(_packing_estimates(args, selection), shard_count)
     if args.dry_run:
         return _dry_run(args, catalog, selection, the_plan, impact)
-    impact_text = _impact_lines(impact)
+    impact_text = _impact_summary(impact)  # --dry-run prints why each file is kept
     print(
         "\n".join(
             [
@@ -298,6 +298,15 @@ def _context(catalog: Catalog, selection: Selection, the_plan: Plan, shard_id: i
         suite_timeouts={s.name: s.timeout_per_file for s in selection.suites},
         suite_launchers={s.name: s.launcher for s in selection.suites if s.launcher},
     )
+
+
+def _impact_summary(impact: ChangeImpact | None) -> list[str]:
+    """A real run shows the selection in one line; the reasons are the dry run's."""
+    if impact is None:
+        return []
+    from ci_runner.impact.report import impact_summary
+
+    return [impact_summary(impact)]
 
 
 def _impact_lines(impact: ChangeImpact | None) -> list[str]:

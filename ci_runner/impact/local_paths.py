@@ -115,6 +115,16 @@ class LocalPaths:
             return None
         return place.relative
 
+    def resolve_dir(self, node: ast.expr) -> str | None:
+        """Like :meth:`resolve`, but the file's own directory (``"."``) is an answer too."""
+        place = self._place(self.value_of(node), 0)
+        return None if place is None or place.relative is None else place.relative
+
+    def is_own_file(self, node: ast.expr) -> bool:
+        """Whether ``node`` names the file itself (``__file__``, ``Path(__file__).resolve()``)."""
+        place = self._place(self.value_of(node), 0)
+        return place is not None and place.relative is None
+
     # ------------------------------------------------------------------ evaluation
 
     def _place(self, node: ast.expr, depth: int) -> _Place | None:

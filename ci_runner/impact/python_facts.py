@@ -3,13 +3,12 @@
 :func:`file_facts` returns plain data (it is cached by content, :mod:`.fact_cache`):
 
 * ``imports``: every ``import`` and ``from ... import`` anywhere in the file (inside functions,
-  ``try`` and ``if TYPE_CHECKING:`` too), as ``[level, module, names]``;
-* ``dynamic``: calls that import by a computed name (``importlib.import_module``, ``__import__``,
-  ``runpy.run_module``): ``["module", name]`` for a literal, ``["prefix", head]`` when the name
-  starts with a literal (an f-string, ``+``, ``%`` or ``.format``; ``{__name__}`` and
-  ``{__package__}`` stand for the file's own module and package), ``["unresolved", text]``
-  otherwise; and file loaders (``runpy.run_path``, ``spec_from_file_location``,
-  ``SourceFileLoader``) with a computed path;
+  ``try`` and ``if TYPE_CHECKING:`` too), as ``[level, module, names, line]``;
+* ``dynamic``: imports by name (``importlib.import_module``, ``__import__``,
+  ``runpy.run_module``, ``python -m``): ``["module", name, line]`` for a literal, ``["prefix",
+  head, line]`` when the name starts with a literal (an f-string, ``+``, ``%`` or ``.format``;
+  ``{__name__}`` and ``{__package__}`` stand for the file's own module and package),
+  ``["unresolved", text, line]`` otherwise;
 * ``names``: string literals spelled like a dotted module name (``"pkg.mod"``, ``"pkg.mod.attr"``):
   ``mock.patch`` targets, ``python -m`` arguments, plugin and registry entries;
 * ``paths``: string literals spelled like a file name with a source suffix (``"run_suite.py"``,
@@ -23,9 +22,21 @@
   name bound once stands for its value; calls inside the definition of a loader itself forward
   its parameters and are not recorded;
 * ``listings``: calls that list a directory (``rglob``, ``glob``, ``iterdir``, ``os.walk``,
-  ``listdir``, ``scandir``) as ``[text, line]``: test code that reads a tree as data;
+  ``listdir``, ``scandir``, ``discover``) as ``[text, line]``: test code that reads a tree as
+  data;
+* ``syspath``: directories put on the import path (``sys.path.insert``, ``site.addsitedir``,
+  ``PYTHONPATH`` in an environment): ``["dir", path relative to the file's directory, line]``
+  when spelled from the file's location, ``["unresolved", text, line]`` otherwise;
+* ``files``: Python files run or loaded by a path spelled from the file's location (a script
+  started with ``sys.executable``, ``runpy.run_path``, ``spec_from_file_location``), relative to
+  the file's directory, as ``[path, line]``;
+* ``unproven``: what loads code the facts cannot name, as ``[what, text, line]``: a Python
+  process started with computed ``-c`` code or on a computed script, ``exec`` of computed code,
+  a file loaded by a computed path, a custom importer (``sys.meta_path``);
+  the code of ``python -c CODE`` and ``exec(CODE)`` with a literal CODE is read as the file's
+  own (:mod:`.python_launches`);
 * ``enumerators``: the functions that list a package's modules (``pkgutil.iter_modules``,
-  ``walk_packages``), and ``enumerated``: the dotted string literals inside them or passed to a
+  ``walk_packages``), and ``calls``: the dotted string literals inside them or passed to a
   call of a function of that name (``import_processors("pkg.processors")``): packages whose
   every module may be imported;
 * ``error``: why the file could not be read (a syntax error), else ``None``.
@@ -39,17 +50,37 @@ from collections.abc import Iterator
 
 from ci_runner.impact.config import KernelLoader
 from ci_runner.impact.local_paths import LocalPaths
+from ci_runner.impact.python_launches import (
+    LaunchFacts,
+    LaunchReader,
+    interpreter_names,
+    is_interpreter,
+    joined_command,
+    mentions_python,
+)
 
-FACTS_FORMAT = 7  # bump when the facts change shape or meaning: the cache is keyed by it
+FACTS_FORMAT = 8  # bump when the facts change shape or meaning: the cache is keyed by it
 SOURCE_SUFFIXES = (".py", ".cuh", ".cu", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".c", ".inl")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 _PATH = re.compile(r"[\w.+-]+(?:/[\w.+-]+)*\Z")
 _IMPORT_CALLS = frozenset({"import_module", "__import__", "run_module"})
-_FILE_LOADERS = frozenset(
-    {"run_path", "spec_from_file_location", "SourceFileLoader", "load_source"}
-)
+# Calls that load a Python file by its path: (position, keyword) of the path argument
+_FILE_LOADERS = {
+    "run_path": (0, "path_name"),
+    "spec_from_file_location": (1, "location"),
+    "SourceFileLoader": (1, "path"),
+    "load_source": (1, "pathname"),
+}
 _ENUMERATORS = frozenset({"iter_modules", "walk_packages"})
-_LISTINGS = frozenset({"rglob", "glob", "iglob", "iterdir", "walk", "listdir", "scandir"})
+_LISTINGS = frozenset(
+    {"rglob", "glob", "iglob", "iterdir", "walk", "listdir", "scandir", "discover"}
+)
+# Calls whose positional arguments, from this one on, are a command line: os.execl(path, *argv)
+_LAUNCHERS = {
+    "create_subprocess_exec": 0,
+    "execl": 1, "execle": 1, "execlp": 1, "execlpe": 1,
+    "spawnl": 2, "spawnle": 2, "spawnlp": 2, "spawnlpe": 2,
+}  # fmt: skip
 _OWN_NAMES = {"__name__": "{__name__}", "__package__": "{__package__}"}
 _MAX_TEXT = 120
 
@@ -116,11 +147,6 @@ def literal_head(node: ast.expr) -> tuple[str, bool] | None:
 
 def _dynamic(node: ast.Call, name: str) -> list[object] | None:
     """The ``dynamic`` entry of an import-by-name call, or None when it is not one."""
-    if name in _FILE_LOADERS:
-        arguments = [*node.args, *(k.value for k in node.keywords)]
-        if any(_is_literal_path(a) for a in arguments):
-            return None  # its literal path is one of the file's path literals
-        return ["unresolved", _text(node)]
     if name not in _IMPORT_CALLS or not node.args:
         return None
     head = literal_head(node.args[0])
@@ -150,8 +176,14 @@ def _is_other_walk(func: ast.expr, os_walks: set[str]) -> bool:
     return isinstance(func, ast.Name) and func.id == "walk" and "walk" not in os_walks
 
 
-def _is_literal_path(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+def _is_sys_attribute(node: ast.AST, attribute: str) -> bool:
+    """``sys.<attribute>``."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attribute
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "sys"
+    )
 
 
 def _kernel_entries(argument: ast.expr, paths: LocalPaths) -> Iterator[list[object]]:
@@ -175,13 +207,36 @@ def _kernel_entries(argument: ast.expr, paths: LocalPaths) -> Iterator[list[obje
             return
 
 
-class _Reader(ast.NodeVisitor):
+# Fields that never hold a node worth reading: names, numbers, flags, operators, contexts.
+_SKIPPED_FIELDS = frozenset(
+    {
+        "ctx", "op", "ops", "kind", "conversion", "type_comment", "id", "attr", "arg",
+        "name", "names", "module", "level", "asname", "kwd_attrs", "is_async", "tag", "n", "s",
+        "simple", "rest",
+    }
+)  # fmt: skip
+_LEAF_KINDS = (ast.Constant, ast.MatchSingleton)  # their ``value`` is a Python value
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that hold nodes, lists of nodes, or None, last first."""
+    if issubclass(kind, _LEAF_KINDS):
+        return ()
+    return tuple(f for f in reversed(kind._fields) if f not in _SKIPPED_FIELDS)  # popped in order
+
+
+_EXIT = object()  # marks the end of a function's body on the traversal stack
+
+
+class _Reader:
+    """One pass over a syntax tree, in source order (see the module docstring)."""
+
     def __init__(
-        self, loaders: dict[str, tuple[str | int, ...]], is_package: bool, paths: LocalPaths
+        self, tree: ast.Module, loaders: dict[str, tuple[str | int, ...]], is_package: bool
     ) -> None:
+        self.tree = tree
         self.loaders = loaders
         self.is_package = is_package
-        self.paths = paths
         self.facts: dict[str, list] = {
             "imports": [],
             "dynamic": [],
@@ -190,27 +245,96 @@ class _Reader(ast.NodeVisitor):
             "words": [],
             "kernel": [],
             "listings": [],
+            "unproven": [],
         }
         self.enumerators: set[str] = set()
         self.calls: list[list[str]] = []  # [callee, dotted literal argument]
         self.in_function: list[list[str]] = []  # dotted literals of each open function
         self.functions: list[str] = []
         self.os_walks: set[str] = set()  # names bound by ``from os import walk [as ...]``
+        self.interpreters = interpreter_names(tree)
+        self.docstrings: set[int] = set()
+        self.loader_calls: list[tuple[ast.Call, tuple[str | int, ...]]] = []
+        self.file_loads: list[ast.Call] = []
+        self._local_paths: LocalPaths | None = None
+        self.launches = LaunchReader(self.paths)
+        self._fields: dict[type, tuple[str, ...]] = {}
 
-    def visit_Import(self, node: ast.Import) -> None:
+    def paths(self) -> LocalPaths:
+        """The file's local-path resolver, built on first use (it reads the whole tree)."""
+        if self._local_paths is None:
+            self._local_paths = LocalPaths(self.tree)
+        return self._local_paths
+
+    def read(self) -> None:
+        handlers = {
+            ast.Import: self._import,
+            ast.ImportFrom: self._import_from,
+            ast.FunctionDef: self._function,
+            ast.AsyncFunctionDef: self._function,
+            ast.ClassDef: self._docstring,
+            ast.Constant: self._constant,
+            ast.Call: self._call,
+            ast.List: self._display,
+            ast.Tuple: self._display,
+            ast.JoinedStr: self._joined,
+            ast.Assign: self._assign,
+            ast.AugAssign: self._assign,
+            ast.Dict: self._dict,
+            ast.keyword: self._keyword,
+        }
+        self._docstring(self.tree)
+        stack: list = [self.tree]
+        fields_of = self._fields
+        while stack:
+            node = stack.pop()
+            if node is None:  # a gap in a list (a dict's ** entry, a missing default)
+                continue
+            if node is _EXIT:
+                self._leave_function(stack.pop())
+                continue
+            kind = node.__class__
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(node)
+                if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                    stack += (node, _EXIT)
+            fields = fields_of.get(kind)
+            if fields is None:
+                fields = fields_of[kind] = _child_fields(kind)
+            for name in fields:
+                value = getattr(node, name, None)
+                if value is None:
+                    continue
+                if value.__class__ is list:
+                    stack += value[::-1]
+                else:
+                    stack.append(value)
+        self._finish()
+
+    # ------------------------------------------------------------------ node handlers
+
+    def _import(self, node: ast.Import) -> None:
         for alias in node.names:
-            self.facts["imports"].append([0, alias.name, None])
+            self.facts["imports"].append([0, alias.name, None, node.lineno])
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+    def _import_from(self, node: ast.ImportFrom) -> None:
         names = [alias.name for alias in node.names if alias.name != "*"]
         if node.module == "os":
             self.os_walks.update(a.asname or a.name for a in node.names if a.name == "walk")
-        self.facts["imports"].append([node.level, node.module or "", names])
+        self.facts["imports"].append([node.level, node.module or "", names, node.lineno])
 
-    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    def _docstring(self, node: ast.Module | ast.ClassDef | ast.FunctionDef) -> None:
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            self.docstrings.add(id(body[0].value))
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._docstring(node)
         self.functions.append(node.name)
         self.in_function.append([])
-        self.generic_visit(node)
+
+    def _leave_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         literals = self.in_function.pop()
         if node.name in self.enumerators:
             self.calls += [[node.name, literal] for literal in literals]
@@ -218,12 +342,15 @@ class _Reader(ast.NodeVisitor):
             self.in_function[-1].extend(literals)
         self.functions.pop()
 
-    visit_FunctionDef = _visit_function
-    visit_AsyncFunctionDef = _visit_function
-
-    def visit_Constant(self, node: ast.Constant) -> None:
+    def _constant(self, node: ast.Constant) -> None:
         value = node.value
         if not isinstance(value, str) or len(value) > 300:
+            if (
+                isinstance(value, str)
+                and id(node) not in self.docstrings
+                and mentions_python(value)
+            ):
+                self.launches.command(value, getattr(node, "lineno", 0), _text(node))
             return
         if _DOTTED.match(value):
             self.facts["names"].append(value)
@@ -233,29 +360,129 @@ class _Reader(ast.NodeVisitor):
             self.facts["paths"].append(value.removeprefix("./"))
         if self.is_package and value.isidentifier():
             self.facts["words"].append(value)
+        if id(node) not in self.docstrings and mentions_python(value):
+            self.launches.command(value, getattr(node, "lineno", 0), _text(node))
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def _joined(self, node: ast.JoinedStr) -> None:
+        command = joined_command(node, self.interpreters)
+        if mentions_python(command):
+            self.launches.command(command, node.lineno, _text(node))
+
+    def _display(self, node: ast.List | ast.Tuple) -> None:
+        if node.elts and is_interpreter(node.elts[0], self.interpreters):
+            self.launches.argv(node.elts, node.lineno, _text(node))
+
+    def _call(self, node: ast.Call) -> None:
         name = _called_name(node.func)
-        if name is not None:
-            if name in _ENUMERATORS and self.functions:
-                self.enumerators.add(self.functions[-1])
-            for argument in [*node.args, *(k.value for k in node.keywords)]:
-                if (
-                    isinstance(argument, ast.Constant)
-                    and isinstance(argument.value, str)
-                    and _DOTTED.match(argument.value)
-                ):
-                    self.calls.append([name, argument.value])
-            os_walk = isinstance(node.func, ast.Name) and node.func.id in self.os_walks
-            if os_walk or (name in _LISTINGS and not _is_other_walk(node.func, self.os_walks)):
-                self.facts["listings"].append([_text(node), node.lineno])
-            entry = _dynamic(node, name)
-            if entry is not None:
-                self.facts["dynamic"].append([*entry, node.lineno])
-            arguments = self.loaders.get(name)
-            if arguments is not None and not set(self.functions) & set(self.loaders):
-                self._loader_call(node, arguments)
-        self.generic_visit(node)
+        if name is None:
+            return
+        if name in _ENUMERATORS and self.functions:
+            self.enumerators.add(self.functions[-1])
+        for argument in [*node.args, *(k.value for k in node.keywords)]:
+            if (
+                isinstance(argument, ast.Constant)
+                and isinstance(argument.value, str)
+                and _DOTTED.match(argument.value)
+            ):
+                self.calls.append([name, argument.value])
+        os_walk = isinstance(node.func, ast.Name) and node.func.id in self.os_walks
+        if os_walk or (name in _LISTINGS and not _is_other_walk(node.func, self.os_walks)):
+            self.facts["listings"].append([_text(node), node.lineno])
+        entry = _dynamic(node, name)
+        if entry is not None:
+            self.facts["dynamic"].append([*entry, node.lineno])
+        if name in _FILE_LOADERS:
+            self.file_loads.append(node)
+        arguments = self.loaders.get(name)
+        if arguments is not None and not set(self.functions) & set(self.loaders):
+            self.loader_calls.append((node, arguments))
+        offset = _LAUNCHERS.get(name)
+        if (
+            offset is not None
+            and len(node.args) > offset
+            and is_interpreter(node.args[offset], self.interpreters)
+        ):
+            self.launches.argv(node.args[offset:], node.lineno, _text(node))
+        self._path_call(node, name)
+
+    def _path_call(self, node: ast.Call, name: str) -> None:
+        """``sys.path`` edits, ``site.addsitedir``, ``exec``, ``pytest.main``, custom importers."""
+        func, line = node.func, node.lineno
+        if isinstance(func, ast.Attribute) and _is_sys_attribute(func.value, "path"):
+            if name == "insert" and len(node.args) == 2:
+                self.launches.path_entry(node.args[1], line, _text(node))
+            elif name == "append" and len(node.args) == 1:
+                self.launches.path_entry(node.args[0], line, _text(node))
+            elif name == "extend" and len(node.args) == 1:
+                self.launches.path_entries(node.args[0], line, _text(node))
+            elif name in ("__setitem__", "__iadd__"):
+                self.launches.path_unknown(_text(node), line)
+        elif isinstance(func, ast.Attribute) and (
+            _is_sys_attribute(func.value, "meta_path")
+            or _is_sys_attribute(func.value, "path_hooks")
+        ):
+            if name in ("insert", "append", "extend"):
+                self.facts["unproven"].append(["custom importer", _text(node), line])
+        elif name in ("addsitedir", "syspath_prepend") and node.args:
+            self.launches.path_entry(node.args[0], line, _text(node))
+        elif name in ("setenv", "putenv", "setdefault", "__setitem__") and _names_pythonpath(
+            node.args[:1]
+        ):
+            self.launches.path_unknown(_text(node), line)
+        elif isinstance(func, ast.Name) and func.id == "exec":
+            self.launches.exec_code(node, line)
+        elif (
+            name == "main"
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "pytest"
+        ):
+            self.launches.pytest_main(node, line)
+
+    def _assign(self, node: ast.Assign | ast.AugAssign) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            place = target.value if isinstance(target, ast.Subscript) else target
+            if _is_sys_attribute(place, "path"):
+                self.launches.path_entries(node.value, node.lineno, _text(node))
+            elif _is_sys_attribute(place, "meta_path") or _is_sys_attribute(place, "path_hooks"):
+                self.facts["unproven"].append(["custom importer", _text(node), node.lineno])
+            elif isinstance(target, ast.Subscript) and _names_pythonpath([target.slice]):
+                self.launches.path_unknown(_text(node), node.lineno)
+
+    def _dict(self, node: ast.Dict) -> None:
+        if _names_pythonpath([k for k in node.keys if k is not None]):
+            self.launches.path_unknown(_text(node), getattr(node, "lineno", 0))
+
+    def _keyword(self, node: ast.keyword) -> None:
+        if node.arg == "PYTHONPATH":
+            self.launches.path_unknown(_text(node), getattr(node, "lineno", 0))
+
+    # ------------------------------------------------------------------ after the pass
+
+    def _finish(self) -> None:
+        for node, arguments in self.loader_calls:
+            self._loader_call(node, arguments)
+        for node in self.file_loads:
+            self._file_load(node)
+
+    def _file_load(self, node: ast.Call) -> None:
+        """``runpy.run_path``, ``spec_from_file_location``, ...: a literal path is one of the
+        file's ``paths``; one spelled from the file's location is a ``files`` fact."""
+        position, keyword = _FILE_LOADERS[_called_name(node.func) or ""]
+        argument = node.args[position] if len(node.args) > position else None
+        argument = argument or next((k.value for k in node.keywords if k.arg == keyword), None)
+        if argument is None or isinstance(argument, ast.Starred):
+            if argument is None and not any(k.arg is None for k in node.keywords):
+                return  # no path: the call fails, or loads by name (a spec's loader)
+        elif isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+            return
+        else:
+            local = self.paths().resolve(self.paths().value_of(argument))
+            if local is not None:
+                self.launches.facts.files.append([local, node.lineno])
+                return
+        self.facts["unproven"].append(["file loaded by a computed path", _text(node), node.lineno])
 
     def _loader_call(self, node: ast.Call, arguments: tuple[str | int, ...]) -> None:
         keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
@@ -275,11 +502,15 @@ class _Reader(ast.NodeVisitor):
             if unknown:
                 self.facts["kernel"].append(["unresolved", _text(node), node.lineno])
             elif value is not None:
-                for entry in _kernel_entries(value, self.paths):
+                for entry in _kernel_entries(value, self.paths()):
                     self.facts["kernel"].append([*entry, node.lineno])
 
 
-def file_facts(source: bytes, loaders: tuple[KernelLoader, ...], is_package: bool) -> dict:
+def _names_pythonpath(nodes: list[ast.expr]) -> bool:
+    return any(isinstance(n, ast.Constant) and n.value == "PYTHONPATH" for n in nodes)
+
+
+def file_facts(source: bytes | str, loaders: tuple[KernelLoader, ...], is_package: bool) -> dict:
     """The dependency facts of one Python file's source (see the module docstring)."""
     try:
         tree = ast.parse(source)
@@ -289,15 +520,52 @@ def file_facts(source: bytes, loaders: tuple[KernelLoader, ...], is_package: boo
     except RecursionError:
         return {"error": "cannot parse it (nested too deeply for Python's parser)"}
     try:
-        paths = LocalPaths(tree)
-        arguments = {loader.function: loader.arguments for loader in loaders}
-        reader = _Reader(arguments, is_package, paths)
-        reader.visit(tree)
+        reader = _Reader(
+            tree, {loader.function: loader.arguments for loader in loaders}, is_package
+        )
+        reader.read()
+        launched = reader.launches.facts
+        for code, line in launched.code:
+            _merge_code(reader.facts, launched, code, line, loaders)
     except RecursionError:
         return {"error": "cannot read it (nested too deeply)"}
     facts = {key: _unique(values) for key, values in reader.facts.items()}
-    enumerators = sorted(reader.enumerators)
-    return {**facts, "enumerators": enumerators, "calls": _unique(reader.calls), "error": None}
+    facts["dynamic"] = _unique(facts["dynamic"] + launched.dynamic)
+    facts["unproven"] = _unique(facts["unproven"] + launched.unproven)
+    return {
+        **facts,
+        "syspath": _unique(launched.syspath),
+        "files": _unique(launched.files),
+        "enumerators": sorted(reader.enumerators),
+        "calls": _unique(reader.calls),
+        "error": None,
+    }
+
+
+def _merge_code(
+    facts: dict[str, list], launched: LaunchFacts, code: str, line: int, loaders
+) -> None:
+    """The facts of ``-c`` / ``exec`` code, as if the file held it at ``line``; code that does
+    not parse runs nothing."""
+    inner = file_facts(code, loaders, is_package=False)
+    if inner.get("error"):
+        return
+    for level, module, names, _line in inner["imports"]:
+        if not level:  # ``-c`` code is no package: a relative import in it fails
+            facts["imports"].append([level, module, names, line])
+    for key in ("names", "paths"):
+        facts[key] += inner[key]
+    for key in ("dynamic", "kernel", "listings", "unproven"):
+        facts[key] += [[*entry[:-1], line] for entry in inner[key]]
+    # ``-c`` code has no ``__file__``: a path it spells from there resolves to nothing
+    launched.syspath += [["unresolved", _text_of_entry(e), line] for e in inner["syspath"]]
+    facts["unproven"] += [
+        ["file loaded by a computed path", path, line] for path, _line in inner["files"]
+    ]
+
+
+def _text_of_entry(entry: list) -> str:
+    return str(entry[1])
 
 
 def _unique(values: list) -> list:

@@ -145,7 +145,10 @@ def test_the_text_dry_run_shows_the_saving_and_the_chains(tmp_path, capsys):
                  *changed(root, "pkg/core.py")]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "change impact (--changed-files " in out
-    assert "1 changed file(s); keeps 1 of 7 file(s), est 10.0s of 280s (4%), saves 270s" in out
+    assert (
+        "1 changed file(s); keeps 1 of 7 file(s), drops 6, est 10.0s of 280s (4%), saves 270s"
+        in out
+    )
     assert "  registered/test_core.py: pkg/core.py -> registered/test_core.py [imports]" in out
     assert "selected 1 file(s), est total 10.0s" in out
 
@@ -157,9 +160,14 @@ def test_a_whole_suite_text_names_each_reason(tmp_path, capsys):
     assert main(["--root", str(root), "--hw", "cuda", "--suite", "unit-gpu", "--dry-run",
                  *changed(root, "docs/readme.md", "pyproject.toml")]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert "keeps 7 of 7 file(s)" in out
-    assert "  runs the whole suite:\n    docs/readme.md changed: neither" in out
-    assert "\n    pyproject.toml changed (packaging or the catalog)\n" in out
+    assert "keeps 7 of 7 file(s), drops 0" in out
+    assert "; fails open: pyproject.toml changed (packaging or the catalog);" in out
+    assert "  runs the whole suite:\n    pyproject.toml changed (packaging or the catalog)\n" in out
+    assert main(["--root", str(root), "--hw", "cuda", "--suite", "unit-gpu", "--dry-run",
+                 *changed(root, "docs/readme.md", "tooling/runner.py")]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "; fails open: tooling/runner.py changed (run-everything 'tooling/**' in the " in out
+    assert "  runs the whole suite:\n    tooling/runner.py changed (run-everything" in out
 
 
 # ---------------------------------------------------------------- what the graph cannot follow
@@ -309,17 +317,26 @@ def test_python_roots_from_the_catalog_and_from_packaging(tmp_path):
         '[tool.ci-runner.change-impact]\npython-roots = ["python"]\n',
     )
     root = make_impact_repo(tmp_path / "catalog", files, table=table)
-    assert kept(dry(root, "python/lib/rope.py")) == ["registered/test_layer.py"]
-    # without python-roots, `import lib` resolves nowhere: the module is unused
+    document = dry(root, "python/lib/rope.py")
+    assert kept(document) == ["registered/test_layer.py"]
+    assert document["change_impact"]["kept"][0]["note"] == ""
+    # without python-roots, `import lib` resolves nowhere, but lib is the repository's: unproven
     root = make_impact_repo(tmp_path / "none", files)
-    assert kept(dry(root, "python/lib/rope.py")) == []
-    # the packaging's [tool.setuptools.packages.find] where = ["python"] says the same
+    document = dry(root, "python/lib/rope.py")
+    assert kept(document) == ["registered/test_layer.py"]
+    assert (
+        "unproven import lib.layer: resolves in no import root"
+        in (document["change_impact"]["kept"][0]["note"])
+    )
+    # the packaging's [tool.setuptools.packages.find] where = ["python"] says where it lives
     root = make_impact_repo(tmp_path / "packaging", files)
     text = (root / "pyproject.toml").read_text()
     (root / "pyproject.toml").write_text(
-        text + '\n[tool.setuptools.packages.find]\nwhere = ["python"]\n'
+        text + '\n[project]\nname = "x"\n[tool.setuptools.packages.find]\nwhere = ["python"]\n'
     )
-    assert kept(dry(root, "python/lib/rope.py")) == ["registered/test_layer.py"]
+    document = dry(root, "python/lib/rope.py")
+    assert kept(document) == ["registered/test_layer.py"]
+    assert document["change_impact"]["kept"][0]["note"] == ""
 
 
 # ---------------------------------------------------------------- the cache
