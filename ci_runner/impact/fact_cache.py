@@ -104,7 +104,7 @@ class FactCache:
         what parsing it needs: ``(relative, stamp, digest, content)``."""
         path = os.path.join(self._root_text, relative)
         try:
-            stamp = stat_key(os.stat(path))
+            stamp = stat_key(_stat(path))
         except OSError as exc:
             self._read[relative] = {"error": f"cannot read it ({exc.strerror or exc})"}
             return None
@@ -113,8 +113,7 @@ class FactCache:
             self._read[relative] = entry[2]
             return None
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = _read(path)
         except OSError as exc:
             self._read[relative] = {"error": f"cannot read it ({exc.strerror or exc})"}
             return None
@@ -195,6 +194,14 @@ def _parse_chunk(loaders: tuple[KernelLoader, ...], sources: list[tuple[str, byt
     finally:
         if paused:
             gc.enable()
+
+
+_stat = os.stat
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 def _available_cpus() -> int:

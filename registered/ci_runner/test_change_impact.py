@@ -374,5 +374,50 @@ def test_facts_are_cached_by_content(tmp_path):
     assert damaged.parsed > 10 and damaged.reasons == third.reasons
 
 
+def test_a_file_changed_within_its_timestamp_granularity_is_not_trusted_by_stat(
+    tmp_path, monkeypatch
+):
+    """The racy-timestamp rule: on a coarse clock a rewrite keeps size, times and inode, so a
+    stat recorded while the file was that fresh cannot vouch for its content."""
+    import os
+    import time
+    from types import SimpleNamespace
+
+    from ci_runner.catalog import load_catalog
+    from ci_runner.impact import fact_cache
+    from ci_runner.impact.config import load_impact_config
+
+    root = make_impact_repo(tmp_path / "repo")
+    config = load_impact_config(load_catalog(root))
+    clock = {"ns": time.time_ns() - 10**9}  # the times a coarse clock shows: one second ago
+
+    def coarse_stat(path):
+        stamp = clock["ns"]
+        size = os.lstat(path).st_size
+        return SimpleNamespace(
+            st_size=size, st_mtime_ns=stamp, st_ctime_ns=stamp, st_ino=1, st_dev=1
+        )
+
+    monkeypatch.setattr(fact_cache, "_stat", coarse_stat)
+    module = root / "pkg" / "core.py"
+    module.write_text("import pkg.pos\n")
+    first = fact_cache.FactCache(config)
+    assert first.facts("pkg/core.py")["imports"][0][1] == "pkg.pos"
+    first.save()
+    module.write_text("import pkg.sub\n")  # same size, and the clock shows the same times
+    second = fact_cache.FactCache(config)
+    assert second.facts("pkg/core.py")["imports"][0][1] == "pkg.sub"
+    second.save()
+    # once the times are older than the granularity, the stat is trusted: no read at all
+    clock["ns"] = time.time_ns() - 100 * 10**9
+    third = fact_cache.FactCache(config)
+    third.facts("pkg/core.py")
+    third.save()
+    module.write_text("import pkg.abc\n")  # same size again: only the content tells
+    trusted = fact_cache.FactCache(config)
+    monkeypatch.setattr(fact_cache, "_read", lambda path: pytest.fail(f"{path} was read"))
+    assert trusted.facts("pkg/core.py")["imports"][0][1] == "pkg.sub"
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
