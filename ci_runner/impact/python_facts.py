@@ -11,8 +11,8 @@
   ``["unresolved", text, line]`` otherwise;
 * ``names``: string literals spelled like a dotted module name (``"pkg.mod"``, ``"pkg.mod.attr"``):
   ``mock.patch`` targets, ``python -m`` arguments, plugin and registry entries;
-* ``paths``: string literals spelled like a file name with a source suffix (``"run_suite.py"``,
-  ``"elementwise/add3.cuh"``);
+* ``paths``: string literals spelled like a file name with a source or document suffix
+  (``"run_suite.py"``, ``"elementwise/add3.cuh"``, ``"prompt.md"``);
 * ``words``: in a package's ``__init__.py``, string literals that are plain identifiers (its
   ``__all__`` and lazy-import tables name submodules this way);
 * ``kernel``: the file arguments of kernel loader calls (``load_jit(cuda_files=[...])``):
@@ -59,8 +59,11 @@ from ci_runner.impact.python_launches import (
     mentions_python,
 )
 
-FACTS_FORMAT = 8  # bump when the facts change shape or meaning: the cache is keyed by it
+FACTS_FORMAT = 9  # bump when the facts change shape or meaning: the cache is keyed by it
 SOURCE_SUFFIXES = (".py", ".cuh", ".cu", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".c", ".inl")
+# Named files a test may read as data: a name keeps such a file from being ignored
+DOCUMENT_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".ipynb")
+_NAMED_SUFFIXES = (*SOURCE_SUFFIXES, *DOCUMENT_SUFFIXES)
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 _PATH = re.compile(r"[\w.+-]+(?:/[\w.+-]+)*\Z")
 _IMPORT_CALLS = frozenset({"import_module", "__import__", "run_module"})
@@ -356,7 +359,7 @@ class _Reader:
             self.facts["names"].append(value)
             if self.in_function:
                 self.in_function[-1].append(value)
-        if value.endswith(SOURCE_SUFFIXES) and _PATH.match(value.removeprefix("./")):
+        if value.endswith(_NAMED_SUFFIXES) and _PATH.match(value.removeprefix("./")):
             self.facts["paths"].append(value.removeprefix("./"))
         if self.is_package and value.isidentifier():
             self.facts["words"].append(value)
