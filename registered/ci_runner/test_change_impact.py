@@ -419,5 +419,30 @@ def test_a_file_changed_within_its_timestamp_granularity_is_not_trusted_by_stat(
     assert trusted.facts("pkg/core.py")["imports"][0][1] == "pkg.sub"
 
 
+def test_the_independent_direct_importer_check_agrees(tmp_path):
+    """tools/direct_importers.py (a plain scan of import statements, no code shared with the
+    analysis) finds the direct importers of a change, and the selection keeps every one."""
+    from tools.direct_importers import TestImports, Tree
+
+    root = make_impact_repo(tmp_path / "repo")
+    tests = [p for p in GPU_TESTS] + ["registered/test_cpu.py"]
+    importers = TestImports(Tree(root), tests)
+    assert importers.importers(["pkg/core.py"]) == {
+        "pkg/core.py": {"registered/test_core.py", "registered/test_cpu.py"}
+    }
+    assert importers.importers(["registered/helper_local.py", "pkg/sub/leaf.py"]) == {
+        "registered/helper_local.py": {"registered/test_local.py"}
+    }
+    found = importers.importers(["pkg/__init__.py"])["pkg/__init__.py"]
+    assert found == {
+        "registered/test_core.py",
+        "registered/test_cpu.py",
+        "registered/test_kern.py",
+        "registered/test_plugins.py",
+        "registered/test_pos.py",
+    }
+    assert found - {"registered/test_cpu.py"} <= set(kept(dry(root, "pkg/__init__.py")))
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
