@@ -39,6 +39,7 @@ from ci_runner.impact.config import NAMED_MODULES, ImpactConfig
 from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.import_roots import ImportRoots, read_import_roots
 from ci_runner.impact.index import RepoIndex
+from ci_runner.impact.python_facts import DOCUMENT_SUFFIXES
 from cpp_includes import include_chain, include_closure, resolve_include, scan_file
 
 IMPORT = "imports"
@@ -253,7 +254,7 @@ class DependencyGraph:
         for name in facts["names"]:
             edges += [(f, NAMES) for f in self._named(name)]
         for name in facts["paths"]:
-            edges += [(f, FILE_NAME) for f in self.index.ending_with(name) if f != path]
+            edges += [(f, FILE_NAME) for f in self._named_file(own, name) if f != path]
         for word in facts["words"]:
             result = self._in_base(own, [word])
             if result is not None and result[1]:
@@ -267,6 +268,14 @@ class DependencyGraph:
                 edges += [(f, KERNEL) for f in self._kernel_files(path, kind, text)]
         edges += self._unproven_edges(path, directory, facts)
         return [(f, how) for f, how in dict.fromkeys(edges) if f != path]
+
+    def _named_file(self, own: str, name: str) -> list[str]:
+        """The repository files a string ending in a file suffix names: any file whose path ends
+        with it; a bare document name (``"README.md"``) only beside the naming file or at the
+        root, as documents of that name are everywhere (it keeps an ignored path counted)."""
+        if name.endswith(DOCUMENT_SUFFIXES) and "/" not in name:
+            return [f for f in (own + name, name) if f in self.index.files]
+        return self.index.ending_with(name)
 
     def _absolute(self, path: str, own: str | None, module: str, line: int) -> list[str]:
         """``import module`` (the module part of ``from module import ...``) from ``path``;
