@@ -50,6 +50,7 @@ RUNS = "runs the file"
 SUBMODULE = "lists the submodule"
 PACKAGE = "lists the package"
 CONFTEST = "pytest loads it"
+LINK = "links to"
 KERNEL = "builds the kernel"
 INCLUDE = "#includes"
 
@@ -248,7 +249,11 @@ class DependencyGraph:
                 if self.config.dynamic_imports != NAMED_MODULES:
                     self.sites.append(Site(path, line, DYNAMIC_SITE, text))
                 continue
-            edges += [(f, DYNAMIC) for f in self._dynamic(path, kind, text)]
+            found = self._dynamic(path, kind, text)
+            edges += [(f, DYNAMIC) for f in found]
+            if not found and not text.startswith("{__") and (why := self.first_party(text)):
+                note = f"import by name {text}: resolves in no import root, but {why}"
+                self.sites.append(Site(path, line, UNPROVEN_SITE, note))
         self._enumerators.update(facts["enumerators"])
         self._calls += [(path, callee, literal) for callee, literal in facts["calls"]]
         for name in facts["names"]:
@@ -440,6 +445,12 @@ class DependencyGraph:
     # ------------------------------------------------------------------ the graph
 
     def _edges_of(self, path: str, how: str) -> list[tuple[str, str]]:
+        target = self.index.links.get(path)
+        if target is not None:  # a link to a file: a change to the file it names reaches it
+            return [(target, LINK), *self._edges_of_file(path, how)]
+        return self._edges_of_file(path, how)
+
+    def _edges_of_file(self, path: str, how: str) -> list[tuple[str, str]]:
         if path.endswith(".py"):
             return self._python_edges(path)
         if how == KERNEL or any(

@@ -25,6 +25,8 @@ class RepoIndex:
         # directory -> the names importable from it: modules (``x.py`` as ``x``) and directories
         self.children: dict[str, set[str]] = defaultdict(set)
         self.linked_dirs: set[str] = set()  # links to directories: listed, never entered
+        self.links: dict[str, str] = {}  # a link to a file in the tree -> that file
+        self._real_root = os.path.realpath(root)
         stack = [""]
         while stack:
             relative = stack.pop()
@@ -45,6 +47,8 @@ class RepoIndex:
                         self.linked_dirs.add(path)
                     elif entry.is_file():
                         self.files.add(path)
+                        if entry.is_symlink():
+                            self._link(path)
                         self.by_name[entry.name].append(path)
                         if entry.name.endswith(".py"):
                             self.children[relative].add(entry.name[:-3])
@@ -71,6 +75,11 @@ class RepoIndex:
         """Files whose path is ``name`` or ends with ``/name``."""
         base = name.rsplit("/", 1)[-1]
         return [p for p in self.by_name.get(base, ()) if p == name or p.endswith("/" + name)]
+
+    def _link(self, path: str) -> None:
+        target = os.path.relpath(os.path.realpath(self.root / path), self._real_root)
+        if not target.startswith(".."):
+            self.links[path] = Path(target).as_posix()
 
     def in_package(self, directory: str) -> bool:
         """Whether ``directory`` or one of its parents is a regular package (has

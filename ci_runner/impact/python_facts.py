@@ -5,7 +5,7 @@
 * ``imports``: every ``import`` and ``from ... import`` anywhere in the file (inside functions,
   ``try`` and ``if TYPE_CHECKING:`` too), as ``[level, module, names, line]``;
 * ``dynamic``: imports by name (``importlib.import_module``, ``__import__``,
-  ``runpy.run_module``, ``python -m``): ``["module", name, line]`` for a literal, ``["prefix",
+  ``runpy.run_module``, ``importlib.util.find_spec``, ``python -m``): ``["module", name, line]`` for a literal, ``["prefix",
   head, line]`` when the name starts with a literal (an f-string, ``+``, ``%`` or ``.format``;
   ``{__name__}`` and ``{__package__}`` stand for the file's own module and package),
   ``["unresolved", text, line]`` otherwise;
@@ -59,14 +59,14 @@ from ci_runner.impact.python_launches import (
     mentions_python,
 )
 
-FACTS_FORMAT = 9  # bump when the facts change shape or meaning: the cache is keyed by it
+FACTS_FORMAT = 10  # bump when the facts change shape or meaning: the cache is keyed by it
 SOURCE_SUFFIXES = (".py", ".cuh", ".cu", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".c", ".inl")
 # Named files a test may read as data: a name keeps such a file from being ignored
 DOCUMENT_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".ipynb")
 _NAMED_SUFFIXES = (*SOURCE_SUFFIXES, *DOCUMENT_SUFFIXES)
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 _PATH = re.compile(r"[\w.+-]+(?:/[\w.+-]+)*\Z")
-_IMPORT_CALLS = frozenset({"import_module", "__import__", "run_module"})
+_IMPORT_CALLS = frozenset({"import_module", "__import__", "run_module", "find_spec"})
 # Calls that load a Python file by its path: (position, keyword) of the path argument
 _FILE_LOADERS = {
     "run_path": (0, "path_name"),

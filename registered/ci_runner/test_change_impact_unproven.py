@@ -344,6 +344,33 @@ def test_a_changed_symbolic_link_runs_the_whole_suite(tmp_path):
     ]
 
 
+def test_a_link_to_a_file_reaches_the_tests_of_the_link(tmp_path):
+    root = make_impact_repo(
+        tmp_path / "repo",
+        {
+            "shared/rope.py": "X = 1\n",
+            "registered/test_link.py": registered_file("import pkg.rope"),
+        },
+    )
+    (root / "pkg" / "rope.py").symlink_to("../shared/rope.py")
+    document = dry(root, "shared/rope.py")
+    assert kept(document) == ["registered/test_link.py"]
+    assert chain_of(document, "registered/test_link.py") == [
+        "shared/rope.py",
+        "pkg/rope.py",
+        "registered/test_link.py",
+    ]
+
+
+def test_an_import_by_name_of_the_repositorys_code_that_resolves_nowhere_is_unproven(tmp_path):
+    body = "import importlib\nMOD = importlib.import_module('lib.layers.rope')"
+    files = {**ROPE, "registered/test_byname.py": registered_file(body)}
+    document = dry(make_impact_repo(tmp_path / "repo", files), "pkg/core.py")
+    assert "unproven import by name lib.layers.rope: resolves in no import root" in note_of(
+        document, "registered/test_byname.py"
+    )
+
+
 # ---------------------------------------------------------------- a property: no direct importer is dropped
 
 _NAMES = st.sampled_from(["alpha", "beta", "gamma", "delta"])
