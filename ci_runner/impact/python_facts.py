@@ -57,6 +57,7 @@ from ci_runner.impact.python_launches import (
     is_interpreter,
     joined_command,
     mentions_python,
+    text_of,
 )
 
 FACTS_FORMAT = 10  # bump when the facts change shape or meaning: the cache is keyed by it
@@ -85,7 +86,6 @@ _LAUNCHERS = {
     "spawnl": 2, "spawnle": 2, "spawnlp": 2, "spawnlpe": 2,
 }  # fmt: skip
 _OWN_NAMES = {"__name__": "{__name__}", "__package__": "{__package__}"}
-_MAX_TEXT = 120
 
 
 def _called_name(func: ast.expr) -> str | None:
@@ -94,14 +94,6 @@ def _called_name(func: ast.expr) -> str | None:
     if isinstance(func, ast.Attribute):
         return func.attr
     return None
-
-
-def _text(node: ast.AST) -> str:
-    try:
-        text = ast.unparse(node)
-    except (ValueError, RecursionError):
-        return "<expression>"
-    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
 
 
 def literal_head(node: ast.expr) -> tuple[str, bool] | None:
@@ -154,7 +146,7 @@ def _dynamic(node: ast.Call, name: str) -> list[object] | None:
         return None
     head = literal_head(node.args[0])
     if head is None or not head[0]:
-        return ["unresolved", _text(node)]
+        return ["unresolved", text_of(node)]
     text, complete = head
     if text.startswith("."):  # relative: resolved against package=
         package = next((k.value for k in node.keywords if k.arg == "package"), None)
@@ -164,7 +156,7 @@ def _dynamic(node: ast.Call, name: str) -> list[object] | None:
             or not base[1]
             or ("{__" in base[0] and len(text) - len(text.lstrip(".")) > 1)
         ):
-            return ["unresolved", _text(node)]
+            return ["unresolved", text_of(node)]
         dots = len(text) - len(text.lstrip("."))
         stem = base[0].rsplit(".", dots - 1)[0] if dots > 1 else base[0]
         text = f"{stem}.{text[dots:]}" if text[dots:] or not complete else stem
@@ -206,7 +198,7 @@ def _kernel_entries(argument: ast.expr, paths: LocalPaths) -> Iterator[list[obje
         elif local is not None:
             yield ["local", local]
         else:
-            yield ["unresolved", _text(argument)]
+            yield ["unresolved", text_of(argument)]
             return
 
 
@@ -353,7 +345,7 @@ class _Reader:
                 and id(node) not in self.docstrings
                 and mentions_python(value)
             ):
-                self.launches.command(value, getattr(node, "lineno", 0), _text(node))
+                self.launches.command(value, getattr(node, "lineno", 0), text_of(node))
             return
         if _DOTTED.match(value):
             self.facts["names"].append(value)
@@ -364,16 +356,16 @@ class _Reader:
         if self.is_package and value.isidentifier():
             self.facts["words"].append(value)
         if id(node) not in self.docstrings and mentions_python(value):
-            self.launches.command(value, getattr(node, "lineno", 0), _text(node))
+            self.launches.command(value, getattr(node, "lineno", 0), text_of(node))
 
     def _joined(self, node: ast.JoinedStr) -> None:
         command = joined_command(node, self.interpreters)
         if mentions_python(command):
-            self.launches.command(command, node.lineno, _text(node))
+            self.launches.command(command, node.lineno, text_of(node))
 
     def _display(self, node: ast.List | ast.Tuple) -> None:
         if node.elts and is_interpreter(node.elts[0], self.interpreters):
-            self.launches.argv(node.elts, node.lineno, _text(node))
+            self.launches.argv(node.elts, node.lineno, text_of(node))
 
     def _call(self, node: ast.Call) -> None:
         name = _called_name(node.func)
@@ -390,7 +382,7 @@ class _Reader:
                 self.calls.append([name, argument.value])
         os_walk = isinstance(node.func, ast.Name) and node.func.id in self.os_walks
         if os_walk or (name in _LISTINGS and not _is_other_walk(node.func, self.os_walks)):
-            self.facts["listings"].append([_text(node), node.lineno])
+            self.facts["listings"].append([text_of(node), node.lineno])
         entry = _dynamic(node, name)
         if entry is not None:
             self.facts["dynamic"].append([*entry, node.lineno])
@@ -405,7 +397,7 @@ class _Reader:
             and len(node.args) > offset
             and is_interpreter(node.args[offset], self.interpreters)
         ):
-            self.launches.argv(node.args[offset:], node.lineno, _text(node))
+            self.launches.argv(node.args[offset:], node.lineno, text_of(node))
         self._path_call(node, name)
 
     def _path_call(self, node: ast.Call, name: str) -> None:
@@ -413,25 +405,25 @@ class _Reader:
         func, line = node.func, node.lineno
         if isinstance(func, ast.Attribute) and _is_sys_attribute(func.value, "path"):
             if name == "insert" and len(node.args) == 2:
-                self.launches.path_entry(node.args[1], line, _text(node))
+                self.launches.path_entry(node.args[1], line, text_of(node))
             elif name == "append" and len(node.args) == 1:
-                self.launches.path_entry(node.args[0], line, _text(node))
+                self.launches.path_entry(node.args[0], line, text_of(node))
             elif name == "extend" and len(node.args) == 1:
-                self.launches.path_entries(node.args[0], line, _text(node))
+                self.launches.path_entries(node.args[0], line, text_of(node))
             elif name in ("__setitem__", "__iadd__"):
-                self.launches.path_unknown(_text(node), line)
+                self.launches.path_unknown(text_of(node), line)
         elif isinstance(func, ast.Attribute) and (
             _is_sys_attribute(func.value, "meta_path")
             or _is_sys_attribute(func.value, "path_hooks")
         ):
             if name in ("insert", "append", "extend"):
-                self.facts["unproven"].append(["custom importer", _text(node), line])
+                self.facts["unproven"].append(["custom importer", text_of(node), line])
         elif name in ("addsitedir", "syspath_prepend") and node.args:
-            self.launches.path_entry(node.args[0], line, _text(node))
+            self.launches.path_entry(node.args[0], line, text_of(node))
         elif name in ("setenv", "putenv", "setdefault", "__setitem__") and _names_pythonpath(
             node.args[:1]
         ):
-            self.launches.path_unknown(_text(node), line)
+            self.launches.path_unknown(text_of(node), line)
         elif isinstance(func, ast.Name) and func.id == "exec":
             self.launches.exec_code(node, line)
         elif (
@@ -447,19 +439,19 @@ class _Reader:
         for target in targets:
             place = target.value if isinstance(target, ast.Subscript) else target
             if _is_sys_attribute(place, "path"):
-                self.launches.path_entries(node.value, node.lineno, _text(node))
+                self.launches.path_entries(node.value, node.lineno, text_of(node))
             elif _is_sys_attribute(place, "meta_path") or _is_sys_attribute(place, "path_hooks"):
-                self.facts["unproven"].append(["custom importer", _text(node), node.lineno])
+                self.facts["unproven"].append(["custom importer", text_of(node), node.lineno])
             elif isinstance(target, ast.Subscript) and _names_pythonpath([target.slice]):
-                self.launches.path_unknown(_text(node), node.lineno)
+                self.launches.path_unknown(text_of(node), node.lineno)
 
     def _dict(self, node: ast.Dict) -> None:
         if _names_pythonpath([k for k in node.keys if k is not None]):
-            self.launches.path_unknown(_text(node), getattr(node, "lineno", 0))
+            self.launches.path_unknown(text_of(node), getattr(node, "lineno", 0))
 
     def _keyword(self, node: ast.keyword) -> None:
         if node.arg == "PYTHONPATH":
-            self.launches.path_unknown(_text(node), getattr(node, "lineno", 0))
+            self.launches.path_unknown(text_of(node), getattr(node, "lineno", 0))
 
     # ------------------------------------------------------------------ after the pass
 
@@ -485,7 +477,9 @@ class _Reader:
             if local is not None:
                 self.launches.facts.files.append([local, node.lineno])
                 return
-        self.facts["unproven"].append(["file loaded by a computed path", _text(node), node.lineno])
+        self.facts["unproven"].append(
+            ["file loaded by a computed path", text_of(node), node.lineno]
+        )
 
     def _loader_call(self, node: ast.Call, arguments: tuple[str | int, ...]) -> None:
         keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
@@ -503,7 +497,7 @@ class _Reader:
                 value = keywords.get(argument)
                 unknown = value is None and spread
             if unknown:
-                self.facts["kernel"].append(["unresolved", _text(node), node.lineno])
+                self.facts["kernel"].append(["unresolved", text_of(node), node.lineno])
             elif value is not None:
                 for entry in _kernel_entries(value, self.paths()):
                     self.facts["kernel"].append([*entry, node.lineno])

@@ -9,7 +9,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from impact_tree import GPU_TESTS, chain_of, kept, make_impact_repo, run_dry
+from impact_tree import (
+    GPU_TESTS,
+    chain_of,
+    changed_files,
+    dry_changed,
+    kept,
+    make_impact_repo,
+)
 
 from ci_runner import register_cpu_ci
 
@@ -21,16 +28,8 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CI_RUNNER_CACHE_DIR", str(tmp_path / "impact-cache"))
 
 
-def changed(root: Path, *paths: str) -> list[str]:
-    listing = root / "changed.txt"
-    listing.write_text("".join(p + "\n" for p in paths))
-    return ["--changed-files", str(listing)]
-
-
-def dry(root: Path, *paths: str, **kwargs) -> dict:
-    code, document = run_dry(root, *changed(root, *paths), **kwargs)
-    assert code == 0
-    return document
+changed = changed_files
+dry = dry_changed
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from impact_tree import IMPACT_TABLE, kept, make_impact_repo, registered_file, run_dry
+from impact_tree import (
+    IMPACT_TABLE,
+    changed_files,
+    dry_changed,
+    kept,
+    make_impact_repo,
+    registered_file,
+    run_dry,
+)
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog
@@ -30,16 +38,11 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CI_RUNNER_CACHE_DIR", str(tmp_path / "impact-cache"))
 
 
-def listed(root: Path, *paths: str) -> list[str]:
-    listing = root / "changed.txt"
-    listing.write_text("".join(p + "\n" for p in paths))
-    return ["--changed-files", str(listing)]
+listed = changed_files
 
 
 def impact_of(root: Path, *paths: str) -> dict:
-    code, document = run_dry(root, *listed(root, *paths))
-    assert code == 0
-    return document["change_impact"]
+    return dry_changed(root, *paths)["change_impact"]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from impact_tree import chain_of, kept, make_impact_repo, registered_file, run_dry
+from impact_tree import chain_of, dry_changed, kept, make_impact_repo, registered_file
 
 from ci_runner import register_cpu_ci
 from ci_runner.impact.config import KernelLoader
@@ -171,12 +171,7 @@ LOCAL = "registered/sub/test_local_kernel.py"
 HELPER = "registered/sub/test_helper_kernel.py"
 
 
-def keeps(root: Path, *paths: str) -> dict:
-    listing = root / "changed.txt"
-    listing.write_text("".join(p + "\n" for p in paths))
-    code, document = run_dry(root, "--changed-files", str(listing))
-    assert code == 0
-    return document
+keeps = dry_changed
 
 
 @pytest.mark.parametrize(

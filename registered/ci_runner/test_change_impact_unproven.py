@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from impact_tree import (
     GPU_TESTS,
     chain_of,
+    dry_changed,
     git,
     git_repo,
     kept,
@@ -36,12 +37,7 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CI_RUNNER_CACHE_DIR", str(tmp_path / "impact-cache"))
 
 
-def dry(root: Path, *paths: str) -> dict:
-    listing = root / "changed.txt"
-    listing.write_text("".join(p + "\n" for p in paths))
-    code, document = run_dry(root, "--changed-files", str(listing))
-    assert code == 0
-    return document
+dry = dry_changed
 
 
 def note_of(document: dict, path: str) -> str:
