@@ -313,7 +313,10 @@ class DependencyGraph:
                 text = f"sys.path edit {value}: the directory it adds is not known"
                 self.sites.append(Site(path, line, UNPROVEN_SITE, text))
         for value, line in facts["files"]:
-            target = posixpath.normpath(posixpath.join(directory, value))
+            if value.startswith("@"):
+                target = self._imported_place(directory, value[1:], 0) or ""
+            else:
+                target = posixpath.normpath(posixpath.join(directory, value))
             if target in self.index.files:
                 edges.append((target, RUNS))
             else:
@@ -325,11 +328,43 @@ class DependencyGraph:
 
     def _path_dir(self, directory: str, kind: str, value: str) -> str | None:
         """The repository directory a ``syspath`` fact of a file in ``directory`` adds."""
+        if kind == "imported":
+            target = self._imported_place(directory, value, 0)
+            return target if target is not None and target in self.index.dirs else None
         if kind != "dir":
             return None
         target = posixpath.normpath(posixpath.join(directory, value))
         target = "" if target == "." else target
         return target if target in self.index.dirs else None
+
+    def _imported_place(self, directory: str, spec: str, hops: int) -> str | None:
+        """``module:NAME/extra`` written in a file of ``directory``: the root-relative path
+        another module's path constant names, through that module's ``places`` (and its
+        re-exports, a few hops deep); None when it names none."""
+        origin, _, extra = spec.partition("/")
+        module, _, name = origin.partition(":")
+        level = len(module) - len(module.lstrip("."))
+        if hops > 4 or not name:
+            return None
+        if level:
+            parts = directory.split("/") if directory else []
+            base = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else None
+            if base is None:
+                return None
+            found = self._in_base("/".join(base) + "/" if base else "", module[level:].split("."))
+            files = found[0] if found else []
+        else:
+            files = list(self.resolve(module))
+        for file in reversed(files):  # the module itself is last
+            place = self.cache.facts(file).get("places", {}).get(name)
+            if place is None:
+                continue
+            here = posixpath.dirname(file)
+            if place.startswith("@"):
+                return self._imported_place(here, f"{place[1:]}/{extra}".rstrip("/"), hops + 1)
+            target = posixpath.normpath(posixpath.join(here, place, extra))
+            return "" if target == "." else target
+        return None
 
     def _relative(
         self, path: str, level: int, module: str, names: list[str] | None, line: int
@@ -497,6 +532,7 @@ class DependencyGraph:
         present = [t for t in self.tests if t in self.index.files]
         first = [*present, *(c for t in present for c, _ in self._conftests(t))]
         self.cache.prefetch(first)
+        self._set_bases()
         for path in first:  # the usual places of sys.path edits, known before anything resolves
             for kind, value, _line in self.cache.facts(path).get("syspath", ()):
                 target = self._path_dir(posixpath.dirname(path), kind, value)

@@ -27,6 +27,10 @@
 * ``syspath``: directories put on the import path (``sys.path.insert``, ``site.addsitedir``,
   ``PYTHONPATH`` in an environment): ``["dir", path relative to the file's directory, line]``
   when spelled from the file's location, ``["unresolved", text, line]`` otherwise;
+* ``places``: module-level names bound once to a path spelled from the file's location
+  (``REPO_ROOT = Path(__file__).parents[2]``), relative to the file's directory, for files that
+  import them to put on ``sys.path`` or ``PYTHONPATH``; a name the file imports itself is
+  ``"@module:NAME"`` (a re-export, followed by the graph);
 * ``files``: Python files run or loaded by a path spelled from the file's location (a script
   started with ``sys.executable``, ``runpy.run_path``, ``spec_from_file_location``), relative to
   the file's directory, as ``[path, line]``;
@@ -51,6 +55,7 @@ from collections.abc import Iterator
 from ci_runner.impact.config import KernelLoader
 from ci_runner.impact.local_paths import LocalPaths
 from ci_runner.impact.python_launches import (
+    COMPUTED,
     LaunchFacts,
     LaunchReader,
     interpreter_names,
@@ -60,7 +65,7 @@ from ci_runner.impact.python_launches import (
     text_of,
 )
 
-FACTS_FORMAT = 10  # bump when the facts change shape or meaning: the cache is keyed by it
+FACTS_FORMAT = 15  # bump when the facts change shape or meaning: the cache is keyed by it
 SOURCE_SUFFIXES = (".py", ".cuh", ".cu", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".c", ".inl")
 # Named files a test may read as data: a name keeps such a file from being ignored
 DOCUMENT_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".ipynb")
@@ -85,6 +90,15 @@ _LAUNCHERS = {
     "execl": 1, "execle": 1, "execlp": 1, "execlpe": 1,
     "spawnl": 2, "spawnle": 2, "spawnlp": 2, "spawnlpe": 2,
 }  # fmt: skip
+# Calls whose first argument is a shell command line (or an argument list)
+_SHELL_LAUNCHERS = frozenset(
+    {
+        "system", "popen", "run", "call", "check_call", "check_output", "Popen", "getoutput",
+        "getstatusoutput", "create_subprocess_shell", "spawn", "runcmd", "run_command",
+    }
+)  # fmt: skip
+_MAX_NAME_DEPTH = 8
+_IMPORTED = "\0"  # marks a directory named through another module's constant
 _OWN_NAMES = {"__name__": "{__name__}", "__package__": "{__package__}"}
 
 
@@ -250,9 +264,13 @@ class _Reader:
         self.interpreters = interpreter_names(tree)
         self.docstrings: set[int] = set()
         self.loader_calls: list[tuple[ast.Call, tuple[str | int, ...]]] = []
+        self.commands: list[tuple[ast.expr, int, str]] = []  # shell launchers' command lines
+        self.pythonpath: list[tuple[ast.expr | None, int, str]] = []  # values given PYTHONPATH
+        self.assigned: dict[str, list[ast.expr]] = {}  # name -> every value assigned to it
         self.file_loads: list[ast.Call] = []
         self._local_paths: LocalPaths | None = None
-        self.launches = LaunchReader(self.paths)
+        self.launches = LaunchReader(self.paths, self.imported_path)
+        self.from_imports: dict[str, str] = {}  # local name -> "module:NAME" (dots for level)
         self._fields: dict[type, tuple[str, ...]] = {}
 
     def paths(self) -> LocalPaths:
@@ -268,11 +286,11 @@ class _Reader:
             ast.FunctionDef: self._function,
             ast.AsyncFunctionDef: self._function,
             ast.ClassDef: self._docstring,
+            ast.AnnAssign: self._assign,
             ast.Constant: self._constant,
             ast.Call: self._call,
             ast.List: self._display,
             ast.Tuple: self._display,
-            ast.JoinedStr: self._joined,
             ast.Assign: self._assign,
             ast.AugAssign: self._assign,
             ast.Dict: self._dict,
@@ -315,6 +333,9 @@ class _Reader:
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         names = [alias.name for alias in node.names if alias.name != "*"]
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            self.from_imports[alias.asname or alias.name] = f"{module}:{alias.name}"
         if node.module == "os":
             self.os_walks.update(a.asname or a.name for a in node.names if a.name == "walk")
         self.facts["imports"].append([node.level, node.module or "", names, node.lineno])
@@ -340,12 +361,6 @@ class _Reader:
     def _constant(self, node: ast.Constant) -> None:
         value = node.value
         if not isinstance(value, str) or len(value) > 300:
-            if (
-                isinstance(value, str)
-                and id(node) not in self.docstrings
-                and mentions_python(value)
-            ):
-                self.launches.command(value, getattr(node, "lineno", 0), text_of(node))
             return
         if _DOTTED.match(value):
             self.facts["names"].append(value)
@@ -355,13 +370,6 @@ class _Reader:
             self.facts["paths"].append(value.removeprefix("./"))
         if self.is_package and value.isidentifier():
             self.facts["words"].append(value)
-        if id(node) not in self.docstrings and mentions_python(value):
-            self.launches.command(value, getattr(node, "lineno", 0), text_of(node))
-
-    def _joined(self, node: ast.JoinedStr) -> None:
-        command = joined_command(node, self.interpreters)
-        if mentions_python(command):
-            self.launches.command(command, node.lineno, text_of(node))
 
     def _display(self, node: ast.List | ast.Tuple) -> None:
         if node.elts and is_interpreter(node.elts[0], self.interpreters):
@@ -398,6 +406,8 @@ class _Reader:
             and is_interpreter(node.args[offset], self.interpreters)
         ):
             self.launches.argv(node.args[offset:], node.lineno, text_of(node))
+        if name in _SHELL_LAUNCHERS and node.args:
+            self.commands.append((node.args[0], node.lineno, text_of(node)))
         self._path_call(node, name)
 
     def _path_call(self, node: ast.Call, name: str) -> None:
@@ -423,7 +433,8 @@ class _Reader:
         elif name in ("setenv", "putenv", "setdefault", "__setitem__") and _names_pythonpath(
             node.args[:1]
         ):
-            self.launches.path_unknown(text_of(node), line)
+            value = node.args[1] if len(node.args) > 1 else None
+            self.pythonpath.append((value, line, text_of(node)))
         elif isinstance(func, ast.Name) and func.id == "exec":
             self.launches.exec_code(node, line)
         elif (
@@ -434,24 +445,27 @@ class _Reader:
         ):
             self.launches.pytest_main(node, line)
 
-    def _assign(self, node: ast.Assign | ast.AugAssign) -> None:
+    def _assign(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
+            if isinstance(target, ast.Name) and node.value is not None:
+                self.assigned.setdefault(target.id, []).append(node.value)
             place = target.value if isinstance(target, ast.Subscript) else target
             if _is_sys_attribute(place, "path"):
                 self.launches.path_entries(node.value, node.lineno, text_of(node))
             elif _is_sys_attribute(place, "meta_path") or _is_sys_attribute(place, "path_hooks"):
                 self.facts["unproven"].append(["custom importer", text_of(node), node.lineno])
             elif isinstance(target, ast.Subscript) and _names_pythonpath([target.slice]):
-                self.launches.path_unknown(text_of(node), node.lineno)
+                self.pythonpath.append((node.value, node.lineno, text_of(node)))
 
     def _dict(self, node: ast.Dict) -> None:
-        if _names_pythonpath([k for k in node.keys if k is not None]):
-            self.launches.path_unknown(text_of(node), getattr(node, "lineno", 0))
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is not None and _names_pythonpath([key]):
+                self.pythonpath.append((value, getattr(node, "lineno", 0), text_of(node)))
 
     def _keyword(self, node: ast.keyword) -> None:
         if node.arg == "PYTHONPATH":
-            self.launches.path_unknown(text_of(node), getattr(node, "lineno", 0))
+            self.pythonpath.append((node.value, getattr(node, "lineno", 0), text_of(node)))
 
     # ------------------------------------------------------------------ after the pass
 
@@ -460,6 +474,129 @@ class _Reader:
             self._loader_call(node, arguments)
         for node in self.file_loads:
             self._file_load(node)
+        for argument, line, shown in self.commands:
+            for text in self._command_texts(argument, 0):
+                if mentions_python(text):
+                    self.launches.command(text, line, shown)
+        for value, line, shown in self.pythonpath:
+            self._pythonpath(value, line, shown)
+
+    def _values(self, node: ast.expr) -> list[ast.expr]:
+        """What a name may hold: every value assigned to it in the file (any scope)."""
+        if isinstance(node, ast.Name):
+            return self.assigned.get(node.id, [])
+        return [node]
+
+    def _command_texts(self, node: ast.expr, depth: int) -> list[str]:
+        """The command lines a launcher argument may be: a literal, an f-string, or what a
+        name was assigned; a list is read as an argument list where it is written."""
+        if depth > _MAX_NAME_DEPTH:
+            return []
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.JoinedStr):
+            return [joined_command(node, self.interpreters)]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            lefts = self._command_texts(node.left, depth + 1) or [COMPUTED]
+            rights = self._command_texts(node.right, depth + 1) or [COMPUTED]
+            return [left + right for left in lefts for right in rights][:_MAX_NAME_DEPTH]
+        if isinstance(node, ast.Name):
+            return [t for v in self._values(node) for t in self._command_texts(v, depth + 1)]
+        return []
+
+    def imported_path(self, node: ast.expr) -> str | None:
+        """``REPO_ROOT``, ``str(REPO_ROOT / "tools")`` with ``REPO_ROOT`` imported from another
+        module: ``"module:REPO_ROOT/tools"``, for the graph to resolve; None otherwise."""
+        segments: list[str] = []
+        for _ in range(_MAX_NAME_DEPTH):
+            if (
+                isinstance(node, ast.Call)
+                and _called_name(node.func) in ("str", "fspath", "resolve", "absolute")
+                and len(node.args) <= 1
+            ):
+                node = node.args[0] if node.args else node.func.value  # type: ignore[union-attr]
+            elif (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, ast.Div)
+                and isinstance(node.right, ast.Constant)
+                and isinstance(node.right.value, str)
+            ):
+                segments.insert(0, node.right.value)
+                node = node.left
+            elif (
+                isinstance(node, ast.Name)
+                and node.id not in self.from_imports
+                and node.id in self.paths().bound  # a module-level name bound once
+            ):
+                node = self.paths().bound[node.id]
+            else:
+                break
+        if not isinstance(node, ast.Name) or node.id not in self.from_imports:
+            return None
+        if any(not s or s.startswith("/") or "\0" in s for s in segments):
+            return None
+        return "/".join([self.from_imports[node.id], *segments])
+
+    def places(self) -> dict[str, str]:
+        """Module-level names bound once to a path spelled from the file's location, relative
+        to the file's directory (``REPO_ROOT = Path(__file__).parents[2]``: ``"../.."``)."""
+        found = {name: f"@{origin}" for name, origin in self.from_imports.items()}  # re-exports
+        for name, value in self.paths().bound.items():
+            relative = self.paths().resolve_dir(value)
+            imported = self.imported_path(value) if relative is None else None
+            if relative is not None:
+                found[name] = relative
+            elif imported is not None:
+                found[name] = f"@{imported}"
+        return found
+
+    def _pythonpath(self, value: ast.expr | None, line: int, shown: str) -> None:
+        """``PYTHONPATH`` set to ``value``: directories spelled from the file's location become
+        ``syspath`` dirs; what it keeps from the environment is the runner's own setting;
+        anything else is an unresolved edit."""
+        dirs: list[str] = []
+        if value is None or not self._path_parts(value, dirs, 0):
+            self.launches.path_unknown(shown, line)
+            return
+        self.launches.facts.syspath += [
+            ["imported", d[len(_IMPORTED) :], line] if d.startswith(_IMPORTED) else ["dir", d, line]
+            for d in dirs
+        ]
+
+    def _path_parts(self, node: ast.expr, dirs: list[str], depth: int) -> bool:
+        """Whether every part of a ``PYTHONPATH`` value is known (module docstring)."""
+        if depth > _MAX_NAME_DEPTH:
+            return False
+        parts: list[ast.expr] | None = None
+        if isinstance(node, ast.JoinedStr):
+            parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.IfExp):
+            parts = [node.body, node.orelse]
+        elif _is_join(node) and isinstance(node.args[0], ast.List | ast.Tuple):
+            parts = list(node.args[0].elts)
+        elif (
+            isinstance(node, ast.Call)
+            and _called_name(node.func) in ("str", "fspath")
+            and len(node.args) == 1
+        ):
+            parts = [node.args[0]]
+        if parts is not None:
+            return all(self._path_parts(part, dirs, depth + 1) for part in parts)
+        if _is_separator(node) or _reads_pythonpath(node):
+            return True
+        if (imported := self.imported_path(node)) is not None:
+            dirs.append(f"{_IMPORTED}{imported}")
+            return True
+        if isinstance(node, ast.Name) and node.id in self.assigned:
+            values = self.assigned[node.id]
+            return all(self._path_parts(v, dirs, depth + 1) for v in values)
+        directory = self.paths().resolve_dir(node)
+        if directory is None:
+            return False
+        dirs.append(directory)
+        return True
 
     def _file_load(self, node: ast.Call) -> None:
         """``runpy.run_path``, ``spec_from_file_location``, ...: a literal path is one of the
@@ -503,6 +640,34 @@ class _Reader:
                     self.facts["kernel"].append([*entry, node.lineno])
 
 
+def _is_join(node: ast.expr) -> bool:
+    """``os.pathsep.join(...)`` or ``":".join(...)``."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and len(node.args) == 1
+        and (_is_separator(node.func.value))
+    )
+
+
+def _is_separator(node: ast.expr) -> bool:
+    """``os.pathsep``, ``":"`` or ``";"``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "pathsep"
+    return isinstance(node, ast.Constant) and node.value in (":", ";", "")
+
+
+def _reads_pythonpath(node: ast.expr) -> bool:
+    """``os.environ.get("PYTHONPATH")``, ``os.getenv("PYTHONPATH")``, ``env["PYTHONPATH"]``:
+    the value inherited from the runner's environment."""
+    if isinstance(node, ast.Subscript):
+        return _names_pythonpath([node.slice])
+    if isinstance(node, ast.Call) and _called_name(node.func) in ("get", "getenv"):
+        return _names_pythonpath(node.args[:1])
+    return False
+
+
 def _names_pythonpath(nodes: list[ast.expr]) -> bool:
     return any(isinstance(n, ast.Constant) and n.value == "PYTHONPATH" for n in nodes)
 
@@ -527,16 +692,32 @@ def file_facts(source: bytes | str, loaders: tuple[KernelLoader, ...], is_packag
     except RecursionError:
         return {"error": "cannot read it (nested too deeply)"}
     facts = {key: _unique(values) for key, values in reader.facts.items()}
+    places = (
+        reader.places()
+        if _may_bind_paths(_as_bytes(source))
+        else {name: f"@{origin}" for name, origin in reader.from_imports.items()}
+    )
     facts["dynamic"] = _unique(facts["dynamic"] + launched.dynamic)
     facts["unproven"] = _unique(facts["unproven"] + launched.unproven)
     return {
         **facts,
         "syspath": _unique(launched.syspath),
         "files": _unique(launched.files),
+        "places": places,
         "enumerators": sorted(reader.enumerators),
         "calls": _unique(reader.calls),
         "error": None,
     }
+
+
+def _may_bind_paths(source: bytes) -> bool:
+    """Whether a module-level name may be bound to a path (``__file__`` is written, or a path
+    is joined: ``ROOT / "x"``); reading the bindings costs two walks of the tree."""
+    return b"__file__" in source or b' / "' in source or b" / '" in source
+
+
+def _as_bytes(source: bytes | str) -> bytes:
+    return source if isinstance(source, bytes) else source.encode("utf-8", "surrogateescape")
 
 
 def _merge_code(

@@ -14,7 +14,10 @@ is then kept for every change):
   it); a path spelled from the file's location (``Path(__file__).parent / "x.py"``) is a
   ``files`` fact; anything else is unproven;
 * a ``sys.path`` entry spelled from the file's location is a ``syspath`` ``["dir", relative]``
-  fact (the graph resolves imports there too); any other entry is ``["unresolved", text]``.
+  fact (the graph resolves imports there too); one spelled from a module-level path constant
+  another module defines (``from helpers import REPO_ROOT``, then ``str(REPO_ROOT / "tools")``)
+  is ``["imported", "module:NAME/tools"]``, resolved by the graph through that module's
+  ``places``; any other entry is ``["unresolved", text]``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ _OPTIONS_WITH_VALUE = frozenset({"-X", "-W", "--check-hash-based-pycs"})
 _PYTEST_OPTIONS_WITH_VALUE = frozenset(
     {"-k", "-m", "-W", "-o", "-c", "--tb", "--rootdir", "--confcutdir", "--junitxml", "-n"}
 )
-_COMPUTED = "\0"  # stands for a computed part of a command line
+COMPUTED = "\0"  # stands for a computed part of a command line
 _MAX_TEXT = 120
 
 
@@ -96,8 +99,11 @@ class LaunchReader:
     """Reads the launches and ``sys.path`` edits found while a file is read (see the module
     docstring); ``paths`` gives the file's :class:`LocalPaths`, built only when needed."""
 
-    def __init__(self, paths: Callable[[], LocalPaths]) -> None:
+    def __init__(
+        self, paths: Callable[[], LocalPaths], imported: Callable[[ast.expr], str | None]
+    ) -> None:
         self._paths = paths
+        self.imported = imported  # a path named by a constant of another module, or None
         self.facts = LaunchFacts()
 
     # ------------------------------------------------------------------ argument lists
@@ -142,11 +148,11 @@ class LaunchReader:
             return
         literal = value if isinstance(value, str) else self._literal(value)
         if flag == "-m":
-            if literal is None or _COMPUTED in literal:
+            if literal is None or COMPUTED in literal:
                 self.facts.dynamic.append(["unresolved", f"python -m {text}", line])
             else:
                 self.module(literal, line)
-        elif literal is None or _COMPUTED in literal:
+        elif literal is None or COMPUTED in literal:
             self._unproven("Python started with computed -c code", text, line)
         else:
             self.facts.code.append((literal, line))
@@ -160,13 +166,16 @@ class LaunchReader:
         if paths.is_own_file(item):
             return
         local = paths.resolve(paths.value_of(item))
+        imported = self.imported(item) if local is None else None
         if local is not None:
             self.facts.files.append([local, line])
+        elif imported is not None:
+            self.facts.files.append([f"@{imported}", line])
         else:
             self._unproven("Python started on a computed script path", text, line)
 
     def _script_word(self, word: str, line: int, text: str) -> None:
-        if _COMPUTED in word or word == "-":
+        if COMPUTED in word or word == "-":
             self._unproven("Python started on a computed script path", text, line)
         elif not word.endswith(".py"):
             self._unproven("Python started on a script that is not a .py file", text, line)
@@ -188,7 +197,7 @@ class LaunchReader:
 
     def command(self, text: str, line: int, shown: str) -> None:
         """A shell command line (``os.system``, ``shell=True``, a script) that runs Python;
-        computed parts are ``_COMPUTED``."""
+        computed parts are ``COMPUTED``."""
         for match in _SHELL_PYTHON.finditer(text):
             rest = text[match.start(1) :]
             try:
@@ -202,13 +211,13 @@ class LaunchReader:
     # ------------------------------------------------------------------ pytest.main
 
     def pytest_main(self, node: ast.Call, line: int) -> None:
-        """``pytest.main([args])``: the test files it collects, in this process."""
+        """``pytest.main([args])``: the test files it collects, in this process: a path spelled
+        from the file's location is a ``files`` fact, ``-p plugin`` an import by name; a test
+        file it runs by a computed path is not seen (as with ``python -m pytest PATH``)."""
         if not node.args:
             return
         items = self._paths().value_of(node.args[0])
         if not isinstance(items, ast.List | ast.Tuple):
-            if not _is_sys_argv(items):
-                self._unproven("pytest.main with computed arguments", text_of(node), line)
             return
         after = ""  # the option whose value comes next
         for item in items.elts:
@@ -218,20 +227,13 @@ class LaunchReader:
                     self.module(word, line)
                 after = ""
             elif word is None:
-                self._pytest_path(item, node, line)
+                local = None if isinstance(item, ast.Starred) else self._local(item)
+                if local is not None:
+                    self.facts.files.append([local, line])
             elif word == "-p" or word in _PYTEST_OPTIONS_WITH_VALUE:
                 after = word
             elif word.startswith("-p") and not word.startswith("--"):
                 self.module(word[2:], line)
-            elif not (word.startswith("-") or word.endswith(".py")):
-                self._unproven("pytest.main on a path that is not a .py file", word, line)
-
-    def _pytest_path(self, item: ast.expr, node: ast.Call, line: int) -> None:
-        local = None if isinstance(item, ast.Starred) else self._local(item)
-        if local is not None:
-            self.facts.files.append([local, line])
-        elif isinstance(item, ast.Starred) or not self._paths().is_own_file(item):
-            self._unproven("pytest.main on a computed path", text_of(node), line)
 
     def _local(self, node: ast.expr) -> str | None:
         paths = self._paths()
@@ -242,8 +244,11 @@ class LaunchReader:
     def path_entry(self, node: ast.expr, line: int, text: str) -> None:
         """One directory put on ``sys.path``."""
         relative = self._paths().resolve_dir(node)
+        imported = self.imported(node) if relative is None else None
         if relative is not None:
             self.facts.syspath.append(["dir", relative, line])
+        elif imported is not None:
+            self.facts.syspath.append(["imported", imported, line])
         else:
             self.facts.syspath.append(["unresolved", text, line])
 
@@ -289,7 +294,7 @@ def _dedented(node: ast.expr) -> str | None:
 def _starts_a_program(word: str) -> bool:
     """After ``python`` in a command line: an option, a script or a computed part (prose such
     as "python 3.10 or newer" is none of these)."""
-    return word.startswith("-") or word.endswith(".py") or _COMPUTED in word
+    return word.startswith("-") or word.endswith(".py") or COMPUTED in word
 
 
 def _until_shell_operator(words: list[str]) -> list[str]:
@@ -299,21 +304,9 @@ def _until_shell_operator(words: list[str]) -> list[str]:
     return words
 
 
-def _is_sys_argv(node: ast.expr) -> bool:
-    """``sys.argv`` or ``sys.argv[1:]``: the command line this file was given."""
-    if isinstance(node, ast.Subscript):
-        node = node.value
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == "argv"
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "sys"
-    )
-
-
 def joined_command(node: ast.JoinedStr, interpreters: frozenset[str]) -> str:
     """An f-string as a command line: ``{sys.executable}`` is ``python``, any other
-    placeholder ``_COMPUTED``."""
+    placeholder ``COMPUTED``."""
     parts: list[str] = []
     for part in node.values:
         if isinstance(part, ast.Constant) and isinstance(part.value, str):
@@ -321,7 +314,7 @@ def joined_command(node: ast.JoinedStr, interpreters: frozenset[str]) -> str:
         elif isinstance(part, ast.FormattedValue) and is_interpreter(part.value, interpreters):
             parts.append("python")
         else:
-            parts.append(_COMPUTED)
+            parts.append(COMPUTED)
     return "".join(parts)
 
 

@@ -239,11 +239,19 @@ def test_what_a_test_loads_through_sys_path_or_a_started_python_is_followed(
             "unproven file loaded by a computed path",
         ),
         ("class F:\n    pass\nsys.meta_path.insert(0, F())", "unproven custom importer"),
-        ("def f(p):\n    pytest.main([p])", "unproven pytest.main on a computed path"),
         # a module named by a computed value: an import by a computed name
         (
             "import subprocess\ndef f(m):\n    subprocess.run(['python3', '-m', m])",
             "dynamic import python -m ['python3', '-m', m]",
+        ),
+        (
+            "import os\ndef f(m):\n    cmd = f'python3 -m {m} --fast'\n    os.system(cmd)",
+            "dynamic import python -m os.system(cmd)",
+        ),
+        (
+            "import subprocess, tempfile\ndef f():\n    d = tempfile.mkdtemp()\n"
+            "    subprocess.run([sys.executable, '-c', 'import x'], env={'PYTHONPATH': d})",
+            "sys.path edit {'PYTHONPATH': d}",
         ),
     ],
 )
@@ -258,10 +266,54 @@ def test_prose_and_language_names_are_no_command_lines(tmp_path):
     body = (
         "MESSAGE = 'needs python 3.10 or newer'\n"
         "LANGUAGES = ['python', 'rust']\n"
-        "def f(tool):\n    return tool.startswith('python')"
+        "def f(tool, path):\n    print(f'`python {path}` fails the same way')\n"
+        "    return tool.startswith('python')"
     )
     root = make_impact_repo(tmp_path / "repo", {"registered/test_x.py": registered_file(body)})
     assert kept(dry(root, "pkg/core.py")) == ["registered/test_core.py"]
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "env = {**os.environ, 'PYTHONPATH': str(ROOT / 'tools')}",
+        "env = dict(os.environ)\nenv['PYTHONPATH'] = os.pathsep.join([str(ROOT / 'tools')])",
+        "existing = os.environ.get('PYTHONPATH')\n"
+        "env = {'PYTHONPATH': f'{ROOT / \"tools\"}{os.pathsep}{existing}' if existing else ''}",
+    ],
+)
+def test_pythonpath_spelled_from_the_files_location_is_followed(tmp_path, setting):
+    body = (
+        "import os\nimport subprocess\nfrom pathlib import Path\n\n"
+        "ROOT = Path(__file__).resolve().parents[1]\n"
+        f"{setting}\n"
+        "subprocess.run([sys.executable, '-c', 'import toolhelp'], env=env)"
+    )
+    files = {**TOOLS, "registered/test_x.py": registered_file(body)}
+    document = dry(make_impact_repo(tmp_path / "repo", files), "tools/toolhelp.py")
+    assert kept(document) == ["registered/test_x.py"]
+    assert note_of(document, "registered/test_x.py") == ""
+
+
+def test_a_path_constant_of_another_module_is_followed(tmp_path):
+    """``from helpers import ROOT`` (``ROOT = Path(__file__).parents[1]`` there, or a
+    re-export of it) names a directory for ``PYTHONPATH`` or a script to start."""
+    files = {
+        **TOOLS,
+        "registered/roots.py": "from pathlib import Path\n\nROOT = Path(__file__).resolve().parents[1]\n",
+        "registered/helpers.py": "from roots import ROOT\n\nTOOL = ROOT / 'tools' / 'toolhelp.py'\n",
+        "registered/test_env.py": registered_file(
+            "import os\nimport subprocess\nfrom roots import ROOT\n\n"
+            "subprocess.run([sys.executable, '-c', 'import toolhelp'],\n"
+            "               env={**os.environ, 'PYTHONPATH': str(ROOT / 'tools')})"
+        ),
+        "registered/test_script.py": registered_file(
+            "import subprocess\nfrom helpers import TOOL\n\nsubprocess.run([sys.executable, str(TOOL)])"
+        ),
+    }
+    document = dry(make_impact_repo(tmp_path / "repo", files), "tools/toolhelp.py")
+    assert kept(document) == ["registered/test_env.py", "registered/test_script.py"]
+    assert [e["note"] for e in document["change_impact"]["kept"]] == ["", ""]
 
 
 def test_a_conftest_is_loaded_for_the_tests_below_it_with_its_sys_path_edits(tmp_path):
