@@ -65,7 +65,7 @@ def read_import_roots(index: RepoIndex) -> ImportRoots:
             continue
         parsed = _parse(path, text)
         if not path.endswith(("pytest.ini", "tox.ini")):
-            places, declared = _declared(index, path, parsed, text)
+            places, declared = _declared(index, path, parsed)
             names.update(declared)
             for root, package in places:
                 if package:
@@ -108,7 +108,7 @@ def _parse(path: str, text: str) -> object:
 
 
 def _declared(
-    index: RepoIndex, path: str, parsed: object, text: str
+    index: RepoIndex, path: str, parsed: object
 ) -> tuple[list[tuple[str, str]], set[str]]:
     """The ``(root, top-level package or "")`` pairs and the names one packaging file declares;
     a file that does not parse declares nothing."""

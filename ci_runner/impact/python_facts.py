@@ -262,7 +262,6 @@ class _Reader:
         self.functions: list[str] = []
         self.os_walks: set[str] = set()  # names bound by ``from os import walk [as ...]``
         self.interpreters = interpreter_names(tree)
-        self.docstrings: set[int] = set()
         self.loader_calls: list[tuple[ast.Call, tuple[str | int, ...]]] = []
         self.commands: list[tuple[ast.expr, int, str]] = []  # shell launchers' command lines
         self.pythonpath: list[tuple[ast.expr | None, int, str]] = []  # values given PYTHONPATH
@@ -285,7 +284,6 @@ class _Reader:
             ast.ImportFrom: self._import_from,
             ast.FunctionDef: self._function,
             ast.AsyncFunctionDef: self._function,
-            ast.ClassDef: self._docstring,
             ast.AnnAssign: self._assign,
             ast.Constant: self._constant,
             ast.Call: self._call,
@@ -296,7 +294,6 @@ class _Reader:
             ast.Dict: self._dict,
             ast.keyword: self._keyword,
         }
-        self._docstring(self.tree)
         stack: list = [self.tree]
         fields_of = self._fields
         while stack:
@@ -340,13 +337,7 @@ class _Reader:
             self.os_walks.update(a.asname or a.name for a in node.names if a.name == "walk")
         self.facts["imports"].append([node.level, node.module or "", names, node.lineno])
 
-    def _docstring(self, node: ast.Module | ast.ClassDef | ast.FunctionDef) -> None:
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            self.docstrings.add(id(body[0].value))
-
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self._docstring(node)
         self.functions.append(node.name)
         self.in_function.append([])
 
@@ -736,14 +727,10 @@ def _merge_code(
     for key in ("dynamic", "kernel", "listings", "unproven"):
         facts[key] += [[*entry[:-1], line] for entry in inner[key]]
     # ``-c`` code has no ``__file__``: a path it spells from there resolves to nothing
-    launched.syspath += [["unresolved", _text_of_entry(e), line] for e in inner["syspath"]]
+    launched.syspath += [["unresolved", str(entry[1]), line] for entry in inner["syspath"]]
     facts["unproven"] += [
         ["file loaded by a computed path", path, line] for path, _line in inner["files"]
     ]
-
-
-def _text_of_entry(entry: list) -> str:
-    return str(entry[1])
 
 
 def _unique(values: list) -> list:
