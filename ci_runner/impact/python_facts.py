@@ -98,6 +98,13 @@ _SHELL_LAUNCHERS = frozenset(
     }
 )  # fmt: skip
 _MAX_NAME_DEPTH = 8
+# Calls :meth:`_Reader._path_call` reads: sys.path and environment edits, exec, pytest.main
+_PATH_CALLS = frozenset(
+    {
+        "insert", "append", "extend", "__setitem__", "__iadd__", "addsitedir", "syspath_prepend",
+        "setenv", "putenv", "setdefault", "exec", "main",
+    }
+)  # fmt: skip
 _IMPORTED = "\0"  # marks a directory named through another module's constant
 _OWN_NAMES = {"__name__": "{__name__}", "__package__": "{__package__}"}
 
@@ -263,7 +270,7 @@ class _Reader:
         self.os_walks: set[str] = set()  # names bound by ``from os import walk [as ...]``
         self.interpreters = interpreter_names(tree)
         self.loader_calls: list[tuple[ast.Call, tuple[str | int, ...]]] = []
-        self.commands: list[tuple[ast.expr, int, str]] = []  # shell launchers' command lines
+        self.commands: list[tuple[ast.expr, ast.Call]] = []  # shell launchers' command lines
         self.pythonpath: list[tuple[ast.expr | None, int, str]] = []  # values given PYTHONPATH
         self.assigned: dict[str, list[ast.expr]] = {}  # name -> every value assigned to it
         self.file_loads: list[ast.Call] = []
@@ -372,13 +379,15 @@ class _Reader:
             return
         if name in _ENUMERATORS and self.functions:
             self.enumerators.add(self.functions[-1])
-        for argument in [*node.args, *(k.value for k in node.keywords)]:
-            if (
-                isinstance(argument, ast.Constant)
-                and isinstance(argument.value, str)
-                and _DOTTED.match(argument.value)
-            ):
-                self.calls.append([name, argument.value])
+        for arguments in (node.args, node.keywords):
+            for argument in arguments:
+                value = argument.value if arguments is node.keywords else argument
+                if (
+                    value.__class__ is ast.Constant
+                    and isinstance(value.value, str)
+                    and _DOTTED.match(value.value)
+                ):
+                    self.calls.append([name, value.value])
         os_walk = isinstance(node.func, ast.Name) and node.func.id in self.os_walks
         if os_walk or (name in _LISTINGS and not _is_other_walk(node.func, self.os_walks)):
             self.facts["listings"].append([text_of(node), node.lineno])
@@ -398,11 +407,13 @@ class _Reader:
         ):
             self.launches.argv(node.args[offset:], node.lineno, text_of(node))
         if name in _SHELL_LAUNCHERS and node.args:
-            self.commands.append((node.args[0], node.lineno, text_of(node)))
+            self.commands.append((node.args[0], node))
         self._path_call(node, name)
 
     def _path_call(self, node: ast.Call, name: str) -> None:
         """``sys.path`` edits, ``site.addsitedir``, ``exec``, ``pytest.main``, custom importers."""
+        if name not in _PATH_CALLS:
+            return
         func, line = node.func, node.lineno
         if isinstance(func, ast.Attribute) and _is_sys_attribute(func.value, "path"):
             if name == "insert" and len(node.args) == 2:
@@ -439,14 +450,17 @@ class _Reader:
     def _assign(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
-            if isinstance(target, ast.Name) and node.value is not None:
-                self.assigned.setdefault(target.id, []).append(node.value)
-            place = target.value if isinstance(target, ast.Subscript) else target
+            kind = target.__class__
+            if kind is ast.Name:
+                if node.value is not None:
+                    self.assigned.setdefault(target.id, []).append(node.value)
+                continue
+            place = target.value if kind is ast.Subscript else target
             if _is_sys_attribute(place, "path"):
                 self.launches.path_entries(node.value, node.lineno, text_of(node))
             elif _is_sys_attribute(place, "meta_path") or _is_sys_attribute(place, "path_hooks"):
                 self.facts["unproven"].append(["custom importer", text_of(node), node.lineno])
-            elif isinstance(target, ast.Subscript) and _names_pythonpath([target.slice]):
+            elif kind is ast.Subscript and _names_pythonpath([target.slice]):
                 self.pythonpath.append((node.value, node.lineno, text_of(node)))
 
     def _dict(self, node: ast.Dict) -> None:
@@ -465,10 +479,10 @@ class _Reader:
             self._loader_call(node, arguments)
         for node in self.file_loads:
             self._file_load(node)
-        for argument, line, shown in self.commands:
+        for argument, call in self.commands:
             for text in self._command_texts(argument, 0):
                 if mentions_python(text):
-                    self.launches.command(text, line, shown)
+                    self.launches.command(text, call.lineno, text_of(call))
         for value, line, shown in self.pythonpath:
             self._pythonpath(value, line, shown)
 
