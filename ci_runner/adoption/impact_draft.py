@@ -31,7 +31,7 @@ from ci_runner.impact.index import RepoIndex
 from ci_runner.impact.python_facts import file_facts
 
 DOCUMENT_SUFFIXES = (".md", ".mdx", ".rst")
-TEXT_DOCUMENTS = (*DOCUMENT_SUFFIXES, ".txt", ".ipynb")  # images are not counted: tests use them
+TEXT_DOCUMENTS = (*DOCUMENT_SUFFIXES, ".ipynb")  # images and .txt are not: tests read them
 AGENT_DIRECTORIES = (".claude", ".cursor", ".codex", ".gemini", ".windsurf", ".agents")
 SHOWN = 5
 
@@ -155,11 +155,13 @@ def _kernel_dirs(index: RepoIndex, draft: ImpactDraft, loaders: tuple[KernelLoad
 def _documentation(index: RepoIndex, draft: ImpactDraft) -> None:
     """Top-level documentation directories, agent instruction directories, and the document
     suffixes present elsewhere."""
+    ignored = _gitignored(index)
     by_top: dict[str, Counter[bool]] = {}
     for path in index.files:
         if "/" in path:
             top = path.split("/", 1)[0]
-            by_top.setdefault(top, Counter())[path.endswith(TEXT_DOCUMENTS)] += 1
+            if not ignored(top + "/"):  # build output (an egg-info) is no documentation
+                by_top.setdefault(top, Counter())[path.endswith(TEXT_DOCUMENTS)] += 1
     for top in sorted(by_top):
         documents, others = by_top[top][True], by_top[top][False]
         if documents > others and documents >= 3:
@@ -180,6 +182,18 @@ def _documentation(index: RepoIndex, draft: ImpactDraft) -> None:
             pattern = f"*{suffix}"
             draft.ignore.append(pattern)
             draft.ignore_why[pattern] = f"{len(outside)} file(s), e.g. {sorted(outside)[0]}"
+
+
+def _gitignored(index: RepoIndex):
+    """Whether the root ``.gitignore`` ignores a path (pathspec's git rules)."""
+    import pathspec
+
+    try:
+        lines = (index.root / ".gitignore").read_text(encoding="utf-8").splitlines()
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return lambda path: False
+    return spec.match_file
 
 
 def _document_readers(index: RepoIndex, registered_dir: str) -> list[str]:

@@ -112,6 +112,19 @@ def test_init_writes_the_table_prints_it_for_review_and_the_selection_uses_it(tm
     ]
 
 
+def test_what_git_ignores_is_no_documentation(tmp_path):
+    root = make(tmp_path / "repo")
+    (root / ".gitignore").write_text("*.egg-info/\n")
+    for name in ("PKG-INFO.md", "SOURCES.md", "top_level.md"):
+        (root / "app.egg-info").mkdir(exist_ok=True)
+        (root / "app.egg-info" / name).write_text("x\n")
+    assert draft_change_impact(root, "test/registered").ignore == [
+        "/docs/**",
+        "/.claude/**",
+        "*.md",
+    ]
+
+
 def test_a_tree_without_kernels_or_documents_drafts_roots_only(tmp_path):
     root = tmp_path / "repo"
     (root / "src" / "lib").mkdir(parents=True)
