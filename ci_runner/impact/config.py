@@ -28,13 +28,11 @@ else it cannot attribute. The keys:
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ci_runner.catalog import CATALOG_FILE, Catalog, CatalogError
+from ci_runner.catalog import Catalog, CatalogError
 from ci_runner.catalog.keys import unknown_keys_message
-from ci_runner.file_safety import read_regular_text
 from ci_runner.impact.path_rules import PatternError, check_patterns
 
 TABLE = "change-impact"
@@ -85,7 +83,6 @@ class ImpactConfig:
 def load_impact_config(catalog: Catalog) -> ImpactConfig:
     """The ``change-impact`` table of the catalog, checked; raises :class:`CatalogError` naming
     the key."""
-    data = _pyproject(catalog.root)
     table = catalog.table.get(TABLE, {})
     where = catalog.where(TABLE)
     if not isinstance(table, dict):
@@ -114,16 +111,6 @@ def load_impact_config(catalog: Catalog) -> ImpactConfig:
         ignore=_globs(table.get("ignore", []), where, "ignore"),
         dynamic_imports=policy,
     )
-
-
-def _pyproject(root: Path) -> dict:
-    """The root ``pyproject.toml`` (its packaging keys); none: empty."""
-    if not (root / CATALOG_FILE).exists():
-        return {}
-    try:
-        return tomllib.loads(read_regular_text(root / CATALOG_FILE))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
-        raise CatalogError(f"{root / CATALOG_FILE}: cannot read: {exc}") from None
 
 
 def _relative(root: Path, value: object, where: str, key: str) -> str:

@@ -7,11 +7,14 @@ the file's last change (:func:`ci_runner.collect.parse_cache.stat_key`, git's ru
 rewritten within the clock's granularity of the recording keeps its stat, so its stat is not
 trusted and its content is hashed on every run until it settles.
 
-The cache is one JSON file per repository under ``$CI_RUNNER_CACHE_DIR`` (default
-``$XDG_CACHE_HOME/ci_runner``, else ``~/.cache/ci_runner``); a missing, unreadable or damaged
-cache is rebuilt, and a cache that cannot be written is skipped: it only ever costs time.
-Files to parse in bulk (a cold cache) are parsed by a pool of forked workers, one per
-available CPU (parsing is nearly all of a cold run's time).
+The cache is one JSON file per repository in :func:`~ci_runner.cache_location.cache_location`
+(``$CI_RUNNER_CACHE_DIR``, else ``$XDG_CACHE_HOME/ci-runner``, else ``~/.cache/ci-runner``);
+where there is no such place it is off (one notice). A missing cache is built; an unreadable or
+damaged one (an entry whose facts are not of the shape
+:func:`~ci_runner.impact.python_facts.facts_problem` accepts) is read again and rewritten, and a
+cache that cannot be written is skipped, each with one notice: it only ever costs time. Files
+to parse in bulk (a cold cache) are parsed by a pool of forked workers, one per available CPU
+(parsing is nearly all of a cold run's time).
 """
 
 from __future__ import annotations
@@ -26,22 +29,14 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from ci_runner.cache_location import announce_damage, announce_no_cache, cache_location
 from ci_runner.collect.parse_cache import stat_key
 from ci_runner.impact.config import ImpactConfig, KernelLoader
-from ci_runner.impact.python_facts import FACTS_FORMAT, file_facts
+from ci_runner.impact.python_facts import FACTS_FORMAT, facts_problem, file_facts
 
-CACHE_DIR_ENV = "CI_RUNNER_CACHE_DIR"
+STAMP_FIELDS = 5  # size, mtime_ns, ctime_ns, inode, device (stat_key); null while racy
 MAX_WORKERS = 8
 PARSES_PER_WORKER = 24  # below this many files to parse per worker, one process is faster
-
-
-def cache_dir() -> Path:
-    """Where the caches of the change analysis live."""
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ci_runner"
 
 
 class FactCache:
@@ -60,7 +55,12 @@ class FactCache:
             ]
         )
         digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-        self.path = cache_dir() / f"import-facts-{digest}.json"
+        location = cache_location()
+        announce_no_cache(location)
+        self.path: Path | None = None
+        if location.directory is not None:
+            self.path = location.directory / f"import-facts-{digest}.json"
+        self.damage: list[str] = []  # what was found damaged, ignored and is rewritten
         self.entries: dict[str, list] = self._load()
         self.changed = False
         self.parsed = 0
@@ -68,11 +68,30 @@ class FactCache:
         self._pool = None
 
     def _load(self) -> dict[str, list]:
+        if self.path is None:
+            return {}
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
+        except OSError:
+            return {}  # absent or unreachable: writing it says why it cannot be written
+        except (ValueError, RecursionError) as exc:
+            self.damage.append(f"the file ({type(exc).__name__})")
             return {}
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            self.damage.append("the file (not a JSON object)")
+            return {}
+        return data
+
+    def _entry(self, relative: str) -> list | None:
+        """The cached entry of ``relative`` when it is whole; a damaged one is noted, None."""
+        if relative not in self.entries:
+            return None
+        entry = self.entries[relative]
+        problem = _entry_problem(entry)
+        if problem is not None:
+            self.damage.append(f"{relative}: {problem}")
+            return None
+        return entry
 
     def facts(self, relative: str) -> dict:
         """The facts of the file at ``relative`` (its content read only when it changed)."""
@@ -108,8 +127,8 @@ class FactCache:
         except OSError as exc:
             self._read[relative] = {"error": f"cannot read it ({exc.strerror or exc})"}
             return None
-        entry = self.entries.get(relative)
-        if _valid(entry) and stamp is not None and entry[0] == stamp:
+        entry = self._entry(relative)
+        if entry is not None and stamp is not None and entry[0] == stamp:
             self._read[relative] = entry[2]
             return None
         try:
@@ -118,7 +137,7 @@ class FactCache:
             self._read[relative] = {"error": f"cannot read it ({exc.strerror or exc})"}
             return None
         digest = hashlib.sha256(data).hexdigest()
-        if _valid(entry) and entry[1] == digest:
+        if entry is not None and entry[1] == digest:
             self._store(relative, stamp, digest, entry[2])
             return None
         return relative, stamp, digest, data
@@ -164,20 +183,35 @@ class FactCache:
             self._pool = None
 
     def save(self) -> None:
-        """Write the cache back when anything changed; failures are ignored."""
+        """Write the cache back when anything changed; damage read and a failure to write are
+        one notice each (the run goes on: the cache only saves time)."""
         self.close()
-        if not self.changed:
+        announce_damage("import-facts cache", self.path, self.damage)
+        self.damage = []
+        if not self.changed or self.path is None:
             return
-        with contextlib.suppress(OSError):
+        try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(prefix=".import-facts-", dir=self.path.parent)
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    json.dump(self.entries, out, separators=(",", ":"))
-                os.replace(temporary, self.path)
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
+        except OSError as exc:
+            print(
+                f"warning: import-facts cache not written to {self.path.parent} "
+                f"({exc.strerror or exc}); set CI_RUNNER_CACHE_DIR=DIR",
+                file=sys.stderr,
+            )
+            return
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(self.entries, out, separators=(",", ":"))
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            print(
+                f"warning: import-facts cache not written to {self.path} ({exc.strerror or exc})",
+                file=sys.stderr,
+            )
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
 
 
 def _parse_chunk(loaders: tuple[KernelLoader, ...], sources: list[tuple[str, bytes]]) -> list:
@@ -211,10 +245,17 @@ def _available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _valid(entry: object) -> bool:
-    return (
-        isinstance(entry, list)
-        and len(entry) == 3
-        and isinstance(entry[2], dict)
-        and "error" in entry[2]
-    )
+def _entry_problem(entry: object) -> str | None:
+    """Why a cached ``[stamp, digest, facts]`` entry is damaged, else None."""
+    if not isinstance(entry, list) or len(entry) != 3:
+        return "not a [stamp, digest, facts] list"
+    stamp, digest, facts = entry
+    if stamp is not None and not (
+        isinstance(stamp, list)
+        and len(stamp) == STAMP_FIELDS
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in stamp)
+    ):
+        return f"the stamp is neither null nor {STAMP_FIELDS} whole numbers"
+    if not isinstance(digest, str):
+        return "the digest is not a string"
+    return facts_problem(facts)

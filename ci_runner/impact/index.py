@@ -3,7 +3,8 @@
 One walk of the tree (hidden directories, ``__pycache__`` and links to directories are not
 entered) answers every question the dependency graph asks: does a file or directory exist,
 which Python files lie under a directory, which files end in a given name, and where a dotted
-module name could be found if its directory were on ``sys.path``.
+module name could be found if its directory were on ``sys.path``. A directory it cannot list is
+recorded (:attr:`RepoIndex.unlisted`): what it holds is unseen, so the analysis fails open.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class RepoIndex:
         self.by_name: dict[str, list[str]] = defaultdict(list)
         # directory -> the names importable from it: modules (``x.py`` as ``x``) and directories
         self.children: dict[str, set[str]] = defaultdict(set)
+        self.unlisted: list[str] = []  # directories that cannot be listed: their files are unseen
         self.linked_dirs: set[str] = set()  # links to directories: listed, never entered
         self.links: dict[str, str] = {}  # a link to a file in the tree -> that file
         self._real_root = os.path.realpath(root)
@@ -33,7 +35,8 @@ class RepoIndex:
             try:
                 with os.scandir(self.root / relative if relative else self.root) as entries:
                     listing = list(entries)
-            except OSError:
+            except OSError as exc:
+                self.unlisted.append(f"{relative or './'} cannot be listed ({exc.strerror or exc})")
                 continue
             for entry in listing:
                 path = f"{relative}{entry.name}"

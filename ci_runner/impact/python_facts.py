@@ -762,6 +762,7 @@ _STRINGS = ("names", "paths", "words", "enumerators")
 _KINDS = {
     "dynamic": frozenset({"module", "prefix", "unresolved"}),
     "kernel": frozenset({"file", "glob", "local", "unresolved"}),
+    "syspath": frozenset({"dir", "imported", "unresolved"}),
 }
 MAX_LEVEL = 10_000  # a relative import's dots (Python's parser allows no more anyway)
 
@@ -778,23 +779,30 @@ def _row_problem(key: str, row: object) -> str | None:
         return "is not a list"
     if key == "imports":
         ok = (
-            len(row) == 3
+            len(row) == 4
             and _whole(row[0], MAX_LEVEL)
             and isinstance(row[1], str)
             and (row[2] is None or (isinstance(row[2], list) and all(isinstance(n, str) for n in row[2])))
+            and _whole(row[3], 2**31)
         )  # fmt: skip
-        return None if ok else "is not [level, module, names]"
+        return None if ok else "is not [level, module, names, line]"
     if key in _KINDS:
         ok = len(row) == 3 and row[0] in _KINDS[key] and isinstance(row[1], str)
         return None if ok and _whole(row[2], 2**31) else "is not [kind, text, line]"
-    if key == "listings":
+    if key == "unproven":
+        ok = len(row) == 3 and isinstance(row[0], str) and isinstance(row[1], str)
+        return None if ok and _whole(row[2], 2**31) else "is not [what, text, line]"
+    if key in ("listings", "files"):
         ok = len(row) == 2 and isinstance(row[0], str) and _whole(row[1], 2**31)
         return None if ok else "is not [text, line]"
     ok = len(row) == 2 and all(isinstance(part, str) for part in row)  # calls
     return None if ok else "is not [function, name]"
 
 
-FACT_KEYS = ("imports", "dynamic", "names", "paths", "words", "kernel", "listings", "enumerators", "calls")  # fmt: skip
+FACT_KEYS = (
+    "imports", "dynamic", "names", "paths", "words", "kernel", "listings", "enumerators", "calls",
+    "unproven", "syspath", "files",
+)  # fmt: skip
 
 
 def facts_problem(facts: object) -> str | None:
@@ -802,7 +810,7 @@ def facts_problem(facts: object) -> str | None:
     None; the dependency graph reads only facts that pass."""
     if not isinstance(facts, dict):
         return "the facts are not an object"
-    unknown = sorted(str(key) for key in facts if key not in (*FACT_KEYS, "error"))
+    unknown = sorted(str(key) for key in facts if key not in (*FACT_KEYS, "places", "error"))
     if unknown:
         return f"unknown key {unknown[0]!r}"
     error = facts.get("error", ...)
@@ -810,6 +818,11 @@ def facts_problem(facts: object) -> str | None:
         return None  # a file that could not be read: nothing else is used
     if error is not None:
         return "'error' is neither null nor a reason"
+    places = facts.get("places")
+    if not isinstance(places, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in places.items()
+    ):
+        return "'places' is not an object of names to paths"
     for key in FACT_KEYS:
         rows = facts.get(key)
         if not isinstance(rows, list):

@@ -51,6 +51,7 @@ SITE = "cannot be followed"
 UNTRACED = "cannot be traced"
 BUILTIN_RUN_EVERYTHING: tuple[tuple[str, str], ...] = (
     ("**/pyproject.toml", "packaging or the catalog"),
+    ("**/ci-runner.toml", "the catalog"),
     ("**/setup.py", "packaging"),
     ("**/setup.cfg", "packaging"),
     ("**/MANIFEST.in", "packaging"),
@@ -196,9 +197,13 @@ def select_changed(
     if whole:
         return result.whole_suite(tuple(whole), tuple(candidates.items()))
     tests = {f.path for f in selection.files}
+    index = RepoIndex(config.root)
+    if index.unlisted:  # an unseen file may be what a test imports
+        unseen = tuple(f"directory {where}" for where in index.unlisted)
+        return result.whole_suite(unseen, tuple(candidates.items()))
     cache = FactCache(config)
     try:
-        graph = DependencyGraph(config, RepoIndex(config.root), cache, tests)
+        graph = DependencyGraph(config, index, cache, tests)
     finally:
         cache.save()
     result.parsed = cache.parsed
