@@ -112,6 +112,21 @@ def test_init_writes_the_table_prints_it_for_review_and_the_selection_uses_it(tm
     ]
 
 
+def test_init_update_merges_the_table_like_the_others(tmp_path, capsys):
+    root = make(tmp_path / "repo")
+    (root / "pyproject.toml").write_text('[project]\nname = "app"\n')
+    assert main(["init", "--root", str(root)]) == 0
+    text = (root / "pyproject.toml").read_text()
+    start = text.index("# What --changed-since")
+    end = text.index("\n\n", text.index("[tool.ci-runner.change-impact]"))
+    (root / "pyproject.toml").write_text(text[:start] + text[end:])  # a catalog without it
+    capsys.readouterr()
+    assert main(["init", "--root", str(root), "--update"]) == 0
+    assert "+ table change-impact (4 key(s))" in capsys.readouterr().out
+    table = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["ci-runner"]
+    assert table["change-impact"]["ignore"] == ["/docs/**", "/.claude/**", "*.md"]
+
+
 def test_what_git_ignores_is_no_documentation(tmp_path):
     root = make(tmp_path / "repo")
     (root / ".gitignore").write_text("*.egg-info/\n")
