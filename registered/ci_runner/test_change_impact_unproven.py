@@ -419,6 +419,35 @@ def test_an_import_by_name_of_the_repositorys_code_that_resolves_nowhere_is_unpr
     )
 
 
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    name=st.sampled_from(["pyproject.toml", "setup.cfg", "setup.py", "pytest.ini"]),
+    text=st.one_of(
+        st.text(max_size=200),
+        st.sampled_from(
+            [
+                "[tool.setuptools]\npackage-dir = 3\n",
+                '[tool.setuptools.packages.find]\nwhere = [1, "..", "/abs"]\n',
+                '[project]\nname = 7\n[tool.maturin]\npython-source = ["x"]\n',
+                "[tool.poetry]\npackages = [{include = 1}, 2]\n",
+                "[options]\npackage_dir =\n    = ../../outside\n",
+                "from setuptools import setup\nsetup(packages=find_packages(where=1), package_dir=7)\n",
+                "[pytest]\npythonpath = ../.. /etc nowhere\n",
+            ]
+        ),
+    ),
+)
+def test_any_packaging_text_gives_roots_inside_the_tree_and_never_raises(
+    tmp_path_factory, name, text
+):
+    root = make_impact_repo(tmp_path_factory.mktemp("tree") / "repo", {f"sub/{name}": text})
+    roots = read_import_roots(RepoIndex(root))
+    index = RepoIndex(root)
+    assert all(r in index.dirs and not r.startswith("..") for r in roots.roots)
+
+
 # ---------------------------------------------------------------- a property: no direct importer is dropped
 
 _NAMES = st.sampled_from(["alpha", "beta", "gamma", "delta"])
