@@ -32,9 +32,10 @@ from pathlib import Path
 from ci_runner.catalog import load_catalog
 from ci_runner.collect import collect
 from ci_runner.impact import ChangeSet, select_changed
-from ci_runner.impact.changes import ADDED, DELETED, MODIFIED, RENAMED, Change
+from ci_runner.impact.changes import ADDED, DELETED, MODIFIED, RENAMED, Change, parse_raw_diff
 from ci_runner.model import FileToRun
 from ci_runner.select import Selection
+from tools.direct_importers import TestImports, Tree
 
 
 def all_suites(root: Path):
@@ -61,43 +62,26 @@ def all_suites(root: Path):
 
 
 def commit_changes(git_dir: str, commit: str, root: Path) -> tuple[Change, ...]:
-    """The files ``commit`` changed against its first parent, as changes of the tree ``root``."""
+    """The files ``commit`` changed against its first parent, as changes of the tree ``root``
+    (with their modes: a submodule bump or a changed link is known as such)."""
     out = subprocess.run(
-        [
-            "git",
-            "--git-dir",
-            git_dir,
-            "diff-tree",
-            "-r",
-            "-M",
-            "--no-commit-id",
-            "--name-status",
-            "--root",
-            "-z",
-            commit,
-        ],
+        ["git", "--git-dir", git_dir, "diff-tree", "-r", "-M", "--no-commit-id", "--raw",
+         "--no-abbrev", "--root", "-z", commit],
         capture_output=True,
         check=True,
-    ).stdout
-    fields = out.decode("utf-8", "surrogateescape").split("\0")
-    changes, index = [], 0
-    while index < len(fields) and fields[index]:
-        code = fields[index][:1]
-        if code in "RC":
-            old, path, index = fields[index + 1], fields[index + 2], index + 3
-        else:
-            old, path, index = None, fields[index + 1], index + 2
-        if code == "R":
-            changes.append(Change(path, RENAMED, old))
-        elif code == "D" or not (root / path).is_file():
-            changes.append(Change(path, DELETED))  # gone (or not in the measured tree)
-        else:
-            changes.append(Change(path, ADDED if code in "AC" else MODIFIED))
+    ).stdout  # fmt: skip
+    changes = []
+    for change in parse_raw_diff(out):
+        if change.status in (MODIFIED, ADDED) and not (root / change.path).is_file():
+            change = Change(change.path, DELETED)  # gone (or not in the measured tree)
+        changes.append(change)
     return tuple(changes)
 
 
-def measure(root: Path, changes: tuple[Change, ...], setup) -> dict:
-    """Per suite: (est selected, est full); and why everything runs, if it does."""
+def measure(root: Path, changes: tuple[Change, ...], setup, importers=None) -> dict:
+    """Per suite: (est selected, est full); why everything runs, if it does; and the direct
+    importers of a changed module the selection dropped (``importers``: a
+    :class:`tools.direct_importers.TestImports`)."""
     catalog, selection, per_suite = setup
     impact = select_changed(selection, catalog, ChangeSet("history", changes))
     kept = {f.path for f in impact.selection.files}
@@ -106,11 +90,24 @@ def measure(root: Path, changes: tuple[Change, ...], setup) -> dict:
         for name, files in per_suite.items()
     }
     gone = any(c.status in (DELETED, RENAMED) for c in changes)
+    dropped: dict[str, list[str]] = {}
+    checked = 0
+    if importers is not None:
+        found = importers.importers(c.path for c in changes if c.status in (MODIFIED, ADDED))
+        for path, tests in found.items():
+            checked += len(tests)
+            missing = sorted(tests - kept)
+            if missing:
+                dropped[path] = missing
     return {
         "suites": suites,
         "all": list(impact.run_everything),
         "gone": gone,
         "seconds": impact.seconds,
+        "unbounded": impact.unbounded,
+        "ignored": len(impact.ignored),
+        "importers": checked,
+        "dropped": dropped,
     }
 
 
@@ -151,9 +148,10 @@ def history(args: argparse.Namespace) -> int:
         text=True,
         check=True,
     ).stdout.split()
+    importers = TestImports(Tree(root), [f.path for f in setup[1].files])
     rows, seconds = [], []
     for commit in commits:
-        result = measure(root, commit_changes(args.git, commit, root), setup)
+        result = measure(root, commit_changes(args.git, commit, root), setup, importers)
         seconds.append(result["seconds"])
         rows.append({"commit": commit, **result})
     if args.json:
@@ -171,8 +169,24 @@ def history(args: argparse.Namespace) -> int:
     print(f"{len(rows)} commits of {args.rev}; whole suite (fail open) in {everything}")
     print(f"all suites, est-weighted: {distribution(weighted)}")
     sizes = {name: before for name, (_a, before) in rows[0]["suites"].items()} if rows else {}
-    for name in sorted(per_suite, key=lambda n: -sizes.get(n, 0))[: args.top]:
+    shown = sorted(per_suite, key=lambda n: -sizes.get(n, 0))[: args.top]
+    for name in [*args.report_suite, *(n for n in shown if n not in args.report_suite)]:
         print(f"  {name} (est {sizes.get(name, 0):.0f}s): {distribution(per_suite[name])}")
+    unbounded = sum(1 for row in rows if not row["all"] and row["unbounded"])
+    print(
+        f"commits narrowed but keeping tests the analysis cannot bound: {unbounded}; "
+        f"with ignored files: {sum(1 for row in rows if row['ignored'])}"
+    )
+    checked = sum(row["importers"] for row in rows)
+    dropped = [row for row in rows if row["dropped"]]
+    print(
+        f"direct importers of a changed module (tools.direct_importers): {checked} checked, "
+        f"{sum(len(t) for row in dropped for t in row['dropped'].values())} not kept, in "
+        f"{len(dropped)} commit(s)"
+    )
+    for row in dropped:
+        for path, tests in row["dropped"].items():
+            print(f"  {row['commit'][:10]} {path}: {', '.join(tests)}")
     reasons: dict[str, int] = defaultdict(int)
     for row in rows:
         for reason in {reason_class(r) for r in row["all"]}:
@@ -213,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     hist.add_argument("--rev", required=True)
     hist.add_argument("--last", type=int, default=0, help="only the last N commits")
     hist.add_argument("--top", type=int, default=8, help="suites shown, largest first")
+    hist.add_argument(
+        "--report-suite", action="append", default=[], help="a suite always shown (repeatable)"
+    )
     hist.add_argument("--json", help="write every commit's figures here")
     one = sub.add_parser("change", help="the tests one change selects, and how long it takes")
     one.add_argument("--root", required=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_runner.adoption.execution_table import execution_table, pytest_launcher_table
+from ci_runner.adoption.impact_draft import ImpactDraft, draft_change_impact
 from ci_runner.adoption.partition_script import partitions_table
 from ci_runner.adoption.policy_text import RunnerFacts, adopt_policy, policy_table
 from ci_runner.adoption.survey import Survey, survey_tree
@@ -80,6 +81,7 @@ class Draft:
     excluded: list[str] = field(default_factory=list)  # exclude-files, relative to the dir
     tables: list[DraftedTable] = field(default_factory=list)  # [tool.ci-runner.<name>] tables
     extra_dirs: list[ExtraDir] = field(default_factory=list)  # extra-dirs the runner globs
+    change_impact: ImpactDraft | None = None  # [tool.ci-runner.change-impact]
 
     @property
     def written_suites(self) -> list[DraftSuite]:
@@ -141,7 +143,8 @@ def draft_catalog(root: Path, registered_dir: str, template_text: str | None = N
     partitions, note = partitions_table(root, {})
     if note:
         notes.append(note)
-    tables = (markers, policy_table(draft), execution, partitions)
+    draft.change_impact = draft_change_impact(root, registered_dir)
+    tables = (markers, policy_table(draft), execution, partitions, draft.change_impact.table())
     draft.tables = [t for t in tables if t is not None]
     _add_workflow_values(draft, read_workflows(root))
     _fill_cache(root, survey, draft.syntax, scans)

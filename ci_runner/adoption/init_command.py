@@ -311,6 +311,8 @@ def _report(draft: Draft, target: Path | None, why: str, changes: list[str] | No
             print(f"  {change}", file=out)
     for note in draft.notes:
         print(f"  {note}", file=out)
+    if draft.change_impact is not None:
+        print("\n".join(f"  {line}" for line in draft.change_impact.review), file=out)
     if draft.conflicts:
         print(f"decide ({len(draft.conflicts)}; also written as comments):", file=out)
         for conflict in draft.conflicts:

@@ -222,7 +222,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         carried = resume.carried
         skip = {r.path for r in carried}
         files = [f for f in files if f.path not in skip]
-    impact_text = _impact_lines(impact)
+    impact_text = _impact_summary(impact)  # --dry-run prints why each file is kept
     print(
         "\n".join(
             [
@@ -382,6 +382,15 @@ def _context(
         suite_launchers={s.name: s.launcher for s in selection.suites if s.launcher},
         carried=carried,
     )
+
+
+def _impact_summary(impact: ChangeImpact | None) -> list[str]:
+    """A real run shows the selection in one line; the reasons are the dry run's."""
+    if impact is None:
+        return []
+    from ci_runner.impact.report import impact_summary
+
+    return [impact_summary(impact)]
 
 
 def _impact_lines(impact: ChangeImpact | None) -> list[str]:

@@ -3,8 +3,9 @@
 ``--changed-since REF`` / ``--changed-files PATH`` (:mod:`.changes`) name the changed files; the
 dependency graph of the suite's test files (:mod:`.graph`: Python imports, kernel loader
 references and the ``#include`` closure the JIT cache key uses) decides which tests each one
-reaches (:mod:`.selection`), and anything it cannot attribute runs the whole suite, with the
-reason (:mod:`.report` shows them). The repository's layout comes from the catalog's
+reaches (:mod:`.selection`), and anything it cannot attribute or prove is kept (fail open), with
+the reason (:mod:`.report` shows them: one summary line for a run, the reasons for a dry run).
+The repository's layout comes from its packaging (:mod:`.import_roots`) and the catalog's
 ``[tool.ci-runner.change-impact]`` table (:mod:`.config`).
 
 The names below load on first use, so a run without ``--changed-*`` never loads the graph.
@@ -20,9 +21,11 @@ _EXPORTS = {
     "changes_since": "ci_runner.impact.changes",
     "impact_document": "ci_runner.impact.report",
     "impact_lines": "ci_runner.impact.report",
+    "impact_summary": "ci_runner.impact.report",
     "ChangeImpact": "ci_runner.impact.selection",
     "Link": "ci_runner.impact.selection",
     "Reason": "ci_runner.impact.selection",
+    "RecordedDependencies": "ci_runner.impact.selection",
     "select_changed": "ci_runner.impact.selection",
 }
 

@@ -1,15 +1,18 @@
 """The changed files a selection starts from: ``--changed-since REF`` or ``--changed-files PATH``.
 
-``--changed-since REF`` is ``git diff --name-status REF...HEAD``: what HEAD changed since it left
-REF (the merge base), committed changes only. ``--changed-files PATH`` (``-`` for stdin) lists one
-path a line, relative to the root (or absolute, inside it); a listed path that does not exist is
-a deletion. Every input is checked here: an unknown REF, a missing list, a path outside the
-repository are a :class:`ChangeInputError` naming the flag.
+``--changed-since REF`` is ``git diff --raw REF...HEAD``: what HEAD changed since it left REF
+(the merge base), committed changes only, with each path's mode, so a submodule bump (a gitlink)
+and a changed symbolic link are known as such. ``--changed-files PATH`` (``-`` for stdin) lists
+one path a line, relative to the root (or absolute, inside it); a listed path that does not
+exist is a deletion, a listed submodule directory a submodule change. Every input is checked
+here: an unknown REF, a missing list, a path outside the repository are a
+:class:`ChangeInputError` naming the flag.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,6 +26,10 @@ DELETED = "deleted"
 RENAMED = "renamed"
 UNKNOWN = "unknown"  # a git status this analysis does not attribute (unmerged, broken pair)
 OUTSIDE = "outside the root"  # a file of the git repository outside the catalog's root
+SUBMODULE = "submodule"  # a gitlink: the commit of a submodule moved
+SYMLINK = "symbolic link"  # a link whose target changed (what reads through it is not known)
+_GITLINK_MODE = "160000"
+_SYMLINK_MODE = "120000"
 _GIT_STATUS = {"M": MODIFIED, "T": MODIFIED, "A": ADDED, "C": ADDED, "D": DELETED, "R": RENAMED}
 GIT_TIMEOUT = 120
 
@@ -86,12 +93,14 @@ def changes_since(root: Path, ref: str) -> ChangeSet:
                 "(fetch it first, e.g. git fetch origin main, with enough history for the "
                 "merge base)"
             )
-    diff = _git(root, "diff", "--name-status", "-z", "--no-ext-diff", f"{ref}...HEAD", "--")
+    diff = _git(
+        root, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", f"{ref}...HEAD", "--"
+    )
     if diff.returncode != 0:
         raise ChangeInputError(f"--changed-since {ref}: git diff failed: {_git_message(diff)}")
     git_top = Path(os.fsdecode(top.stdout.strip())).resolve()
     prefix = _prefix_within(git_top, root.resolve())
-    return ChangeSet(f"--changed-since {ref}", tuple(_parse_name_status(diff.stdout, prefix)))
+    return ChangeSet(f"--changed-since {ref}", tuple(parse_raw_diff(diff.stdout, prefix)))
 
 
 def _prefix_within(top: Path, root: Path) -> str:
@@ -110,15 +119,17 @@ def _strip(path: str, prefix: str) -> str | None:
     return path[len(prefix) :] if path.startswith(prefix) else None
 
 
-def _parse_name_status(output: bytes, prefix: str) -> list[Change]:
-    """``git diff --name-status -z``: ``STATUS\\0path\\0`` (``R100\\0old\\0new\\0`` for a rename)."""
+def parse_raw_diff(output: bytes, prefix: str = "") -> list[Change]:
+    """``git diff --raw -z`` (or ``diff-tree``): ``:MODE MODE SHA SHA STATUS\0path\0``, with
+    ``\0old\0new\0`` for a rename or copy; ``prefix``: the root within the git top level."""
     fields = [os.fsdecode(field) for field in output.split(b"\0")]
     changes: list[Change] = []
     index = 0
-    while index < len(fields) and fields[index]:
-        code = fields[index][:1]
+    while index < len(fields) and fields[index].startswith(":"):
+        meta = fields[index][1:].split()
+        modes, code = meta[:2], meta[-1][:1] if meta else ""
         status = _GIT_STATUS.get(code, UNKNOWN)
-        if code in "RC":
+        if code in ("R", "C"):
             old, new = fields[index + 1], fields[index + 2]
             index += 3
         else:
@@ -128,6 +139,10 @@ def _parse_name_status(output: bytes, prefix: str) -> list[Change]:
         old_path = _strip(old, prefix) if old is not None else None
         if path is None or (old is not None and old_path is None):
             changes.append(Change(new, OUTSIDE, old))  # git's path: it has none under the root
+        elif _GITLINK_MODE in modes:
+            changes.append(Change(path, SUBMODULE))
+        elif _SYMLINK_MODE in modes:
+            changes.append(Change(path, SYMLINK))
         elif status == RENAMED:
             changes.append(Change(path, RENAMED, old_path))
         else:
@@ -150,6 +165,7 @@ def changes_from_list(root: Path, source: str) -> ChangeSet:
             raise ChangeInputError(f"{flag} {source}: cannot read: {why(exc)}") from None
         where = f"{flag} {source}"
     real_root = root.resolve()
+    submodules = submodule_paths(real_root)
     changes: dict[str, Change] = {}
     for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 is a name
         entry = line.strip()
@@ -160,11 +176,18 @@ def changes_from_list(root: Path, source: str) -> ChangeSet:
             raise ChangeInputError(
                 f"{where} line {number}: {entry!r} is outside the repository {real_root}"
             )
-        if (real_root / path).is_dir():
-            raise ChangeInputError(
-                f"{where} line {number}: {entry!r} is a directory; list the changed files"
-            )
-        status = MODIFIED if (real_root / path).exists() else DELETED
+        full = real_root / path
+        if full.is_dir() and not full.is_symlink():
+            if path not in submodules and not (full / ".git").exists():
+                raise ChangeInputError(
+                    f"{where} line {number}: {entry!r} is a directory (not a submodule of "
+                    ".gitmodules); list the changed files"
+                )
+            status = SUBMODULE
+        elif full.is_symlink():
+            status = SYMLINK
+        else:
+            status = MODIFIED if full.exists() else DELETED
         changes.setdefault(path, Change(path, status))
     return ChangeSet(where, tuple(changes.values()))
 
@@ -184,3 +207,15 @@ def _inside(root: Path, entry: str) -> str | None:
     except ValueError:
         return None
     return None if ".." in relative.parts else relative.as_posix()
+
+
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def submodule_paths(root: Path) -> set[str]:
+    """The ``path =`` entries of ``.gitmodules`` at the root (POSIX, root-relative)."""
+    try:
+        text = read_regular_text(root / ".gitmodules")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return {PurePosixPath(match).as_posix() for match in _SUBMODULE_PATH.findall(text)}

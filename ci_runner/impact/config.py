@@ -1,12 +1,13 @@
 """What the change analysis needs to know about a repository: ``[tool.ci-runner.change-impact]``.
 
-Every key is optional; without the table the analysis still follows Python imports (package
-roots from the packaging) and fails open on everything else it cannot attribute. The keys:
+Every key is optional; without the table the analysis still follows Python imports (import
+roots from the packaging, wherever it lives: :mod:`.import_roots`) and fails open on everything
+else it cannot attribute. The keys:
 
 ``python-roots``
-    directories ``import x`` resolves in, besides the root (the runner puts it on PYTHONPATH) and
-    each test file's own directory (``sys.path[0]`` of ``python <file>``); default: setuptools'
-    ``packages.find`` ``where`` and ``package-dir`` of the root ``pyproject.toml``, and ``src/``.
+    more directories ``import x`` resolves in, besides the root (the runner puts it on
+    PYTHONPATH), each test file's own directory (``sys.path[0]`` of ``python <file>``) and the
+    roots the packaging declares (``python/pyproject.toml``'s ``packages.find``, ...).
 ``kernel-source-dirs``
     where the relative file names given to a kernel loader resolve (``jit_kernel/csrc``).
 ``kernel-include-dirs``
@@ -15,8 +16,11 @@ roots from the packaging) and fails open on everything else it cannot attribute.
     the functions whose arguments name kernel sources: ``{function = "load_jit", arguments =
     ["cpp_files", "cuda_files"]}``; an argument is a keyword or a 0-based position.
 ``run-everything``
-    globs (relative to the root; ``**`` spans directories) whose change selects the whole suite:
-    the runner and the toolchain themselves.
+    paths whose change selects the whole suite (the runner and the toolchain themselves), as
+    ``.gitignore`` patterns relative to the root (:mod:`.path_rules`).
+``ignore``
+    paths whose change affects no test (documentation), as ``.gitignore`` patterns; a path a
+    test is known to read is not ignored (see :mod:`.selection`).
 ``dynamic-imports``
     ``"fail-open"`` (default) or ``"named-modules"``: what an import whose module name is computed
     at run time may load (see docs/change-impact.md).
@@ -24,13 +28,12 @@ roots from the packaging) and fails open on everything else it cannot attribute.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ci_runner.catalog import CATALOG_FILE, Catalog, CatalogError
+from ci_runner.catalog import Catalog, CatalogError
 from ci_runner.catalog.keys import unknown_keys_message
-from ci_runner.file_safety import read_regular_text
+from ci_runner.impact.path_rules import PatternError, check_patterns
 
 TABLE = "change-impact"
 FAIL_OPEN = "fail-open"
@@ -45,6 +48,7 @@ _KEYS = {
     "kernel-include-dirs",
     "kernel-loaders",
     "run-everything",
+    "ignore",
     "dynamic-imports",
 }
 
@@ -68,6 +72,7 @@ class ImpactConfig:
     kernel_include_dirs: tuple[str, ...] = ()
     kernel_loaders: tuple[KernelLoader, ...] = ()
     run_everything: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
     dynamic_imports: str = FAIL_OPEN
 
     @property
@@ -78,7 +83,6 @@ class ImpactConfig:
 def load_impact_config(catalog: Catalog) -> ImpactConfig:
     """The ``change-impact`` table of the catalog, checked; raises :class:`CatalogError` naming
     the key."""
-    data = _pyproject(catalog.root)
     table = catalog.table.get(TABLE, {})
     where = catalog.where(TABLE)
     if not isinstance(table, dict):
@@ -86,12 +90,6 @@ def load_impact_config(catalog: Catalog) -> ImpactConfig:
     if message := unknown_keys_message(table, sorted(_KEYS), where):
         raise CatalogError(message)
     root = catalog.root
-    roots = table.get("python-roots")
-    python_roots = (
-        _dirs(root, roots, where, "python-roots")
-        if roots is not None
-        else _packaging_roots(root, data)
-    )
     policy = table.get("dynamic-imports", FAIL_OPEN)
     if policy not in DYNAMIC_IMPORT_POLICIES:
         raise CatalogError(
@@ -101,7 +99,7 @@ def load_impact_config(catalog: Catalog) -> ImpactConfig:
     return ImpactConfig(
         root=root,
         registered_dir=catalog.registered_dir,
-        python_roots=python_roots,
+        python_roots=_dirs(root, table.get("python-roots", []), where, "python-roots"),
         kernel_source_dirs=_dirs(
             root, table.get("kernel-source-dirs", []), where, "kernel-source-dirs"
         ),
@@ -109,19 +107,10 @@ def load_impact_config(catalog: Catalog) -> ImpactConfig:
             root, table.get("kernel-include-dirs", []), where, "kernel-include-dirs"
         ),
         kernel_loaders=_loaders(table.get("kernel-loaders"), where),
-        run_everything=_globs(table.get("run-everything", []), where),
+        run_everything=_globs(table.get("run-everything", []), where, "run-everything"),
+        ignore=_globs(table.get("ignore", []), where, "ignore"),
         dynamic_imports=policy,
     )
-
-
-def _pyproject(root: Path) -> dict:
-    """The root ``pyproject.toml`` (its packaging keys); none: empty."""
-    if not (root / CATALOG_FILE).exists():
-        return {}
-    try:
-        return tomllib.loads(read_regular_text(root / CATALOG_FILE))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
-        raise CatalogError(f"{root / CATALOG_FILE}: cannot read: {exc}") from None
 
 
 def _relative(root: Path, value: object, where: str, key: str) -> str:
@@ -151,12 +140,17 @@ def _dirs(root: Path, values: object, where: str, key: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _globs(values: object, where: str) -> tuple[str, ...]:
+def _globs(values: object, where: str, key: str) -> tuple[str, ...]:
+    example = '["docs/**", "*.md"]' if key == "ignore" else '["ci_runner/**", "/run_suite.py"]'
     if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
         raise CatalogError(
-            f"{where}: run-everything must be a list of non-empty glob strings (relative to the "
-            f'root, e.g. ["ci_runner/**", "run_suite.py"]), got {values!r}'
+            f"{where}: {key} must be a list of non-empty .gitignore patterns (relative to the "
+            f"root, e.g. {example}), got {values!r}"
         )
+    try:
+        check_patterns(tuple(values))
+    except PatternError as exc:
+        raise CatalogError(f"{where}: {key} entry {exc}") from None
     return tuple(values)
 
 
@@ -192,32 +186,3 @@ def _loaders(values: object, where: str) -> tuple[KernelLoader, ...]:
             )
         loaders.append(KernelLoader(function, tuple(arguments)))
     return tuple(loaders)
-
-
-def _packaging_roots(root: Path, data: dict) -> tuple[str, ...]:
-    """The package directories the root ``pyproject.toml`` declares, and ``src/``."""
-    setuptools = data.get("tool", {}).get("setuptools", {})
-    found: list[str] = []
-    candidates: list[object] = []
-    packages = setuptools.get("packages") if isinstance(setuptools, dict) else None
-    if isinstance(packages, dict):
-        where = (
-            packages.get("find", {}).get("where", [])
-            if isinstance(packages.get("find"), dict)
-            else []
-        )
-        candidates += where if isinstance(where, list) else [where]
-    package_dir = setuptools.get("package-dir") if isinstance(setuptools, dict) else None
-    if isinstance(package_dir, dict):
-        candidates += list(package_dir.values())
-    candidates.append("src")
-    for value in candidates:
-        if not isinstance(value, str):
-            continue
-        path = PurePosixPath(value or ".")
-        if path.is_absolute() or ".." in path.parts or not (root / path).is_dir():
-            continue
-        text = path.as_posix()
-        if text != "." and text not in found:
-            found.append(text)
-    return tuple(found)

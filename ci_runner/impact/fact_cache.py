@@ -1,31 +1,42 @@
 """The facts of every Python file, cached by content across runs.
 
-A file's facts are reused when its content digest is the one they were read from; the stat
-fields (mtime, ctime, size, inode) only spare reading a file that was not written since (ctime
-changes on every write, even one that restores the mtime). The cache is one JSON file per
-repository in :func:`~ci_runner.cache_location.cache_location` (``$CI_RUNNER_CACHE_DIR``, else
-``$XDG_CACHE_HOME/ci-runner``, else ``~/.cache/ci-runner``); where there is no such place it is
-off (one notice). A missing cache is built; an unreadable or damaged one (an entry whose facts
-are not of the shape :func:`~ci_runner.impact.python_facts.facts_problem` accepts) is read again
-and rewritten, and a cache that cannot be written is skipped, each with one notice: it only
-ever costs time.
+A file's facts are reused when its content digest is the one they were read from. The stat
+fields (size, modification and change times in ns, inode, device) only spare reading a file
+that was not written since, and only when they were recorded more than ``RACY_SECONDS`` after
+the file's last change (:func:`ci_runner.collect.parse_cache.stat_key`, git's rule): a file
+rewritten within the clock's granularity of the recording keeps its stat, so its stat is not
+trusted and its content is hashed on every run until it settles.
+
+The cache is one JSON file per repository in :func:`~ci_runner.cache_location.cache_location`
+(``$CI_RUNNER_CACHE_DIR``, else ``$XDG_CACHE_HOME/ci-runner``, else ``~/.cache/ci-runner``);
+where there is no such place it is off (one notice). A missing cache is built; an unreadable or
+damaged one (an entry whose facts are not of the shape
+:func:`~ci_runner.impact.python_facts.facts_problem` accepts) is read again and rewritten, and a
+cache that cannot be written is skipped, each with one notice: it only ever costs time. Files
+to parse in bulk (a cold cache) are parsed by a pool of forked workers, one per available CPU
+(parsing is nearly all of a cold run's time).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from ci_runner.cache_location import announce_damage, announce_no_cache, cache_location
-from ci_runner.impact.config import ImpactConfig
+from ci_runner.collect.parse_cache import stat_key
+from ci_runner.impact.config import ImpactConfig, KernelLoader
 from ci_runner.impact.python_facts import FACTS_FORMAT, facts_problem, file_facts
 
-STAMP_FIELDS = 4  # mtime_ns, ctime_ns, size, inode
+STAMP_FIELDS = 5  # size, mtime_ns, ctime_ns, inode, device (stat_key); null while racy
+MAX_WORKERS = 8
+PARSES_PER_WORKER = 24  # below this many files to parse per worker, one process is faster
 
 
 class FactCache:
@@ -33,6 +44,7 @@ class FactCache:
 
     def __init__(self, config: ImpactConfig) -> None:
         self.root = config.root
+        self._root_text = str(config.root)
         self.loaders = config.kernel_loaders
         identity = json.dumps(
             [
@@ -52,6 +64,8 @@ class FactCache:
         self.entries: dict[str, list] = self._load()
         self.changed = False
         self.parsed = 0
+        self._read: dict[str, dict] = {}  # this run's facts, by path
+        self._pool = None
 
     def _load(self) -> dict[str, list]:
         if self.path is None:
@@ -81,32 +95,97 @@ class FactCache:
 
     def facts(self, relative: str) -> dict:
         """The facts of the file at ``relative`` (its content read only when it changed)."""
-        path = self.root / relative
+        known = self._read.get(relative)
+        if known is None:
+            self.prefetch([relative])
+            known = self._read[relative]
+        return known
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Read the facts of ``paths`` at once: many files to parse go to forked workers."""
+        to_parse: list[tuple[str, list | None, str, bytes]] = []
+        for relative in dict.fromkeys(paths):
+            if relative in self._read:
+                continue
+            pending = self._lookup(relative)
+            if pending is not None:
+                to_parse.append(pending)
+        if not to_parse:
+            return
+        sources = [(relative, data) for relative, _stamp, _digest, data in to_parse]
+        results = self._parse_all(sources)
+        for (relative, stamp, digest, _data), facts in zip(to_parse, results, strict=True):
+            self.parsed += 1
+            self._store(relative, stamp, digest, facts)
+
+    def _lookup(self, relative: str) -> tuple[str, list | None, str, bytes] | None:
+        """Fill in the facts of ``relative`` from the cache when they still apply; otherwise
+        what parsing it needs: ``(relative, stamp, digest, content)``."""
+        path = os.path.join(self._root_text, relative)
         try:
-            stat = path.stat()
+            stamp = stat_key(_stat(path))
         except OSError as exc:
-            return {"error": f"cannot read it ({exc.strerror or exc})"}
-        stamp = [stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino]
+            self._read[relative] = {"error": f"cannot read it ({exc.strerror or exc})"}
+            return None
         entry = self._entry(relative)
-        if entry is not None and entry[0] == stamp:
-            return entry[2]
+        if entry is not None and stamp is not None and entry[0] == stamp:
+            self._read[relative] = entry[2]
+            return None
         try:
-            data = path.read_bytes()
+            data = _read(path)
         except OSError as exc:
-            return {"error": f"cannot read it ({exc.strerror or exc})"}
+            self._read[relative] = {"error": f"cannot read it ({exc.strerror or exc})"}
+            return None
         digest = hashlib.sha256(data).hexdigest()
         if entry is not None and entry[1] == digest:
-            facts = entry[2]
-        else:
-            facts = file_facts(data, self.loaders, path.name == "__init__.py")
-            self.parsed += 1
+            self._store(relative, stamp, digest, entry[2])
+            return None
+        return relative, stamp, digest, data
+
+    def _store(self, relative: str, stamp: list | None, digest: str, facts: dict) -> None:
+        self._read[relative] = facts
         self.entries[relative] = [stamp, digest, facts]
         self.changed = True
-        return facts
+
+    def _parse_all(self, sources: list[tuple[str, bytes]]) -> list[dict]:
+        workers = min(_available_cpus(), MAX_WORKERS, len(sources) // PARSES_PER_WORKER)
+        if workers > 1:
+            results = self._parse_forked(sources, workers)
+            if results is not None:
+                return results
+        return _parse_chunk(self.loaders, sources)
+
+    def _parse_forked(self, sources: list[tuple[str, bytes]], workers: int) -> list[dict] | None:
+        """:meth:`_parse_all` over a pool of forked workers, kept for this run; None when no
+        process can be started here."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        if "fork" not in multiprocessing.get_all_start_methods():
+            return None
+        chunk = -(-len(sources) // (workers * 4))
+        chunks = [sources[i : i + chunk] for i in range(0, len(sources), chunk)]
+        try:
+            if self._pool is None:
+                context = multiprocessing.get_context("fork")
+                self._pool = ProcessPoolExecutor(min(workers, MAX_WORKERS), context)
+            jobs = [self._pool.submit(_parse_chunk, self.loaders, part) for part in chunks]
+            return [facts for job in jobs for facts in job.result()]
+        except (OSError, BrokenProcessPool):
+            self.close()
+            return None
+
+    def close(self) -> None:
+        """Stop the workers, if any were started."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
 
     def save(self) -> None:
         """Write the cache back when anything changed; damage read and a failure to write are
         one notice each (the run goes on: the cache only saves time)."""
+        self.close()
         announce_damage("import-facts cache", self.path, self.damage)
         self.damage = []
         if not self.changed or self.path is None:
@@ -135,17 +214,48 @@ class FactCache:
                 os.unlink(temporary)
 
 
+def _parse_chunk(loaders: tuple[KernelLoader, ...], sources: list[tuple[str, bytes]]) -> list:
+    """The facts of each source, with the cyclic garbage collector paused: a syntax tree holds
+    no cycles, and the collector, triggered by the nodes ``ast.parse`` allocates, would
+    otherwise take a large share of the time."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return [
+            file_facts(data, loaders, relative.rsplit("/", 1)[-1] == "__init__.py")
+            for relative, data in sources
+        ]
+    finally:
+        if paused:
+            gc.enable()
+
+
+_stat = os.stat
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def _entry_problem(entry: object) -> str | None:
     """Why a cached ``[stamp, digest, facts]`` entry is damaged, else None."""
     if not isinstance(entry, list) or len(entry) != 3:
         return "not a [stamp, digest, facts] list"
     stamp, digest, facts = entry
-    if not (
+    if stamp is not None and not (
         isinstance(stamp, list)
         and len(stamp) == STAMP_FIELDS
         and all(isinstance(n, int) and not isinstance(n, bool) for n in stamp)
     ):
-        return "the stamp is not four whole numbers"
+        return f"the stamp is neither null nor {STAMP_FIELDS} whole numbers"
     if not isinstance(digest, str):
         return "the digest is not a string"
     return facts_problem(facts)

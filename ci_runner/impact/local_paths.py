@@ -89,7 +89,7 @@ class LocalPaths:
         counts = _binding_counts(tree)
         self._aliases = _import_aliases(tree, counts)
         self._file_is_ours = counts["__file__"] == 0
-        self._bound: dict[str, ast.expr] = {}
+        self.bound: dict[str, ast.expr] = {}  # module-level names bound once, and their values
         for statement in tree.body:
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
                 target, value = statement.targets[0], statement.value
@@ -98,14 +98,14 @@ class LocalPaths:
             else:
                 continue
             if isinstance(target, ast.Name) and counts[target.id] == 1:
-                self._bound[target.id] = value
+                self.bound[target.id] = value
 
     def value_of(self, node: ast.expr) -> ast.expr:
         """``node``, or the expression a module-level name bound once in the file stands for."""
         for _ in range(_MAX_DEPTH):
-            if not isinstance(node, ast.Name) or node.id not in self._bound:
+            if not isinstance(node, ast.Name) or node.id not in self.bound:
                 return node
-            node = self._bound[node.id]
+            node = self.bound[node.id]
         return node
 
     def resolve(self, node: ast.expr) -> str | None:
@@ -114,6 +114,16 @@ class LocalPaths:
         if place is None or place.relative is None or place.relative == ".":
             return None
         return place.relative
+
+    def resolve_dir(self, node: ast.expr) -> str | None:
+        """Like :meth:`resolve`, but the file's own directory (``"."``) is an answer too."""
+        place = self._place(self.value_of(node), 0)
+        return None if place is None or place.relative is None else place.relative
+
+    def is_own_file(self, node: ast.expr) -> bool:
+        """Whether ``node`` names the file itself (``__file__``, ``Path(__file__).resolve()``)."""
+        place = self._place(self.value_of(node), 0)
+        return place is not None and place.relative is None
 
     # ------------------------------------------------------------------ evaluation
 
@@ -124,7 +134,7 @@ class LocalPaths:
         if isinstance(node, ast.Name):
             if node.id == "__file__":
                 return _SOURCE_FILE if self._file_is_ours else None
-            bound = self._bound.get(node.id)
+            bound = self.bound.get(node.id)
             return self._place(bound, depth) if bound is not None else None
         if isinstance(node, ast.Attribute) and node.attr == "parent":
             return _parent(self._place(node.value, depth), 1)

@@ -1,4 +1,5 @@
-"""How a change selection is shown: lines for the console and dry run, and the JSON fragment."""
+"""How a change selection is shown: one summary line for a run, the reasons for a dry run, and
+the JSON fragment of ``--dry-run --format json``."""
 
 from __future__ import annotations
 
@@ -10,15 +11,35 @@ def _seconds(value: float) -> str:
     return f"{value:.1f}s" if value < 100 else f"{value:.0f}s"
 
 
-def impact_lines(impact: ChangeImpact) -> list[str]:
-    """The summary, then one reason chain per kept file (or why the whole suite runs)."""
+def impact_summary(impact: ChangeImpact) -> str:
+    """One line: what changed, what is kept and dropped, the time saved, and why the selection
+    failed open (the whole suite, or files kept because the analysis cannot bound them)."""
     full, kept = impact.full, impact.selection
     share = kept.est_total / full.est_total if full.est_total else 1.0
-    lines = [
-        f"change impact ({one_line(impact.source)}): {len(impact.changes)} changed file(s); "
-        f"keeps {len(kept.files)} of {len(full.files)} file(s), est {_seconds(kept.est_total)} "
-        f"of {_seconds(full.est_total)} ({share:.0%}), saves {_seconds(impact.saved)}; "
-        f"analysis {impact.seconds:.2f}s"
+    ignored = f", {len(impact.ignored)} ignored" if impact.ignored else ""
+    line = (
+        f"change impact ({one_line(impact.source)}): {len(impact.changes)} changed file(s)"
+        f"{ignored}; keeps {len(kept.files)} of {len(full.files)} file(s), drops "
+        f"{len(full.files) - len(kept.files)}, est {_seconds(kept.est_total)} of "
+        f"{_seconds(full.est_total)} ({share:.0%}), saves {_seconds(impact.saved)}"
+    )
+    if impact.run_everything:
+        more = len(impact.run_everything) - 1
+        line += f"; fails open: {one_line(impact.run_everything[0])}"
+        line += f" (and {more} more)" if more else ""
+    elif impact.unbounded:
+        line += f"; {impact.unbounded} kept for what the analysis cannot bound"
+    return line + f"; analysis {impact.seconds:.2f}s"
+
+
+def impact_lines(impact: ChangeImpact) -> list[str]:
+    """The summary, then why: one reason chain per kept file (or why the whole suite runs),
+    the ignored paths and the changes no selected test reaches."""
+    lines = [impact_summary(impact)]
+    lines += [f"  not ignored: {one_line(text)}" for text in impact.not_ignored]
+    lines += [
+        f"  ignored: {one_line(path)} (ignore {one_line(pattern)!s})"
+        for path, pattern in impact.ignored
     ]
     if impact.run_everything:
         lines.append("  runs the whole suite:")
@@ -42,6 +63,8 @@ def impact_document(impact: ChangeImpact) -> dict[str, object]:
         ],
         "runs_everything": bool(impact.run_everything),
         "run_everything_reasons": list(impact.run_everything),
+        "ignored": [{"path": path, "pattern": pattern} for path, pattern in impact.ignored],
+        "not_ignored": list(impact.not_ignored),
         "kept": [
             {
                 "path": path,

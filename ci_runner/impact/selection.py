@@ -1,40 +1,57 @@
 """Keep only the selected files a change can affect, each with one reason, or fail open.
 
-A change the analysis cannot attribute selects the whole suite, with the reason: a deleted or
-renamed file, a file outside the repository root, packaging and pytest configuration
-(``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``conftest.py``, ``pytest.ini``, ``tox.ini``),
-CI configuration (``.github/``), the catalog's ``run-everything`` globs (the runner and the
-toolchain themselves), and any file that is neither a Python file nor under a kernel directory,
-unless the graph shows a kernel loader building it or a kernel source including it (a test's own
-kernel file next to it: ``Path(__file__).parent / "kernels" / "k.cuh"``).
+In order:
 
-Otherwise a test is kept when the change reaches it in the dependency graph (:mod:`.graph`): a
-changed test file selects itself, a changed module or kernel file selects every test whose
-closure holds it. A test whose closure holds a site the graph cannot follow is kept for every
-change (for a kernel loader given a computed file: for every change to a kernel file).
+1. **Ignore rules.** A changed path the catalog's ``ignore`` patterns match affects no test and
+   leaves the change set, unless a test is known to read it: a recorded test opened it
+   (:meth:`RecordedDependencies.opened_paths`) or the dependency graph reaches it (a test
+   imports, builds or names it). Such a path is kept, and the output says why.
+2. **The whole suite (fail open)** for a change the analysis cannot attribute, with the reason:
+   a deleted or renamed file, a file outside the repository root, a submodule bump, a changed
+   symbolic link, packaging and pytest configuration (``pyproject.toml``, ``setup.py``,
+   ``setup.cfg``, ``conftest.py``, ``pytest.ini``, ``tox.ini``), CI configuration
+   (``.github/``), the catalog's ``run-everything`` patterns.
+3. **Each test.** A test with a valid record (:class:`RecordedDependencies`, when a recorded
+   layer is given) is decided by its record alone. Any other test by the static dependency graph
+   (:mod:`.graph`): kept when a change reaches it (a changed test file selects itself), or when
+   its closure holds a site the graph cannot follow (for a kernel loader given a computed file,
+   only for a change to a kernel file; for a module that is not in the tree, only for a change
+   outside the kernel directories), or when a change is a file that is neither Python nor a
+   kernel file any loader builds, so what reads it cannot be traced. Without any recorded test,
+   such an untraced file runs the whole suite, as in step 2.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from functools import cache
+from typing import Protocol
 
 from ci_runner.catalog import Catalog
-from ci_runner.impact.changes import ADDED, MODIFIED, Change, ChangeSet
+from ci_runner.impact.changes import (
+    ADDED,
+    MODIFIED,
+    SUBMODULE,
+    SYMLINK,
+    Change,
+    ChangeSet,
+)
 from ci_runner.impact.config import ImpactConfig, load_impact_config
 from ci_runner.impact.fact_cache import FactCache
-from ci_runner.impact.graph import INCLUDE, KERNEL_SITE, DependencyGraph, Site
+from ci_runner.impact.graph import BUILT_SITE, INCLUDE, KERNEL_SITE, DependencyGraph, Site
 from ci_runner.impact.index import RepoIndex
+from ci_runner.impact.path_rules import matching_pattern
 from ci_runner.select import Selection
 
 CHANGED = "changed"
 SITE = "cannot be followed"
+UNTRACED = "cannot be traced"
 BUILTIN_RUN_EVERYTHING: tuple[tuple[str, str], ...] = (
     ("**/pyproject.toml", "packaging or the catalog"),
+    ("**/ci-runner.toml", "the catalog"),
     ("**/setup.py", "packaging"),
     ("**/setup.cfg", "packaging"),
     ("**/MANIFEST.in", "packaging"),
@@ -66,6 +83,24 @@ class Reason:
         return " -> ".join(parts) + (f" ({self.note})" if self.note else "")
 
 
+class RecordedDependencies(Protocol):
+    """What recording runs learnt about the tests (``--deps-from``), as the selection asks it.
+    A test it :meth:`decides` is kept or dropped by :meth:`reason` alone; every other test is
+    decided by the static graph."""
+
+    def opened_paths(self) -> Collection[str]:
+        """Repository paths some recorded test opened: such a path is never ignored."""
+        ...
+
+    def decides(self, test: str) -> bool:
+        """Whether ``test`` has a valid record."""
+        ...
+
+    def reason(self, test: str, changes: tuple[Change, ...]) -> Reason | None:
+        """Why the record keeps ``test`` for ``changes``, or None when nothing it ran changed."""
+        ...
+
+
 @dataclass(frozen=True)
 class ChangeImpact:
     """What ``--changed-since`` / ``--changed-files`` did to the selection."""
@@ -77,6 +112,8 @@ class ChangeImpact:
     run_everything: tuple[str, ...] = ()  # why the whole suite runs; empty when narrowed
     reasons: dict[str, Reason] = field(default_factory=dict)  # kept file -> one reason
     unreached: tuple[str, ...] = ()  # changed files no selected test depends on
+    ignored: tuple[tuple[str, str], ...] = ()  # (changed path, the ignore pattern matching it)
+    not_ignored: tuple[str, ...] = ()  # why a path an ignore pattern matches still counts
     seconds: float = 0.0  # time the analysis took
     parsed: int = 0  # Python files parsed (the others came from the cache)
 
@@ -84,33 +121,11 @@ class ChangeImpact:
     def saved(self) -> float:
         return self.full.est_total - self.selection.est_total
 
-
-@cache
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A root-relative glob: ``**`` spans directories, ``*`` and ``?`` stay within one."""
-    out = ""
-    index = 0
-    while index < len(pattern):
-        if pattern.startswith("**/", index):
-            out += "(?:.*/)?"
-            index += 3
-        elif pattern.startswith("**", index):
-            out += ".*"
-            index += 2
-        elif pattern[index] == "*":
-            out += "[^/]*"
-            index += 1
-        elif pattern[index] == "?":
-            out += "[^/]"
-            index += 1
-        else:
-            out += re.escape(pattern[index])
-            index += 1
-    return re.compile(out + r"\Z")
-
-
-def matches_glob(pattern: str, path: str) -> bool:
-    return bool(_glob_regex(pattern).match(path))
+    @property
+    def unbounded(self) -> int:
+        """Kept files whose reason is a site or an untraced file (kept because the analysis
+        cannot bound them), not a chain from a change."""
+        return sum(1 for reason in self.reasons.values() if reason.note)
 
 
 def _is_under(path: str, directories: tuple[str, ...]) -> bool:
@@ -124,102 +139,208 @@ def _not_traced(path: str) -> str:
     )
 
 
-def unattributable(change: Change, config: ImpactConfig) -> str | None:
-    """Why ``change`` selects the whole suite, or None when the graph can attribute it (a file
-    outside the kernel directories that a loader builds: see :func:`select_changed`)."""
-    if change.status == MODIFIED or change.status == ADDED:
+def whole_suite_reason(change: Change, config: ImpactConfig) -> str | None:
+    """Why ``change`` selects the whole suite whatever the tests depend on, or None."""
+    if change.status == SUBMODULE:
+        return (
+            f"{change.path} is a git submodule whose commit changed: the files it changes are "
+            "not listed"
+        )
+    if change.status == SYMLINK:
+        return (
+            f"{change.path} is a symbolic link that changed: what reads through it cannot be traced"
+        )
+    if change.status in (MODIFIED, ADDED):
         for pattern, what in BUILTIN_RUN_EVERYTHING:
-            if matches_glob(pattern, change.path):
+            if matching_pattern((pattern,), change.path):
                 return f"{change.path} changed ({what})"
-        for pattern in config.run_everything:
-            if matches_glob(pattern, change.path):
-                return f"{change.path} changed (run-everything {pattern!r} in the catalog)"
-        if change.path.endswith(".py") or _is_under(change.path, config.kernel_dirs):
-            return None
-        return _not_traced(change.path)
+        if pattern := matching_pattern(config.run_everything, change.path):
+            return f"{change.path} changed (run-everything {pattern!r} in the catalog)"
+        return None
     if change.old_path:
         return f"{change.old_path} was {change.status} to {change.path}: what used the old path cannot be traced"
     return f"{change.path} was {change.status}: what used it cannot be traced"
 
 
-def select_changed(selection: Selection, catalog: Catalog, change_set: ChangeSet) -> ChangeImpact:
+def _may_be_untraced(change: Change, config: ImpactConfig) -> bool:
+    """A file that is neither Python nor under a kernel directory (the graph may still show a
+    loader building it, a kernel file next to its test)."""
+    return not change.path.endswith(".py") and not _is_under(change.path, config.kernel_dirs)
+
+
+def select_changed(
+    selection: Selection,
+    catalog: Catalog,
+    change_set: ChangeSet,
+    recorded: RecordedDependencies | None = None,
+) -> ChangeImpact:
     """The part of ``selection`` that ``change_set`` can affect (see the module docstring)."""
     started = time.perf_counter()
     config = load_impact_config(catalog)
-    changes = change_set.changes
-    why = [(c.path, reason) for c in changes if (reason := unattributable(c, config)) is not None]
-    # Other files stay attributable if the graph shows a loader of the suite's tests building
-    # them (or a kernel including them); the graph is built only when nothing else fails open.
-    others = {path for path, reason in why if reason == _not_traced(path)}
-    if any(reason != _not_traced(path) for path, reason in why):
-        return _whole_suite(change_set, selection, tuple(reason for _, reason in why), started)
+    opened = set(recorded.opened_paths()) if recorded is not None else set()
+    candidates: dict[str, str] = {}  # ignored path -> its pattern
+    not_ignored: list[str] = []
+    changes: list[Change] = []
+    for change in change_set.changes:
+        pattern = _ignore_pattern(change, config)
+        if pattern is not None and not opened & {change.path, change.old_path}:
+            candidates[change.path] = pattern
+        else:
+            if pattern is not None:
+                not_ignored.append(
+                    f"{change.path} matches ignore {pattern!r}, but a recorded test opened it: "
+                    "not ignored"
+                )
+            changes.append(change)
+    result = _Result(change_set, selection, started, not_ignored)
+    whole = [reason for c in changes if (reason := whole_suite_reason(c, config)) is not None]
+    if whole:
+        return result.whole_suite(tuple(whole), tuple(candidates.items()))
     tests = {f.path for f in selection.files}
-    cache_ = FactCache(config)
     index = RepoIndex(config.root)
     if index.unlisted:  # an unseen file may be what a test imports
         unseen = tuple(f"directory {where}" for where in index.unlisted)
-        return _whole_suite(change_set, selection, unseen, started)
-    graph = DependencyGraph(config, index, cache_, tests)
-    cache_.save()
-    why_all = tuple(_not_traced(path) for path in sorted(others) if not graph.is_kernel_file(path))
-    if why_all:
-        return _whole_suite(change_set, selection, why_all, started)
-    reasons: dict[str, Reason] = {}
-    unreached: list[str] = []
-    for change in sorted(changes, key=lambda c: c.path):
-        found = _reached(graph, change.path, tests)
-        if not found:
-            unreached.append(change.path)
-        for test, chain in found.items():
-            reasons.setdefault(test, Reason(chain))
-    if changes:
-        kernel_change = any(_is_under(c.path, config.kernel_dirs) for c in changes) or bool(others)
-        for site in sorted(graph.sites, key=lambda s: (s.path, s.line)):
-            if site.kind == KERNEL_SITE and not kernel_change:
-                continue
-            note = _site_note(site, kernel_change)
-            for test, chain in _reached(graph, site.path, tests).items():
-                start = (Link(site.path, SITE),)
-                reasons.setdefault(test, Reason(start + chain[1:], note))
-    kept = tuple(f for f in selection.files if f.path in reasons)
-    narrowed = dataclasses.replace(selection, files=kept)
-    return ChangeImpact(
-        change_set.source,
-        changes,
-        selection,
-        narrowed,
-        reasons={path: reasons[path] for path in sorted(reasons) if path in tests},
-        unreached=tuple(unreached),
-        seconds=time.perf_counter() - started,
-        parsed=cache_.parsed,
+        return result.whole_suite(unseen, tuple(candidates.items()))
+    cache = FactCache(config)
+    try:
+        graph = DependencyGraph(config, index, cache, tests)
+    finally:
+        cache.save()
+    result.parsed = cache.parsed
+    for path, pattern in list(candidates.items()):  # a test is known to read it: not ignored
+        found = _reached(graph, [path], tests)
+        if found:
+            test, chain = min(found.items())
+            not_ignored.append(
+                f"{path} matches ignore {pattern!r}, but {test} reaches it "
+                f"({Reason(chain).text()}): not ignored"
+            )
+            del candidates[path]
+            changes.append(next(c for c in change_set.changes if c.path == path))
+    result.ignored = tuple(sorted(candidates.items()))
+    untraced = [
+        c.path for c in changes if _may_be_untraced(c, config) and not graph.is_kernel_file(c.path)
+    ]
+    decided = {t for t in tests if recorded is not None and recorded.decides(t)}
+    if untraced and not decided:
+        return result.whole_suite(tuple(_not_traced(p) for p in sorted(untraced)), result.ignored)
+    reasons, unreached = _static_reasons(graph, config, tuple(changes), untraced, tests)
+    for test in decided:
+        reason = recorded.reason(test, tuple(changes)) if recorded is not None else None
+        if reason is None:
+            reasons.pop(test, None)
+        else:
+            reasons[test] = reason
+    return result.narrowed(
+        {path: reasons[path] for path in sorted(reasons) if path in tests}, unreached
     )
 
 
-def _whole_suite(
-    change_set: ChangeSet, selection: Selection, why_all: tuple[str, ...], started: float
-) -> ChangeImpact:
-    return ChangeImpact(
-        change_set.source,
-        change_set.changes,
-        selection,
-        selection,
-        run_everything=why_all,
-        seconds=time.perf_counter() - started,
+def _ignore_pattern(change: Change, config: ImpactConfig) -> str | None:
+    """The ignore pattern matching a change (a rename: both its paths), or None."""
+    pattern = matching_pattern(config.ignore, change.path)
+    if pattern is not None and change.old_path is not None:
+        return pattern if matching_pattern(config.ignore, change.old_path) else None
+    return pattern
+
+
+def _static_reasons(
+    graph: DependencyGraph,
+    config: ImpactConfig,
+    changes: tuple[Change, ...],
+    untraced: list[str],
+    tests: set[str],
+) -> tuple[dict[str, Reason], tuple[str, ...]]:
+    """What the static graph keeps, each test with one reason, and the changes no test reaches."""
+    traced = sorted(c.path for c in changes if c.path not in untraced)
+    reasons = {test: Reason(chain) for test, chain in _reached(graph, traced, tests).items()}
+    unreached = tuple(p for p in traced if p not in graph.edges and p not in tests)
+    if not changes:
+        return reasons, unreached
+    kernel_change = any(
+        _is_under(c.path, config.kernel_dirs) or graph.is_kernel_file(c.path) for c in changes
     )
+    other_change = any(not _is_under(c.path, config.kernel_dirs) for c in changes)
+    notes: dict[str, str] = {}  # site path -> the note of its first applicable site
+    for site in sorted(graph.sites, key=lambda s: (s.path, s.line)):
+        if (site.kind == KERNEL_SITE and not kernel_change) or (
+            site.kind == BUILT_SITE and not other_change
+        ):
+            continue
+        notes.setdefault(site.path, _site_note(site))
+    for test, chain in _reached(graph, sorted(notes), tests).items():
+        start = chain[0].path
+        reasons.setdefault(test, Reason((Link(start, SITE), *chain[1:]), notes[start]))
+    for path in untraced:
+        note = f"{path} changed and is neither Python nor a kernel file: what reads it cannot be traced"
+        for test in tests:
+            reasons.setdefault(test, Reason((Link(path, UNTRACED), Link(test, UNTRACED)), note))
+    return reasons, unreached
 
 
-def _site_note(site: Site, kernel_change: bool) -> str:
+@dataclass
+class _Result:
+    """Builds the :class:`ChangeImpact` of one analysis."""
+
+    change_set: ChangeSet
+    selection: Selection
+    started: float
+    not_ignored: list[str]
+    ignored: tuple[tuple[str, str], ...] = ()
+    parsed: int = 0
+
+    def whole_suite(
+        self, why: tuple[str, ...], ignored: tuple[tuple[str, str], ...]
+    ) -> ChangeImpact:
+        return ChangeImpact(
+            self.change_set.source,
+            self.change_set.changes,
+            self.selection,
+            self.selection,
+            run_everything=why,
+            ignored=tuple(sorted(ignored)),
+            not_ignored=tuple(self.not_ignored),
+            seconds=time.perf_counter() - self.started,
+            parsed=self.parsed,
+        )
+
+    def narrowed(self, reasons: dict[str, Reason], unreached: tuple[str, ...]) -> ChangeImpact:
+        kept = tuple(f for f in self.selection.files if f.path in reasons)
+        return ChangeImpact(
+            self.change_set.source,
+            self.change_set.changes,
+            self.selection,
+            dataclasses.replace(self.selection, files=kept),
+            reasons=reasons,
+            unreached=unreached,
+            ignored=self.ignored,
+            not_ignored=tuple(self.not_ignored),
+            seconds=time.perf_counter() - self.started,
+            parsed=self.parsed,
+        )
+
+
+def _site_note(site: Site) -> str:
     if site.kind == KERNEL_SITE:
         return f"{site}: may build any kernel source, so every kernel change selects it"
+    if site.kind == BUILT_SITE:
+        return f"{site}: what builds it is not known, so every change outside the kernel directories selects it"
     return f"{site}: its dependencies cannot be bounded, so every change selects it"
 
 
-def _reached(graph: DependencyGraph, start: str, tests: set[str]) -> dict[str, tuple[Link, ...]]:
-    """Every test that depends on ``start``, with the shortest chain ``start -> ... -> test``."""
-    if start not in graph.edges and start not in graph.reverse:
-        return {start: (Link(start, CHANGED),)} if start in tests else {}
-    parent: dict[str, tuple[str, str] | None] = {start: None}
-    queue = deque([start])
+def _reached(
+    graph: DependencyGraph, starts: list[str], tests: set[str]
+) -> dict[str, tuple[Link, ...]]:
+    """Every test that depends on one of ``starts``, with the shortest chain ``start -> ... ->
+    test`` (breadth first from all starts at once, in their order)."""
+    parent: dict[str, tuple[str, str] | None] = {}
+    queue: deque[str] = deque()
+    for start in starts:
+        if start not in parent and (
+            start in graph.edges or start in graph.reverse or start in tests
+        ):
+            parent[start] = None
+            queue.append(start)
     found: dict[str, tuple[Link, ...]] = {}
     while queue:
         node = queue.popleft()

@@ -154,6 +154,20 @@ def run_dry(root: Path, *flags: str, suite: str = "unit-gpu", hw: str = "cuda") 
     return code, (json.loads(text) if code == 0 and text.strip() else {})
 
 
+def changed_files(root: Path, *paths: str) -> list[str]:
+    """The ``--changed-files`` flags of a list naming ``paths`` (written as ``root/changed.txt``)."""
+    listing = root / "changed.txt"
+    listing.write_text("".join(p + "\n" for p in paths))
+    return ["--changed-files", str(listing)]
+
+
+def dry_changed(root: Path, *paths: str, **kwargs: str) -> dict:
+    """The dry-run document of a change to ``paths``; the run must succeed."""
+    code, document = run_dry(root, *changed_files(root, *paths), **kwargs)
+    assert code == 0
+    return document
+
+
 def kept(document: dict) -> list[str]:
     """The kept files of a dry-run document's change impact."""
     return [entry["path"] for entry in document["change_impact"]["kept"]]

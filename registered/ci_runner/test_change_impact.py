@@ -9,7 +9,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from impact_tree import GPU_TESTS, chain_of, kept, make_impact_repo, run_dry
+from impact_tree import (
+    GPU_TESTS,
+    chain_of,
+    changed_files,
+    dry_changed,
+    kept,
+    make_impact_repo,
+)
 
 from ci_runner import register_cpu_ci
 
@@ -21,16 +28,8 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CI_RUNNER_CACHE_DIR", str(tmp_path / "impact-cache"))
 
 
-def changed(root: Path, *paths: str) -> list[str]:
-    listing = root / "changed.txt"
-    listing.write_text("".join(p + "\n" for p in paths))
-    return ["--changed-files", str(listing)]
-
-
-def dry(root: Path, *paths: str, **kwargs) -> dict:
-    code, document = run_dry(root, *changed(root, *paths), **kwargs)
-    assert code == 0
-    return document
+changed = changed_files
+dry = dry_changed
 
 
 @pytest.mark.parametrize(
@@ -145,7 +144,10 @@ def test_the_text_dry_run_shows_the_saving_and_the_chains(tmp_path, capsys):
                  *changed(root, "pkg/core.py")]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "change impact (--changed-files " in out
-    assert "1 changed file(s); keeps 1 of 7 file(s), est 10.0s of 280s (4%), saves 270s" in out
+    assert (
+        "1 changed file(s); keeps 1 of 7 file(s), drops 6, est 10.0s of 280s (4%), saves 270s"
+        in out
+    )
     assert "  registered/test_core.py: pkg/core.py -> registered/test_core.py [imports]" in out
     assert "selected 1 file(s), est total 10.0s" in out
 
@@ -157,9 +159,14 @@ def test_a_whole_suite_text_names_each_reason(tmp_path, capsys):
     assert main(["--root", str(root), "--hw", "cuda", "--suite", "unit-gpu", "--dry-run",
                  *changed(root, "docs/readme.md", "pyproject.toml")]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert "keeps 7 of 7 file(s)" in out
-    assert "  runs the whole suite:\n    docs/readme.md changed: neither" in out
-    assert "\n    pyproject.toml changed (packaging or the catalog)\n" in out
+    assert "keeps 7 of 7 file(s), drops 0" in out
+    assert "; fails open: pyproject.toml changed (packaging or the catalog);" in out
+    assert "  runs the whole suite:\n    pyproject.toml changed (packaging or the catalog)\n" in out
+    assert main(["--root", str(root), "--hw", "cuda", "--suite", "unit-gpu", "--dry-run",
+                 *changed(root, "docs/readme.md", "tooling/runner.py")]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "; fails open: tooling/runner.py changed (run-everything 'tooling/**' in the " in out
+    assert "  runs the whole suite:\n    tooling/runner.py changed (run-everything" in out
 
 
 # ---------------------------------------------------------------- what the graph cannot follow
@@ -323,17 +330,26 @@ def test_python_roots_from_the_catalog_and_from_packaging(tmp_path):
         '[tool.ci-runner.change-impact]\npython-roots = ["python"]\n',
     )
     root = make_impact_repo(tmp_path / "catalog", files, table=table)
-    assert kept(dry(root, "python/lib/rope.py")) == ["registered/test_layer.py"]
-    # without python-roots, `import lib` resolves nowhere: the module is unused
+    document = dry(root, "python/lib/rope.py")
+    assert kept(document) == ["registered/test_layer.py"]
+    assert document["change_impact"]["kept"][0]["note"] == ""
+    # without python-roots, `import lib` resolves nowhere, but lib is the repository's: unproven
     root = make_impact_repo(tmp_path / "none", files)
-    assert kept(dry(root, "python/lib/rope.py")) == []
-    # the packaging's [tool.setuptools.packages.find] where = ["python"] says the same
+    document = dry(root, "python/lib/rope.py")
+    assert kept(document) == ["registered/test_layer.py"]
+    assert (
+        "unproven import lib.layer: resolves in no import root"
+        in (document["change_impact"]["kept"][0]["note"])
+    )
+    # the packaging's [tool.setuptools.packages.find] where = ["python"] says where it lives
     root = make_impact_repo(tmp_path / "packaging", files)
     text = (root / "pyproject.toml").read_text()
     (root / "pyproject.toml").write_text(
-        text + '\n[tool.setuptools.packages.find]\nwhere = ["python"]\n'
+        text + '\n[project]\nname = "x"\n[tool.setuptools.packages.find]\nwhere = ["python"]\n'
     )
-    assert kept(dry(root, "python/lib/rope.py")) == ["registered/test_layer.py"]
+    document = dry(root, "python/lib/rope.py")
+    assert kept(document) == ["registered/test_layer.py"]
+    assert document["change_impact"]["kept"][0]["note"] == ""
 
 
 # ---------------------------------------------------------------- the cache
@@ -369,6 +385,76 @@ def test_facts_are_cached_by_content(tmp_path):
         cache_file.write_text("{not json")
     damaged = select_changed(selection, catalog, ChangeSet("t", (Change("pkg/sub/leaf.py"),)))
     assert damaged.parsed > 10 and damaged.reasons == third.reasons
+
+
+def test_a_file_changed_within_its_timestamp_granularity_is_not_trusted_by_stat(
+    tmp_path, monkeypatch
+):
+    """The racy-timestamp rule: on a coarse clock a rewrite keeps size, times and inode, so a
+    stat recorded while the file was that fresh cannot vouch for its content."""
+    import os
+    import time
+    from types import SimpleNamespace
+
+    from ci_runner.catalog import load_catalog
+    from ci_runner.impact import fact_cache
+    from ci_runner.impact.config import load_impact_config
+
+    root = make_impact_repo(tmp_path / "repo")
+    config = load_impact_config(load_catalog(root))
+    clock = {"ns": time.time_ns() - 10**9}  # the times a coarse clock shows: one second ago
+
+    def coarse_stat(path):
+        stamp = clock["ns"]
+        size = os.lstat(path).st_size
+        return SimpleNamespace(
+            st_size=size, st_mtime_ns=stamp, st_ctime_ns=stamp, st_ino=1, st_dev=1
+        )
+
+    monkeypatch.setattr(fact_cache, "_stat", coarse_stat)
+    module = root / "pkg" / "core.py"
+    module.write_text("import pkg.pos\n")
+    first = fact_cache.FactCache(config)
+    assert first.facts("pkg/core.py")["imports"][0][1] == "pkg.pos"
+    first.save()
+    module.write_text("import pkg.sub\n")  # same size, and the clock shows the same times
+    second = fact_cache.FactCache(config)
+    assert second.facts("pkg/core.py")["imports"][0][1] == "pkg.sub"
+    second.save()
+    # once the times are older than the granularity, the stat is trusted: no read at all
+    clock["ns"] = time.time_ns() - 100 * 10**9
+    third = fact_cache.FactCache(config)
+    third.facts("pkg/core.py")
+    third.save()
+    module.write_text("import pkg.abc\n")  # same size again: only the content tells
+    trusted = fact_cache.FactCache(config)
+    monkeypatch.setattr(fact_cache, "_read", lambda path: pytest.fail(f"{path} was read"))
+    assert trusted.facts("pkg/core.py")["imports"][0][1] == "pkg.sub"
+
+
+def test_the_independent_direct_importer_check_agrees(tmp_path):
+    """tools/direct_importers.py (a plain scan of import statements, no code shared with the
+    analysis) finds the direct importers of a change, and the selection keeps every one."""
+    from tools.direct_importers import TestImports, Tree
+
+    root = make_impact_repo(tmp_path / "repo")
+    tests = [p for p in GPU_TESTS] + ["registered/test_cpu.py"]
+    importers = TestImports(Tree(root), tests)
+    assert importers.importers(["pkg/core.py"]) == {
+        "pkg/core.py": {"registered/test_core.py", "registered/test_cpu.py"}
+    }
+    assert importers.importers(["registered/helper_local.py", "pkg/sub/leaf.py"]) == {
+        "registered/helper_local.py": {"registered/test_local.py"}
+    }
+    found = importers.importers(["pkg/__init__.py"])["pkg/__init__.py"]
+    assert found == {
+        "registered/test_core.py",
+        "registered/test_cpu.py",
+        "registered/test_kern.py",
+        "registered/test_plugins.py",
+        "registered/test_pos.py",
+    }
+    assert found - {"registered/test_cpu.py"} <= set(kept(dry(root, "pkg/__init__.py")))
 
 
 if __name__ == "__main__":

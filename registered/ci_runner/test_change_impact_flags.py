@@ -14,7 +14,7 @@ from impact_tree import GPU_TESTS, git, git_repo, kept, make_impact_repo, regist
 
 from ci_runner import register_cpu_ci
 from ci_runner.cli import main
-from ci_runner.impact.changes import OUTSIDE, Change, _parse_name_status
+from ci_runner.impact.changes import OUTSIDE, SUBMODULE, SYMLINK, Change, parse_raw_diff
 
 register_cpu_ci(est_time=15, suite="base-a-test-cpu")
 
@@ -72,16 +72,33 @@ def test_deleted_and_renamed_files_run_the_whole_suite(tmp_path, change, reason)
     assert [f["path"] for f in document["files"]] == GPU_TESTS
 
 
+def raw(status: str, *paths: str, modes: str = "100644 100644") -> bytes:
+    """One record of ``git diff --raw -z``."""
+    sha = "0" * 40
+    return f":{modes} {sha} {sha} {status}\0".encode() + b"".join(p.encode() + b"\0" for p in paths)
+
+
 def test_git_output_is_parsed_with_renames_copies_and_paths_outside_the_root():
-    output = b"M\0pkg/a.py\0R087\0pkg/b.py\0pkg/c.py\0C100\0pkg/a.py\0pkg/d.py\0D\0pkg/e.py\0"
-    assert _parse_name_status(output, "") == [
+    output = (
+        raw("M", "pkg/a.py")
+        + raw("R087", "pkg/b.py", "pkg/c.py")
+        + raw("C100", "pkg/a.py", "pkg/d.py")
+        + raw("D", "pkg/e.py", modes="100644 000000")
+        + raw("M", "third/lib", modes="160000 160000")
+        + raw("A", "kernels/sub", modes="000000 160000")
+        + raw("T", "pkg/link.py", modes="100644 120000")
+    )
+    assert parse_raw_diff(output, "") == [
         Change("pkg/a.py"),
         Change("pkg/c.py", "renamed", "pkg/b.py"),
         Change("pkg/d.py", "added"),
         Change("pkg/e.py", "deleted"),
+        Change("third/lib", SUBMODULE),
+        Change("kernels/sub", SUBMODULE),
+        Change("pkg/link.py", SYMLINK),
     ]
-    nested = b"M\0sub/pkg/a.py\0M\0other/x.py\0"
-    assert _parse_name_status(nested, "sub/") == [Change("pkg/a.py"), Change("other/x.py", OUTSIDE)]
+    nested = raw("M", "sub/pkg/a.py") + raw("M", "other/x.py")
+    assert parse_raw_diff(nested, "sub/") == [Change("pkg/a.py"), Change("other/x.py", OUTSIDE)]
 
 
 @pytest.mark.parametrize(
@@ -137,7 +154,8 @@ def test_changed_files_reads_stdin_and_absolute_paths(tmp_path, monkeypatch):
         ),
         (
             "pkg\n",
-            "error: --changed-files {list} line 1: 'pkg' is a directory; list the changed files",
+            "error: --changed-files {list} line 1: 'pkg' is a directory (not a submodule of "
+            ".gitmodules); list the changed files",
         ),
         (b"\xff\xfe\n", "error: --changed-files {list}: cannot read: "),
     ],
@@ -171,7 +189,7 @@ def test_the_two_flags_exclude_each_other_and_each_is_given_once(tmp_path, capsy
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ("colour = 1\n", "unknown key(s) colour; known keys: dynamic-imports, kernel-include-dirs"),
+        ("colour = 1\n", "unknown key(s) colour; known keys: dynamic-imports, ignore, kernel-"),
         ('python-roots = ["nope"]\n', "python-roots entry 'nope' is not a directory under"),
         (
             'python-roots = ["../up"]\n',
@@ -194,7 +212,12 @@ def test_the_two_flags_exclude_each_other_and_each_is_given_once(tmp_path, capsy
             'dynamic-imports = "trust"\n',
             "dynamic-imports must be one of 'fail-open', 'named-modules', got 'trust'",
         ),
-        ("run-everything = [1]\n", "run-everything must be a list of non-empty glob strings"),
+        (
+            "run-everything = [1]\n",
+            "run-everything must be a list of non-empty .gitignore patterns",
+        ),
+        ('ignore = ["docs/**", "!"]\n', "ignore entry '!': Invalid git pattern: '!'"),
+        ('ignore = "docs"\n', "ignore must be a list of non-empty .gitignore patterns"),
     ],
 )
 def test_a_bad_change_impact_table_is_a_catalog_error(tmp_path, capsys, table, message):
