@@ -23,6 +23,7 @@ import psutil
 from ci_runner.env import RUN_FULL_TESTS
 from ci_runner.execution import process_tree
 from ci_runner.execution.captured_output import TAIL_BYTES, read_tail, size_of
+from ci_runner.execution.dep_recording import DepRecorder
 from ci_runner.execution.gpu_slots import VISIBLE_DEVICES
 from ci_runner.execution.pytest_results import (
     ADDOPTS_VARIABLE,
@@ -66,6 +67,7 @@ class RunSettings:
     python: str = sys.executable
     cwd: Path | None = None  # where files run; None = the root
     file_arguments: tuple[str, ...] = ()  # after the file's path
+    recorder: DepRecorder | None = None  # --record-deps: record what each file runs
 
     def command(self, path: str) -> tuple[list[str], Path]:
         """The argv and working directory of one attempt of ``path`` (relative to the root)."""
@@ -234,6 +236,8 @@ def run_attempt(
     junit_path = settings.workdir / f"{stem}.xml"
     token = uuid.uuid4().hex
     env = child_environment(settings, gpu_ids, pin_gpus, junit_path, number, token)
+    if settings.recorder is not None:
+        env.update(settings.recorder.environment(out_path.with_suffix(".deps")))
     start = time.monotonic()
     settings.workdir.mkdir(parents=True, exist_ok=True)  # a previous file may have removed it
     argv, cwd = settings.command(path)
@@ -365,7 +369,11 @@ def run_file(
         if cancel.event.wait(settings.retry.wait_seconds):
             break
         budget.spend(time.monotonic() - waited)
-    return fold_attempts(path, suite, est_time, attempts, time.monotonic() - start, gpu_ids)
+    result = fold_attempts(path, suite, est_time, attempts, time.monotonic() - start, gpu_ids)
+    if settings.recorder is not None and result.status != NOT_RUN:
+        scratch = Path(attempts[-1].output_path).with_suffix(".deps")
+        settings.recorder.write(path, result.status, len(attempts), scratch)
+    return result
 
 
 def fold_attempts(

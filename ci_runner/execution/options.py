@@ -8,6 +8,7 @@ keys), so the executor reads typed fields, never an ``argparse.Namespace``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ci_runner.catalog.execution_settings import (
     DEFAULT_RETRY_WAIT_SECONDS,
@@ -45,6 +46,7 @@ class ExecutionOptions:
     working_directory: str = "."  # where files run, relative to the root
     file_arguments: tuple[str, ...] = ()  # python <file> <file_arguments...>
     cuda_coredump: CudaCoredump | None = None  # collect CUDA coredumps when its switch is on
+    record_deps: Path | None = None  # --record-deps DIR: record what each file runs
 
     def describe(self) -> str:
         """``fail-fast, timeout from the suite catalog, retry up to 2 attempts``."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from ci_runner.cli_errors import usage_error
 from ci_runner.env import EnvVarError, check_boolean_environment
 from ci_runner.execution import cuda_coredump
+from ci_runner.execution.dep_recording import DepRecorder, RecordingError
 from ci_runner.execution.file_runner import RunSettings
 from ci_runner.execution.gpu_slots import SlotError, SlotSet, resolve_slots, skip_reason
 from ci_runner.execution.listener import ShardListener
@@ -72,6 +73,17 @@ def execute_shard(
             f"{', '.join(coredumps.kept)}",
             flush=True,
         )
+    try:
+        recorder = DepRecorder(options.record_deps, root) if options.record_deps else None
+    except RecordingError as exc:
+        return usage_error(exc, prog="run_suite")
+    if recorder is not None:
+        at = (
+            f"commit {recorder.commit}"
+            if recorder.commit
+            else "no commit (not a clean git checkout)"
+        )
+        print(f"recording dependencies into {options.record_deps} ({at})", flush=True)
     skipped = [
         placeholder(f.path, f.suite, f.est_time, SKIPPED, reason)
         for f in files
@@ -115,6 +127,7 @@ def execute_shard(
                 base_env={**os.environ, **(coredumps.variables if coredumps else {})},
                 nightly=ctx.nightly, kill_grace_seconds=options.kill_grace_seconds,
                 retry=options.retry, cwd=cwd, file_arguments=options.file_arguments,
+                recorder=recorder,
             )  # fmt: skip
             try:
                 listener.shard_started(info, start_results, len(jobs))
