@@ -28,11 +28,15 @@ from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
 from ci_runner.impact import (
     ChangeImpact,
     ChangeInputError,
+    ChangeSet,
+    RecordError,
     changes_from_list,
     changes_since,
     impact_document,
     impact_lines,
+    read_records,
     select_changed,
+    select_with_records,
 )
 from ci_runner.maintenance.registration_lints import discover_packages, package_offenders
 from ci_runner.model import FileToRun, Problem, ShardContext
@@ -73,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return usage_error(exc)
     except SelectionError as exc:
         return usage_error(*exc.messages)
-    except ChangeInputError as exc:
+    except (ChangeInputError, RecordError) as exc:
         return usage_error(exc)
 
 
@@ -214,14 +218,19 @@ def _package_warnings(catalog: Catalog) -> list[Problem]:
 def _change_impact(
     args: argparse.Namespace, catalog: Catalog, selection: Selection
 ) -> ChangeImpact | None:
-    """``--changed-since`` / ``--changed-files``: the part of the selection a change can affect."""
+    """``--changed-since`` / ``--changed-files``: the part of the selection a change can affect
+    (with ``--deps-from``, the records decide the tests they describe)."""
+    change_set: ChangeSet
     if args.changed_since is not None:
-        return select_changed(selection, catalog, changes_since(catalog.root, args.changed_since))
-    if args.changed_files is not None:
-        return select_changed(
-            selection, catalog, changes_from_list(catalog.root, args.changed_files)
-        )
-    return None
+        change_set = changes_since(catalog.root, args.changed_since)
+    elif args.changed_files is not None:
+        change_set = changes_from_list(catalog.root, args.changed_files)
+    else:
+        return None
+    if args.deps_from is not None:
+        records = read_records(args.deps_from)
+        return select_with_records(selection, catalog, change_set, records)
+    return select_changed(selection, catalog, change_set)
 
 
 def _dry_run(

@@ -15,6 +15,8 @@ from ci_runner.impact.changes import (
     changes_from_list,
     changes_since,
 )
+from ci_runner.impact.record_format import RecordError, RecordSet, read_records
+from ci_runner.impact.recorded import select_with_records
 from ci_runner.impact.report import impact_document, impact_lines
 from ci_runner.impact.selection import ChangeImpact, Link, Reason, select_changed
 
@@ -25,9 +27,13 @@ __all__ = [
     "ChangeSet",
     "Link",
     "Reason",
+    "RecordError",
+    "RecordSet",
     "changes_from_list",
     "changes_since",
     "impact_document",
     "impact_lines",
+    "read_records",
     "select_changed",
+    "select_with_records",
 ]

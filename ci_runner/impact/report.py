@@ -20,6 +20,7 @@ def impact_lines(impact: ChangeImpact) -> list[str]:
         f"of {_seconds(full.est_total)} ({share:.0%}), saves {_seconds(impact.saved)}; "
         f"analysis {impact.seconds:.2f}s"
     ]
+    lines += [f"  {one_line(line)}" for line in impact.record_lines]
     if impact.run_everything:
         lines.append("  runs the whole suite:")
         lines += [f"    {one_line(reason)}" for reason in impact.run_everything]
@@ -57,4 +58,5 @@ def impact_document(impact: ChangeImpact) -> dict[str, object]:
         "est_after": impact.selection.est_total,
         "est_saved": impact.saved,
         "analysis_seconds": round(impact.seconds, 3),
+        "records": list(impact.record_lines),
     }

@@ -79,6 +79,7 @@ class ChangeImpact:
     unreached: tuple[str, ...] = ()  # changed files no selected test depends on
     seconds: float = 0.0  # time the analysis took
     parsed: int = 0  # Python files parsed (the others came from the cache)
+    record_lines: tuple[str, ...] = ()  # --deps-from: how the records were used (recorded.py)
 
     @property
     def saved(self) -> float:
