@@ -68,24 +68,41 @@ SELF_SUBSET_EXCLUDE = ()  # filled from the commit's tree: see _self_catalog
 
 PROJECTS = {
     "boltons": Project(
-        "boltons", "/work/.mirror/mahmoud+boltons/repo", "HEAD", "tests",
-        ("tests/test_*.py",), ("boltons",),
+        "boltons",
+        "/work/.mirror/mahmoud+boltons/repo",
+        "HEAD",
+        "tests",
+        ("tests/test_*.py",),
+        ("boltons",),
     ),
     "toolz": Project(
-        "toolz", "/work/.mirror/pytoolz+toolz/repo", "HEAD", "toolz",
-        ("toolz/tests/test_*.py", "toolz/sandbox/tests/test_*.py"), ("toolz", "tlz"),
+        "toolz",
+        "/work/.mirror/pytoolz+toolz/repo",
+        "HEAD",
+        "toolz",
+        ("toolz/tests/test_*.py", "toolz/sandbox/tests/test_*.py"),
+        ("toolz", "tlz"),
         skip_mutant_files=("toolz/tests/", "toolz/sandbox/tests/"),
     ),
     "gpu-kernel-ci": Project(
-        "gpu-kernel-ci", "/work/main/.git", "main", "registered",
-        ("registered/ci_runner/test_*.py",), ("ci_runner", "cpp_includes"),
+        "gpu-kernel-ci",
+        "/work/main/.git",
+        "main",
+        "registered",
+        ("registered/ci_runner/test_*.py",),
+        ("ci_runner", "cpp_includes"),
         overlay_tests=False,
     ),
 }
 
 
-def sh(args: list[str], cwd: Path | None = None, timeout: float | None = None, env=None,
-       check: bool = True) -> subprocess.CompletedProcess[str]:
+def sh(
+    args: list[str],
+    cwd: Path | None = None,
+    timeout: float | None = None,
+    env=None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=env, check=check)  # fmt: skip
 
@@ -119,7 +136,8 @@ def overlay(work: Path, project: Project) -> list[str]:
             if OVERLAY_MARK in text:
                 continue
             path.write_text(
-                text.rstrip("\n") + f"\n\n\n{OVERLAY_MARK}\nfrom ci_runner import register_cpu_ci\n\n"
+                text.rstrip("\n")
+                + f"\n\n\n{OVERLAY_MARK}\nfrom ci_runner import register_cpu_ci\n\n"
                 f'register_cpu_ci(est_time=5, suite="{SUITE}")\n\n'
                 'if __name__ == "__main__":\n    import sys as _sys\n\n    import pytest as _pytest\n\n'
                 '    _sys.exit(_pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))\n',
@@ -153,7 +171,12 @@ def _self_overlay(work: Path, tests: list[str]) -> list[str]:
         text = path.read_text(encoding="utf-8")
         match = re.search(r'register_cpu_ci\(est_time=([\d.]+), suite="base-a-test-cpu"\)', text)
         if match and float(match.group(1)) <= SELF_MAX_EST and "test_docs" not in test:
-            path.write_text(text.replace(match.group(0), f'register_cpu_ci(est_time={match.group(1)}, suite="{SUITE}")'), encoding="utf-8")
+            path.write_text(
+                text.replace(
+                    match.group(0), f'register_cpu_ci(est_time={match.group(1)}, suite="{SUITE}")'
+                ),
+                encoding="utf-8",
+            )
             chosen.append(test)
     pyproject = work / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
@@ -250,8 +273,9 @@ def file_of(classname: str, tests: list[str]) -> str | None:
     return None
 
 
-def pytest_run(work: Path, files: list[str], junit: Path, timeout: float,
-               extra: tuple[str, ...] = ()) -> tuple[dict, bool]:
+def pytest_run(
+    work: Path, files: list[str], junit: Path, timeout: float, extra: tuple[str, ...] = ()
+) -> tuple[dict, bool]:
     """Run pytest on ``files``; (cases, timed out)."""
     if junit.exists():
         junit.unlink()
@@ -327,7 +351,9 @@ def at_commit(work: Path, tests: list[str], scratch: Path, base: Baseline) -> No
     base.suite_seconds = time.monotonic() - started
     cases = cases_of(junit)
     failed = failing_files(cases, tests, set(tests))
-    seen = {file if file in tests else file_of(cls, tests) for (cls, _), (_, _, file) in cases.items()}
+    seen = {
+        file if file in tests else file_of(cls, tests) for (cls, _), (_, _, file) in cases.items()
+    }
     base.passing = {t for t in tests if t in seen and t not in failed}
     from coverage import CoverageData
 
@@ -374,7 +400,9 @@ def changed_lines(project: Project, commit: str, path: str) -> set[int]:
     return lines
 
 
-def _replace_between(lines: list[str], node_a: ast.AST, node_b: ast.AST, old: str, new: str) -> tuple[int, str] | None:
+def _replace_between(
+    lines: list[str], node_a: ast.AST, node_b: ast.AST, old: str, new: str
+) -> tuple[int, str] | None:
     """Replace the first ``old`` between the end of ``node_a`` and the start of ``node_b`` when
     both are on one line."""
     if node_a.end_lineno != node_b.lineno:
@@ -415,7 +443,11 @@ def mutants_of(source: str, path: str, touched: set[int], executed: set[int]) ->
                 hit = _replace_between(lines, node.left, node.right, old, new)
                 if hit:
                     add(hit[0], f"{old.strip()} to {new.strip()}", hit[1])
-            elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
+            elif (
+                isinstance(node, ast.Compare)
+                and len(node.ops) == 1
+                and type(node.ops[0]) in _CMPOPS
+            ):
                 old, new = _CMPOPS[type(node.ops[0])]
                 hit = _replace_between(lines, node.left, node.comparators[0], old, new)
                 if hit:
@@ -429,7 +461,11 @@ def mutants_of(source: str, path: str, touched: set[int], executed: set[int]) ->
                 line = lines[node.lineno - 1].encode()
                 segment = line[node.col_offset : node.operand.col_offset].decode(errors="replace")
                 if node.lineno == node.operand.lineno and segment.strip() == "not":
-                    add(node.lineno, "drop not", (line[: node.col_offset] + line[node.operand.col_offset :]).decode())
+                    add(
+                        node.lineno,
+                        "drop not",
+                        (line[: node.col_offset] + line[node.operand.col_offset :]).decode(),
+                    )
             elif isinstance(node, ast.Constant) and node is not getattr(docstring, "value", None):
                 if node.lineno != node.end_lineno:
                     continue
@@ -443,7 +479,11 @@ def mutants_of(source: str, path: str, touched: set[int], executed: set[int]) ->
                 elif type(node.value) is int and text.isdigit():
                     replacement = str(node.value + 1)
                 if replacement is not None:
-                    mutated = line[: node.col_offset].decode() + replacement + line[node.end_col_offset :].decode()
+                    mutated = (
+                        line[: node.col_offset].decode()
+                        + replacement
+                        + line[node.end_col_offset :].decode()
+                    )
                     add(node.lineno, f"{text} to {replacement}", mutated)
             elif isinstance(node, ast.Return) and node.value is not None:
                 value = node.value
@@ -451,7 +491,11 @@ def mutants_of(source: str, path: str, touched: set[int], executed: set[int]) ->
                     isinstance(value, ast.Constant) and value.value is None
                 ):
                     line = lines[node.lineno - 1].encode()
-                    mutated = line[: value.col_offset].decode() + "None" + line[value.end_col_offset :].decode()
+                    mutated = (
+                        line[: value.col_offset].decode()
+                        + "None"
+                        + line[value.end_col_offset :].decode()
+                    )
                     add(node.lineno, "return None", mutated)
     return list(found.values())
 
@@ -495,8 +539,15 @@ class Selector:
         return [f.path for f in impact.selection.files], list(impact.record_lines)
 
 
-def replay_mutant(work: Path, tests: list[str], changed: list[str], mutant: Mutant,
-                  base: Baseline, scratch: Path, selector: Selector) -> dict:
+def replay_mutant(
+    work: Path,
+    tests: list[str],
+    changed: list[str],
+    mutant: Mutant,
+    base: Baseline,
+    scratch: Path,
+    selector: Selector,
+) -> dict:
     timeout = max(60.0, 6 * base.suite_seconds)
     passing = sorted(base.passing)
     original = apply(work, mutant)
@@ -508,7 +559,9 @@ def replay_mutant(work: Path, tests: list[str], changed: list[str], mutant: Muta
             stale.unlink()
         for saved in scratch.glob("testmondata*"):
             shutil.copy(saved, work / ("." + saved.name))
-        tm_cases, tm_timeout = pytest_run(work, passing, scratch / "testmon.xml", timeout, ("--testmon",))
+        tm_cases, tm_timeout = pytest_run(
+            work, passing, scratch / "testmon.xml", timeout, ("--testmon",)
+        )
         tm_kill = tm_timeout or bool(failing_files(tm_cases, tests, base.passing))
         run_ours = [p for p in ours if p in base.passing]
         ours_cases, ours_timeout = (pytest_run(work, run_ours, scratch / "ours.xml", timeout, ("-x",))
@@ -521,7 +574,9 @@ def replay_mutant(work: Path, tests: list[str], changed: list[str], mutant: Muta
             again, _ = pytest_run(work, killers, scratch / "again.xml", timeout)
             confirmed = tm_timeout or bool(failing_files(again, tests, base.passing))
         elif not ours_kill and rest:
-            rest_cases, rest_timeout = pytest_run(work, rest, scratch / "rest.xml", timeout, ("-x",))
+            rest_cases, rest_timeout = pytest_run(
+                work, rest, scratch / "rest.xml", timeout, ("-x",)
+            )
             killers = sorted(failing_files(rest_cases, tests, base.passing))
             full_kill = full_kill or rest_timeout or bool(killers)
             if killers:  # a miss of ours, unless the failure does not repeat
@@ -533,7 +588,9 @@ def replay_mutant(work: Path, tests: list[str], changed: list[str], mutant: Muta
             leftover.unlink()
     total = sum(base.case_time.values()) or 1.0
     ours_set = set(ours)
-    ours_share = sum(t for k, t in base.case_time.items() if base.case_file.get(k) in ours_set) / total
+    ours_share = (
+        sum(t for k, t in base.case_time.items() if base.case_file.get(k) in ours_set) / total
+    )
     tm_share = sum(base.case_time.get(k, 0.0) for k in tm_cases) / total
     wall_total = sum(base.file_wall.values()) or 1.0
     return {
@@ -588,7 +645,9 @@ def run(args: argparse.Namespace) -> int:
     results = out / f"{project.name}.jsonl"
     done_commits = set()
     if results.exists():
-        done_commits = {json.loads(line)["commit"] for line in results.read_text().splitlines() if line}
+        done_commits = {
+            json.loads(line)["commit"] for line in results.read_text().splitlines() if line
+        }
     rng = random.Random(args.seed)
     commits = candidate_commits(project, args.commits + args.spare)
     total = sum(1 for _ in results.read_text().splitlines()) if results.exists() else 0
@@ -614,7 +673,10 @@ def run(args: argparse.Namespace) -> int:
             candidates += mutants_of(source, path, changed_lines(project, commit, path),
                                      base.executed.get(path, set()))  # fmt: skip
         if not candidates or not base.passing:
-            print(f"{commit[:10]}: no mutant on an executed line of a changed function; skipped", flush=True)
+            print(
+                f"{commit[:10]}: no mutant on an executed line of a changed function; skipped",
+                flush=True,
+            )
             continue
         rng.shuffle(candidates)
         chosen = candidates[:per_commit]
@@ -622,7 +684,9 @@ def run(args: argparse.Namespace) -> int:
         selector = Selector(work, base.record)
         for mutant in chosen:
             row = replay_mutant(work, tests_c, changed, mutant, base, scratch, selector)
-            row.update(commit=commit, changed=len(changed), suite_seconds=round(base.suite_seconds, 2))
+            row.update(
+                commit=commit, changed=len(changed), suite_seconds=round(base.suite_seconds, 2)
+            )
             with results.open("a") as handle:
                 handle.write(json.dumps(row) + "\n")
             total += 1
@@ -635,20 +699,28 @@ def summary(args: argparse.Namespace) -> int:
     for name in args.results:
         rows = [json.loads(line) for line in Path(name).read_text().splitlines() if line]
         killed = [r for r in rows if r["full_kill"] and r["confirmed"]]
-        print(f"{name}: {len({r['commit'] for r in rows})} commits, {len(rows)} mutants, "
-              f"{len(killed)} killed by the whole suite")
-        print(f"  ours:    misses {sum(r['ours_miss'] for r in rows)}, median share "
-              f"{statistics.median(r['ours_share'] for r in rows):.1%} of case time "
-              f"(mean {statistics.fmean(r['ours_share'] for r in rows):.1%}), median "
-              f"{statistics.median(r['ours_wall_share'] for r in rows):.1%} of file wall time")
-        print(f"  testmon: misses {sum(r['testmon_miss'] for r in rows)}, median share "
-              f"{statistics.median(r['testmon_share'] for r in rows):.1%} of case time "
-              f"(mean {statistics.fmean(r['testmon_share'] for r in rows):.1%})")
+        print(
+            f"{name}: {len({r['commit'] for r in rows})} commits, {len(rows)} mutants, "
+            f"{len(killed)} killed by the whole suite"
+        )
+        print(
+            f"  ours:    misses {sum(r['ours_miss'] for r in rows)}, median share "
+            f"{statistics.median(r['ours_share'] for r in rows):.1%} of case time "
+            f"(mean {statistics.fmean(r['ours_share'] for r in rows):.1%}), median "
+            f"{statistics.median(r['ours_wall_share'] for r in rows):.1%} of file wall time"
+        )
+        print(
+            f"  testmon: misses {sum(r['testmon_miss'] for r in rows)}, median share "
+            f"{statistics.median(r['testmon_share'] for r in rows):.1%} of case time "
+            f"(mean {statistics.fmean(r['testmon_share'] for r in rows):.1%})"
+        )
         for r in rows:
             if r["ours_miss"] or r["testmon_miss"]:
-                print(f"  miss: {r['commit'][:10]} {r['file']}:{r['line']} {r['operator']}: "
-                      f"ours {'missed' if r['ours_miss'] else 'ok'}, testmon "
-                      f"{'missed' if r['testmon_miss'] else 'ok'}; killed by {r['killers']}")
+                print(
+                    f"  miss: {r['commit'][:10]} {r['file']}:{r['line']} {r['operator']}: "
+                    f"ours {'missed' if r['ours_miss'] else 'ok'}, testmon "
+                    f"{'missed' if r['testmon_miss'] else 'ok'}; killed by {r['killers']}"
+                )
     return 0
 
 

@@ -1,5 +1,5 @@
 """The runner side of ``--record-deps DIR``: set up each attempt's recording, then write the
-file's :class:`~ci_runner.impact.record_format.TestRecord`.
+file's :class:`~ci_runner.impact.record_format.FileRecord`.
 
 Each attempt gets a scratch directory and, in its environment, ``COVERAGE_PROCESS_START`` (a
 coverage configuration measuring the repository's code in every Python process of the file's
@@ -20,8 +20,8 @@ from pathlib import Path
 from ci_runner.file_safety import read_regular_text
 from ci_runner.impact.blocks import executed_blocks
 from ci_runner.impact.record_format import (
+    FileRecord,
     KernelUse,
-    TestRecord,
     file_digest,
     write_meta,
     write_test_record,
@@ -86,7 +86,7 @@ class DepRecorder:
                     "[run]",
                     f"data_file = {scratch / 'coverage' / 'data'}",
                     "parallel = true",
-                    f"source = {self.root}",
+                    f"include = {self.root}/*",
                     "patch = subprocess, fork, execv, _exit",
                     f"plugins = {PLUGIN}",
                     "disable_warnings = no-data-collected, module-not-measured, "
@@ -120,7 +120,7 @@ class DepRecorder:
         }
         listed = {r for p in notes["listed"] if (r := self._relative(p)) is not None}
         kernels, kernel_problems = self._kernels(scratch / "jit")
-        record = TestRecord(
+        record = FileRecord(
             test=test,
             commit=self.commit,
             status=status,

@@ -6,7 +6,11 @@ and loads this module as a plugin there, so the one startup that measures execut
 installs an audit hook (PEP 578) that notes, for paths under the repository root:
 
 * ``open``: files opened by anything but the import system (imported code is coverage's);
-* ``os.listdir`` / ``os.scandir``: directories listed (outside the import system's own caches);
+* ``os.listdir`` / ``os.scandir``: directories listed, except by the import system (its own
+  caches), by pytest's collection (the directory of each test file it runs: a file added there
+  matters only as a ``conftest.py``, which runs everything by rule, an ``__init__.py`` or an
+  imported module, which the decision covers) and by ``importlib.metadata`` (it looks for
+  installed distributions on ``sys.path``);
 * ``import``: module names whose import was attempted (found or not), so a new file that an
   existing import would now find is attributed;
 * ``subprocess.Popen`` / ``os.exec`` / ``os.posix_spawn``: programs whose reads are not
@@ -29,6 +33,9 @@ import sys
 import uuid
 
 _IMPORT_SYSTEM = ("<frozen importlib._bootstrap", "<frozen zipimport>")
+# Listings that find no file a test reads: pytest collecting a test file's directory and
+# importlib.metadata looking for installed distributions on sys.path.
+_LISTERS = (f"{os.sep}_pytest{os.sep}", f"{os.sep}importlib{os.sep}metadata{os.sep}")
 _PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 
@@ -101,14 +108,12 @@ def _real_inside(path: str, notes: _Notes) -> bool:
 _notes: _Notes | None = None
 
 
-def _from_import_system() -> bool:
-    """Whether the caller of the audited function is the import system (frame 2: the hook is
-    frame 1)."""
+def _caller() -> str:
+    """The file of the code that called the audited function (frame 2: the hook is frame 1)."""
     try:
-        frame = sys._getframe(2)
+        return sys._getframe(2).f_code.co_filename
     except ValueError:  # called from C with no Python caller
-        return False
-    return frame.f_code.co_filename.startswith(_IMPORT_SYSTEM)
+        return ""
 
 
 def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: object) -> None:
@@ -143,10 +148,11 @@ def _hook(event: str, args: tuple) -> None:
     if notes is None:
         return
     if event == "open":
-        if not _from_import_system() and (path := notes.path(args[0])) is not None:
+        if not _caller().startswith(_IMPORT_SYSTEM) and (path := notes.path(args[0])) is not None:
             notes.opened.add(path)
     elif event in ("os.listdir", "os.scandir"):
-        if not _from_import_system():
+        caller = _caller()
+        if not caller.startswith(_IMPORT_SYSTEM) and not any(d in caller for d in _LISTERS):
             path = notes.path(args[0] if args and args[0] is not None else ".")
             if path is not None:
                 notes.listed.add(path)

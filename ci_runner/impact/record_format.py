@@ -7,11 +7,11 @@ The record is one directory, an artifact of a recording run:
     ran at (null when the tree was not a clean git checkout). Every shard of one run writes the
     same file, so shards merge by copying their directories into one.
 ``DIR/tests/<name>.json``
-    one :class:`TestRecord` per test file (the name is a digest of the path; the path is inside).
+    one :class:`FileRecord` per test file (the name is a digest of the path; the path is inside).
 
 Paths are POSIX, relative to the repository root. A test record is valid only when its file
 passed at the first attempt and nothing in its run escaped the recording
-(:attr:`TestRecord.problems` empty); :mod:`ci_runner.impact.recorded` decides with valid
+(:attr:`FileRecord.problems` empty); :mod:`ci_runner.impact.recorded` decides with valid
 records and falls back to the static closure for the others.
 """
 
@@ -44,7 +44,7 @@ class KernelUse:
 
 
 @dataclass(frozen=True)
-class TestRecord:
+class FileRecord:
     """What one test file did in the recording run (every process of its tree)."""
 
     test: str
@@ -102,7 +102,7 @@ def write_meta(directory: Path, commit: str | None) -> None:
     _write_json(directory / META_FILE, {"format": FORMAT, "commit": commit})
 
 
-def write_test_record(directory: Path, record: TestRecord) -> None:
+def write_test_record(directory: Path, record: FileRecord) -> None:
     """Write (replace) the record of one test file; raises OSError."""
     _write_json(directory / TESTS_DIR / record_name(record.test), record.to_json())
 
@@ -120,7 +120,7 @@ class RecordSet:
     source: Path
     commit: str | None
     format: int
-    tests: dict[str, TestRecord]
+    tests: dict[str, FileRecord]
     damaged: tuple[str, ...] = ()  # "<file>: why", one per unreadable test record
 
     @property
@@ -154,7 +154,7 @@ def read_records(directory: Path, flag: str = "--deps-from") -> RecordSet:
         raise RecordError(f"{flag} {meta_path}: 'commit' must be a string or null")
     if meta["format"] != FORMAT:
         return RecordSet(directory, commit, meta["format"], {})
-    tests: dict[str, TestRecord] = {}
+    tests: dict[str, FileRecord] = {}
     damaged: list[str] = []
     tests_dir = directory / TESTS_DIR
     names = sorted(os.listdir(tests_dir)) if tests_dir.is_dir() else []
@@ -173,8 +173,8 @@ def read_records(directory: Path, flag: str = "--deps-from") -> RecordSet:
     return RecordSet(directory, commit, FORMAT, tests, tuple(damaged))
 
 
-def _with_problem(record: TestRecord, problem: str) -> TestRecord:
-    return TestRecord(
+def _with_problem(record: FileRecord, problem: str) -> FileRecord:
+    return FileRecord(
         record.test, record.commit, record.status, record.code, record.opened, record.listed,
         record.imported, record.kernels, record.unbounded, (*record.problems, problem),
     )  # fmt: skip
@@ -195,7 +195,7 @@ def _digests(value: object, key: str, nullable: bool = False) -> dict[str, str]:
     return dict(value)
 
 
-def _parse_test(data: object) -> TestRecord:
+def _parse_test(data: object) -> FileRecord:
     """One test record, every key checked; ValueError names the key."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"not a format-{FORMAT} test record")
@@ -221,7 +221,7 @@ def _parse_test(data: object) -> TestRecord:
                 _digests(entry.get("dependencies"), "kernels.dependencies"),
             )
         )
-    return TestRecord(
+    return FileRecord(
         test=test,
         commit=commit,
         status=status,

@@ -32,7 +32,7 @@ from ci_runner.catalog import Catalog
 from ci_runner.impact.blocks import MODULE, block_hashes
 from ci_runner.impact.changes import ADDED, DELETED, MODIFIED, RENAMED, Change, ChangeSet
 from ci_runner.impact.config import ImpactConfig, load_impact_config
-from ci_runner.impact.record_format import RecordSet, TestRecord, file_digest
+from ci_runner.impact.record_format import FileRecord, RecordSet, file_digest
 from ci_runner.impact.selection import (
     BUILTIN_RUN_EVERYTHING,
     CHANGED,
@@ -119,7 +119,7 @@ def _ran(key: str) -> str:
     return "ran its module-level code" if key == MODULE else f"ran {key}()"
 
 
-def _input_differs(record: TestRecord, path: str, tree: _Tree) -> str | None:
+def _input_differs(record: FileRecord, path: str, tree: _Tree) -> str | None:
     """How ``path``, an input of ``record``, differs now (None when it does not, or is none)."""
     if path in record.code:
         key = _changed_block(record.code[path], tree.blocks(path))
@@ -133,7 +133,7 @@ def _input_differs(record: TestRecord, path: str, tree: _Tree) -> str | None:
     return None
 
 
-def _touched(record: TestRecord, change: Change, tree: _Tree) -> str | None:
+def _touched(record: FileRecord, change: Change, tree: _Tree) -> str | None:
     """How ``change`` reaches the recorded test, or None."""
     for path in filter(None, (change.path, change.old_path)):
         how = _input_differs(record, path, tree)
@@ -147,6 +147,10 @@ def _touched(record: TestRecord, change: Change, tree: _Tree) -> str | None:
         directory = posixpath.dirname(path)
         if directory in record.listed:
             return f"listed {directory or '.'}/"
+        if posixpath.basename(path) == "__init__.py" and record.test.startswith(
+            f"{directory}/" if directory else ""
+        ):  # pytest imports the test file by another name
+            return "is in the package it starts or ends"
         if added and path == change.path:
             names = module_names(path) & set(record.imported)
             if names:
@@ -154,7 +158,7 @@ def _touched(record: TestRecord, change: Change, tree: _Tree) -> str | None:
     return None
 
 
-def _all_inputs(record: TestRecord) -> set[str]:
+def _all_inputs(record: FileRecord) -> set[str]:
     paths = set(record.code) | set(record.opened)
     for use in record.kernels:
         paths |= set(use.dependencies)
@@ -162,7 +166,7 @@ def _all_inputs(record: TestRecord) -> set[str]:
 
 
 def judge(
-    record: TestRecord, changes: tuple[Change, ...], drift: tuple[Change, ...], tree: _Tree
+    record: FileRecord, changes: tuple[Change, ...], drift: tuple[Change, ...], tree: _Tree
 ) -> Verdict:
     """The record's verdict on its test for ``changes`` (``drift``: files added or deleted since
     the recorded commit that the change does not list)."""
@@ -218,6 +222,33 @@ def _drift(
     return tuple(drift)
 
 
+def _recorded_paths(commit: str | None, config: ImpactConfig) -> set[str]:
+    """The files of the root at the recorded commit (git already answered for it)."""
+    result = subprocess.run(
+        ["git", "-C", str(config.root), "ls-tree", "-r", "--name-only", "-z", "--full-tree",
+         f"{commit}"],
+        capture_output=True, timeout=GIT_TIMEOUT, check=False,
+    )  # fmt: skip
+    prefix = _git_prefix(config)
+    names = result.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return {n[len(prefix) :] for n in names if n and n.startswith(prefix)}
+
+
+def _as_recorded(
+    changes: tuple[Change, ...], then: set[str], config: ImpactConfig
+) -> tuple[Change, ...]:
+    """Each change's status against the recorded commit (``--changed-files`` cannot tell an
+    added file from a modified one): added when the commit lacked it, deleted when it is gone."""
+    out = []
+    for change in changes:
+        if change.status in (MODIFIED, ADDED, DELETED):
+            exists = (config.root / change.path).exists()
+            status = DELETED if not exists else (MODIFIED if change.path in then else ADDED)
+            change = Change(change.path, status)
+        out.append(change)
+    return tuple(out)
+
+
 def _git_prefix(config: ImpactConfig) -> str:
     result = subprocess.run(
         ["git", "-C", str(config.root), "rev-parse", "--show-prefix"],
@@ -255,6 +286,8 @@ def select_with_records(
         return _static(
             selection, catalog, change_set, f"{source}: not used: {drift}; static selection"
         )
+    if changes:
+        changes = _as_recorded(changes, _recorded_paths(records.commit, config), config)
     tree = _Tree(config)
     reasons: dict[str, Reason] = {}
     static_tests: dict[str, str] = {}  # test -> why its record is not used
