@@ -125,6 +125,7 @@ class DepRecorder:
             commit=self.commit,
             status=status,
             code=code,
+            sources={path: digest for path in code if (digest := file_digest(self.root / path))},
             opened=opened,
             listed=tuple(sorted(listed)),
             imported=tuple(sorted(notes["imported"])),

@@ -83,6 +83,14 @@ class _Notes:
             pass
 
     def flush(self) -> None:
+        for _ in range(5):  # another thread may still add while the sets are copied
+            try:
+                self._write()
+                return
+            except RuntimeError:
+                continue
+
+    def _write(self) -> None:
         data = {
             "opened": sorted(p for p in self.opened if self.inside(p) or _real_inside(p, self)),
             "listed": sorted(p for p in self.listed if self.inside(p)),

@@ -17,6 +17,7 @@ records and falls back to the static closure for the others.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -51,6 +52,7 @@ class FileRecord:
     commit: str | None
     status: str  # the file's status in the recording run
     code: dict[str, dict[str, str]] = field(default_factory=dict)  # file -> {block: digest}
+    sources: dict[str, str] = field(default_factory=dict)  # file of ``code`` -> its sha256
     opened: dict[str, str | None] = field(default_factory=dict)  # file -> sha256, None: absent
     listed: tuple[str, ...] = ()  # directories the test listed ("" is the root)
     imported: tuple[str, ...] = ()  # module names whose import the test attempted
@@ -65,6 +67,7 @@ class FileRecord:
             "commit": self.commit,
             "status": self.status,
             "code": {p: dict(sorted(b.items())) for p, b in sorted(self.code.items())},
+            "sources": dict(sorted(self.sources.items())),
             "opened": dict(sorted(self.opened.items())),
             "listed": sorted(self.listed),
             "imported": sorted(self.imported),
@@ -174,10 +177,7 @@ def read_records(directory: Path, flag: str = "--deps-from") -> RecordSet:
 
 
 def _with_problem(record: FileRecord, problem: str) -> FileRecord:
-    return FileRecord(
-        record.test, record.commit, record.status, record.code, record.opened, record.listed,
-        record.imported, record.kernels, record.unbounded, (*record.problems, problem),
-    )  # fmt: skip
+    return dataclasses.replace(record, problems=(*record.problems, problem))
 
 
 def _strings(value: object, key: str) -> tuple[str, ...]:
@@ -226,6 +226,7 @@ def _parse_test(data: object) -> FileRecord:
         commit=commit,
         status=status,
         code={str(p): _digests(b, f"code.{p}") for p, b in code.items()},
+        sources=_digests(data.get("sources", {}), "sources"),
         opened=_digests(data.get("opened"), "opened", nullable=True),
         listed=_strings(data.get("listed"), "listed"),
         imported=_strings(data.get("imported"), "imported"),

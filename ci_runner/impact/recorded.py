@@ -60,6 +60,8 @@ def _hard_rule(change: Change, config: ImpactConfig) -> bool:
     """A change the analysis runs everything for by rule, records or not."""
     if change.status not in (MODIFIED, ADDED, DELETED, RENAMED):
         return True  # outside the root, unknown git status
+    if (config.root / change.path).is_dir():
+        return True  # a submodule (gitlink): what changed inside it is not listed
     for path in filter(None, (change.path, change.old_path)):
         if any(matches_glob(pattern, path) for pattern, _ in BUILTIN_RUN_EVERYTHING):
             return True
@@ -121,7 +123,7 @@ def _ran(key: str) -> str:
 
 def _input_differs(record: FileRecord, path: str, tree: _Tree) -> str | None:
     """How ``path``, an input of ``record``, differs now (None when it does not, or is none)."""
-    if path in record.code:
+    if path in record.code and record.sources.get(path) != tree.digest(path):
         key = _changed_block(record.code[path], tree.blocks(path))
         if key is not None:
             return _ran(key)
@@ -133,10 +135,18 @@ def _input_differs(record: FileRecord, path: str, tree: _Tree) -> str | None:
     return None
 
 
+def _built(record: FileRecord, path: str) -> str | None:
+    """A changed kernel source of a module the test loaded (the log hashes no source)."""
+    for use in record.kernels:
+        if path in use.sources:
+            return f"built JIT module {use.module}"
+    return None
+
+
 def _touched(record: FileRecord, change: Change, tree: _Tree) -> str | None:
     """How ``change`` reaches the recorded test, or None."""
     for path in filter(None, (change.path, change.old_path)):
-        how = _input_differs(record, path, tree)
+        how = _input_differs(record, path, tree) or _built(record, path)
         if how is not None:
             return how
     added = change.status in (ADDED, RENAMED)
