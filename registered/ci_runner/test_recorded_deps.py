@@ -139,6 +139,27 @@ def test_damaged_test_records_are_listed_and_other_formats_unused(tmp_path):
     assert not read_records(tmp_path).readable
 
 
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+KEYS = ("format", "test", "commit", "status", "code", "sources", "opened", "listed", "imported",
+        "kernels", "unbounded", "problems")  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.dictionaries(st.sampled_from(KEYS), JSON, max_size=len(KEYS)))
+def test_any_damaged_test_record_is_listed_never_raised(tmp_path_factory, values):
+    directory = tmp_path_factory.mktemp("damaged")
+    write_meta(directory, "abc")
+    (directory / "tests" / "x.json").write_text(json.dumps({"format": FORMAT, **values}))
+    records = read_records(directory)
+    assert len(records.tests) + len(records.damaged) == 1
+
+
 def test_records_of_shards_merge_by_copying(recorded, tmp_path):
     _, records = recorded
     merged = tmp_path / "merged"
