@@ -12,8 +12,12 @@ inputs differs now, the test runs as it ran then, and passed: it is dropped. Oth
   test with no record, a record with problems (failed, flaky, a process that escaped the
   recording) and a new test;
 * a test that ran a program whose reads are not recorded is kept for any change;
-* a test that loaded no JIT module in the record is decided by the static closure for changes
-  to files a kernel build can read (kernel directories, C/C++/CUDA sources).
+* a test that loaded no JIT module in the record is decided by the static closure when a file
+  a kernel build can read changed (under a kernel directory, or a C/C++/CUDA source).
+
+:class:`RecordLayer` answers the selection's questions (which tests the records decide, why one
+is kept, which files some recorded test opened); :func:`select_with_records` composes it with
+the static closure of the other tests.
 
 What the static analysis runs everything for by rule (packaging, pytest and CI configuration,
 the catalog's ``run-everything``, paths outside the root, unknown git statuses) still runs
@@ -273,6 +277,69 @@ def _kernel_file(path: str, config: ImpactConfig) -> bool:
     )
 
 
+class RecordLayer:
+    """The records as the selection asks them, for one change: which tests they decide
+    (:meth:`decides`), why one is kept (:meth:`reason`), and the repository files some recorded
+    test opened (:meth:`opened_paths`: an ignore rule never hides those)."""
+
+    def __init__(
+        self, records: RecordSet, config: ImpactConfig, changes: tuple[Change, ...]
+    ) -> None:
+        self.records = records
+        self.source = f"--deps-from {records.source}"
+        self.unusable = ""  # why no record is used at all
+        self.verdicts: dict[str, Verdict] = {}
+        self.why_static: dict[str, str] = {}  # test -> why its record does not decide it
+        if not records.readable:
+            self.unusable = f"record format {records.format}, this runner reads another"
+            return
+        drift = _drift(records, config, changes) if changes else ()
+        if isinstance(drift, str):
+            self.unusable = drift
+            return
+        self.changes = (
+            _as_recorded(changes, _recorded_paths(records.commit, config), config)
+            if changes
+            else ()
+        )
+        kernel_change = any(_kernel_file(c.path, config) for c in self.changes)
+        tree = _Tree(config)
+        for test, record in records.tests.items():
+            if record.problems:
+                self.why_static[test] = record.problems[0]
+                continue
+            verdict = judge(record, self.changes, drift, tree)
+            if verdict.stale:
+                self.why_static[test] = verdict.stale
+            elif verdict.reason is None and kernel_change and not record.kernels:
+                self.why_static[test] = (
+                    "loaded no JIT module in the record, and a kernel file changed"
+                )
+            else:
+                self.verdicts[test] = verdict
+
+    def opened_paths(self) -> frozenset[str]:
+        return self.records.opened_paths()
+
+    def decides(self, test: str) -> bool:
+        return test in self.verdicts
+
+    def reason(self, test: str, changes: tuple[Change, ...] = ()) -> Reason | None:
+        return self.verdicts[test].reason
+
+    def static_note(self, test: str) -> str:
+        return f"no valid record: {self.why_static.get(test, 'no record')}"
+
+    def summary(self, tests: list[str]) -> str:
+        """The output line: how many tests the records decided, and why not the others."""
+        static = {t: self.why_static.get(t, "no record") for t in tests if not self.decides(t)}
+        return (
+            f"{self.source}: records of commit {self.records.commit or 'unknown'}; "
+            f"{len(tests) - len(static)} of {len(tests)} file(s) decided by their record, "
+            f"{len(static)} by the static closure" + _why_static(static)
+        )
+
+
 def select_with_records(
     selection: Selection, catalog: Catalog, change_set: ChangeSet, records: RecordSet
 ) -> ChangeImpact:
@@ -286,85 +353,35 @@ def select_with_records(
         return _static(
             selection, catalog, change_set, f"{source}: not used; a rule runs everything"
         )
-    if not records.readable:
+    layer = RecordLayer(records, config, changes)
+    if layer.unusable:
         return _static(
-            selection, catalog, change_set,
-            f"{source}: record format {records.format}, this runner reads another; static selection",
-        )  # fmt: skip
-    drift = _drift(records, config, changes) if changes else ()
-    if isinstance(drift, str):
-        return _static(
-            selection, catalog, change_set, f"{source}: not used: {drift}; static selection"
+            selection,
+            catalog,
+            change_set,
+            f"{source}: not used: {layer.unusable}; static selection",
         )
-    if changes:
-        changes = _as_recorded(changes, _recorded_paths(records.commit, config), config)
-    tree = _Tree(config)
+    tests = [f.path for f in selection.files]
     reasons: dict[str, Reason] = {}
-    static_tests: dict[str, str] = {}  # test -> why its record is not used
-    no_kernels: list[str] = []
-    for file in selection.files:
-        record = records.tests.get(file.path)
-        if record is None:
-            static_tests[file.path] = "no record"
-            continue
-        if record.problems:
-            static_tests[file.path] = record.problems[0]
-            continue
-        verdict = judge(record, changes, drift, tree)
-        if verdict.stale:
-            static_tests[file.path] = verdict.stale
-        elif verdict.reason is not None:
-            reasons[file.path] = verdict.reason
-        elif not record.kernels:
-            no_kernels.append(file.path)
-    notes: list[str] = []
-    kernel_changes = tuple(c for c in changes if _kernel_file(c.path, config))
-    if kernel_changes and no_kernels:
-        static = select_changed(
-            _restricted(selection, set(no_kernels)), catalog,
-            ChangeSet(change_set.source, kernel_changes),
-        )  # fmt: skip
-        for path, reason in static.reasons.items():
-            reasons.setdefault(
-                path,
-                dataclasses.replace(
-                    reason,
-                    note=_join(
-                        reason.note,
-                        "loaded no JIT module in the record: the static closure decides kernel changes",
-                    ),
-                ),
-            )
+    for test in tests:
+        if layer.decides(test) and (reason := layer.reason(test)) is not None:
+            reasons[test] = reason
+    static_tests = [t for t in tests if not layer.decides(t)]
     if static_tests:
         static = select_changed(_restricted(selection, set(static_tests)), catalog, change_set)
-        if static.run_everything:
-            for path in static_tests:
-                reasons.setdefault(
-                    path,
-                    Reason(
-                        (Link(path, CHANGED),),
-                        f"no valid record ({static_tests[path]}); the static analysis runs it: {static.run_everything[0]}",
-                    ),
-                )
+        for path in static_tests if static.run_everything else ():
+            note = f"{layer.static_note(path)}; the static analysis runs it: {static.run_everything[0]}"
+            reasons[path] = Reason((Link(path, CHANGED),), note)
         for path, reason in static.reasons.items():
-            reasons.setdefault(
-                path,
-                dataclasses.replace(
-                    reason, note=_join(reason.note, f"no valid record: {static_tests[path]}")
-                ),
+            reasons[path] = dataclasses.replace(
+                reason, note=_join(reason.note, layer.static_note(path))
             )
-    decided = len(selection.files) - len(static_tests)
-    notes.append(
-        f"{source}: records of commit {records.commit or 'unknown'}; {decided} of "
-        f"{len(selection.files)} file(s) decided by their record, {len(static_tests)} by the "
-        "static closure" + _why_static(static_tests)
-    )
-    notes += [f"damaged record: {d}" for d in records.damaged[:5]]
+    notes = [layer.summary(tests), *(f"damaged record: {d}" for d in records.damaged[:5])]
     kept = tuple(f for f in selection.files if f.path in reasons)
-    reached = {link.path for r in reasons.values() for link in r.chain[:1]}
+    reached = {r.chain[0].path for r in reasons.values()}
     return ChangeImpact(
         change_set.source,
-        changes,
+        layer.changes,
         selection,
         dataclasses.replace(selection, files=kept),
         reasons={p: reasons[p] for p in sorted(reasons)},
