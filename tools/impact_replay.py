@@ -157,7 +157,7 @@ def overlay(work: Path, project: Project) -> list[str]:
     return tests
 
 
-SELF_MAX_EST = 4.0
+SELF_MAX_EST = 3.0
 
 
 def _self_overlay(work: Path, tests: list[str]) -> list[str]:

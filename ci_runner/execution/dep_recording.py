@@ -88,9 +88,12 @@ class DepRecorder:
                     "parallel = true",
                     f"include = {self.root}/*",
                     "patch = subprocess, fork, execv, _exit",
+                    # sys.monitoring (Python >= 3.12) stops reporting a line once it is seen;
+                    # older interpreters fall back to coverage's C tracer.
+                    "core = sysmon",
                     f"plugins = {PLUGIN}",
                     "disable_warnings = no-data-collected, module-not-measured, "
-                    "module-not-imported, couldnt-parse, no-ctracer",
+                    "module-not-imported, couldnt-parse, no-ctracer, no-sysmon",
                     f"[{PLUGIN}]",
                     f"root = {self.root}",
                     f"out = {scratch / 'notes'}",

@@ -18,11 +18,14 @@ from recorded_tree import TESTS, commit_all, how, make_recorded_repo, record, se
 
 from ci_runner import register_cpu_ci
 from ci_runner.cli import main
+from ci_runner.execution.dep_recording import DepRecorder
 from ci_runner.impact.blocks import MODULE, block_hashes, executed_blocks
 from ci_runner.impact.record_format import (
     FORMAT,
     FileRecord,
+    KernelUse,
     RecordError,
+    file_digest,
     read_records,
     write_meta,
     write_test_record,
@@ -302,6 +305,46 @@ def test_the_dry_run_text_names_the_recorded_function(repo, capsys):
     assert main([*flags, "--changed-files", str(listing), "--deps-from", str(records)]) == 0
     out = capsys.readouterr().out
     assert "registered/test_add.py: pkg/ops.py -> registered/test_add.py [ran add()]" in out
+
+
+def test_the_jit_load_log_becomes_kernel_uses(repo, tmp_path):
+    root, _ = repo
+    header = root / "kernels" / "include" / "lib.h"
+    header.parent.mkdir(parents=True)
+    header.write_text("#pragma once\n")
+    log = tmp_path / "jit"
+    log.mkdir()
+    line = {
+        "module": "m",
+        "library": "/cache/m.so",
+        "sources": [str(root / "kernels" / "k.cuh")],
+        "dependencies": {str(header): "ab" * 32, "/usr/local/cuda/include/cuda.h": "cd" * 32},
+    }
+    (log / "123.jsonl").write_text(json.dumps(line) + "\nnot json\n")
+    uses, problems = DepRecorder(tmp_path / "out", root)._kernels(log)
+    assert uses == (KernelUse("m", ("kernels/k.cuh",), {"kernels/include/lib.h": "ab" * 32}),)
+    assert problems == ["JIT load log 123.jsonl line 2 is not understood"]
+
+
+def test_a_header_a_loaded_module_read_keeps_the_test(repo):
+    root, records = repo
+    header = root / "kernels" / "include" / "lib.h"
+    header.parent.mkdir(parents=True)
+    header.write_text("#pragma once\n")
+    record = read_records(records).tests["registered/test_add.py"]
+    use = KernelUse(
+        "add_kernel", ("kernels/add.cuh",), {"kernels/include/lib.h": file_digest(header)}
+    )
+    merged = root.parent / "with-kernels"
+    shutil.copytree(records, merged)
+    write_test_record(merged, FileRecord(**{**record.__dict__, "kernels": (use,)}))
+    commit_all(root, "a header")  # committed: the record's commit lacks it, so it is added
+    header.write_text("#pragma once\n#define X 1\n")
+    _, impact = select(root, merged, "kernels/include/lib.h")
+    kept = {e["path"]: e for e in impact["kept"]}
+    assert how(impact)["registered/test_add.py"] == "built JIT module add_kernel"
+    # test_mul loaded no JIT module: the static closure decides it (here: an untraced file)
+    assert "loaded no JIT module in the record" in kept["registered/test_mul.py"]["note"]
 
 
 @pytest.mark.parametrize(
