@@ -12,13 +12,14 @@ opened files are hashed, and the record is written under ``DIR/tests/``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 from pathlib import Path
 
 from ci_runner.file_safety import read_regular_text
-from ci_runner.impact.blocks import executed_blocks
+from ci_runner.impact.blocks import Block, executed, parse_blocks
 from ci_runner.impact.record_format import (
     FileRecord,
     KernelUse,
@@ -69,6 +70,8 @@ class DepRecorder:
             ) from None
         self.directory = directory
         self.root = root.resolve()
+        # (file, sha256) -> its blocks: many files run the same modules, parsed once
+        self._blocks: dict[tuple[str, str], list[Block] | None] = {}
         self.commit = head_commit(self.root)
         try:
             write_meta(directory, self.commit)
@@ -172,17 +175,20 @@ class DepRecorder:
                     lines.setdefault(relative, set()).update(data.lines(measured) or ())
         code: dict[str, dict[str, str]] = {}
         problems: list[str] = []
-        for relative, executed in sorted(lines.items()):
+        for relative, ran in sorted(lines.items()):
             try:
                 source = (self.root / relative).read_bytes()
             except OSError as exc:
                 problems.append(f"{relative} ran but cannot be read now: {exc.strerror}")
                 continue
-            blocks = executed_blocks(source, executed)
+            key = (relative, hashlib.sha256(source).hexdigest())
+            if key not in self._blocks:
+                self._blocks[key] = parse_blocks(source)
+            blocks = self._blocks[key]
             if blocks is None:
                 problems.append(f"{relative} ran but does not parse now")
                 continue
-            code[relative] = blocks
+            code[relative] = executed(blocks, ran)
         return code, problems
 
     def _kernels(self, directory: Path) -> tuple[tuple[KernelUse, ...], list[str]]:

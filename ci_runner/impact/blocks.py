@@ -15,7 +15,6 @@ one scope (a property's setter, a conditional definition) gets ``#2``, ``#3`` in
 from __future__ import annotations
 
 import ast
-import copy
 import hashlib
 from dataclasses import dataclass
 
@@ -32,32 +31,24 @@ class Block:
     lines: frozenset[int]  # lines whose execution counts as executing this block
 
 
-class _Stub(ast.NodeTransformer):
-    """Replaces each nested function's body with ``...``, keeping its signature."""
-
-    def __init__(self, top: ast.AST) -> None:
-        self.top = top
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        return self._stub(node)
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
-        return self._stub(node)
-
-    def _stub(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
-        if node is self.top:
-            return self.generic_visit(node)
-        copy = type(node)(**{f: getattr(node, f) for f in node._fields})
-        copy.body = [ast.Expr(ast.Constant(...))]
-        copy.decorator_list = [self.visit(d) for d in node.decorator_list]
-        copy.args = self.visit(node.args)
-        return copy
+def _dump(node: object, top: ast.AST) -> str:
+    """``ast.dump`` without positions, with the body of every function nested in ``top``
+    written as ``...`` (its signature kept)."""
+    if isinstance(node, ast.AST):
+        stub = isinstance(node, _FUNCTIONS) and node is not top
+        fields = ",".join(
+            f"{name}="
+            + ("..." if stub and name == "body" else _dump(getattr(node, name, None), top))
+            for name in node._fields
+        )
+        return f"{type(node).__name__}({fields})"
+    if isinstance(node, list):
+        return "[" + ",".join(_dump(item, top) for item in node) + "]"
+    return repr(node)
 
 
 def _digest(node: ast.AST) -> str:
-    own = copy.deepcopy(node)
-    stubbed = _Stub(own).visit(own)
-    return hashlib.sha256(ast.dump(stubbed, include_attributes=False).encode()).hexdigest()
+    return hashlib.sha256(_dump(node, node).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
@@ -96,29 +87,32 @@ def blocks_of(tree: ast.Module) -> list[Block]:
     return [Block(b.key, b.digest, frozenset(lines_of.get(b.key, ()))) for b in blocks]
 
 
+def parse_blocks(source: str | bytes) -> list[Block] | None:
+    """The blocks of ``source`` (module level first); None when it does not parse."""
+    try:
+        return blocks_of(ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def block_hashes(source: str | bytes) -> dict[str, str] | None:
     """``{key: digest}`` of every block of ``source``; None when it does not parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    return {b.key: b.digest for b in blocks_of(tree)}
+    blocks = parse_blocks(source)
+    return None if blocks is None else {b.key: b.digest for b in blocks}
 
 
-def executed_blocks(source: str | bytes, lines: set[int]) -> dict[str, str] | None:
+def executed(blocks: list[Block], lines: set[int]) -> dict[str, str]:
     """``{key: digest}`` of the blocks that ``lines`` (executed line numbers) fall in; a line in
-    no function's body is module level. None when ``source`` does not parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    blocks = blocks_of(tree)
-    owner: dict[int, Block] = {}
-    for block in blocks[1:]:
-        for line in block.lines:
-            owner[line] = block
+    no function's body is module level."""
+    owner = {line: block for block in blocks[1:] for line in block.lines}
     hit: dict[str, str] = {}
     for line in lines:
         block = owner.get(line, blocks[0])
         hit[block.key] = block.digest
     return hit
+
+
+def executed_blocks(source: str | bytes, lines: set[int]) -> dict[str, str] | None:
+    """:func:`executed` for a source text; None when it does not parse."""
+    blocks = parse_blocks(source)
+    return None if blocks is None else executed(blocks, lines)
