@@ -191,14 +191,23 @@ def _self_overlay(work: Path, tests: list[str]) -> list[str]:
     return chosen
 
 
+def extract(project: Project, work: Path, commit: str) -> None:
+    """The files of ``commit`` into ``work`` as a checkout has them (``git archive`` would apply
+    ``export-subst`` and write the commit into files such as versioneer's ``_version.py``)."""
+    index = work.parent / f".{work.name}.index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    base = ["git", "--git-dir", project.git_dir, "--work-tree", str(work)]
+    sh([*base, "read-tree", commit], env=env)
+    sh([*base, "checkout-index", "-a", "-f"], env=env)
+    index.unlink()
+
+
 def checkout(project: Project, work: Path, commit: str) -> list[str]:
     """A fresh tree at ``commit`` with the overlay, committed; returns the test files."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    archive = subprocess.run(["git", "--git-dir", project.git_dir, "archive", commit],
-                             capture_output=True, check=True).stdout  # fmt: skip
-    subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+    extract(project, work, commit)
     tests = overlay(work, project)
     local_git(work, "init", "-q", "-b", "main")
     (work / ".git" / "info" / "exclude").write_text(
@@ -220,9 +229,7 @@ def move_to(project: Project, work: Path, commit: str) -> tuple[list[str], list[
         changed.append(path)
         if code == "D" and (work / path).exists():
             (work / path).unlink()
-    archive = subprocess.run(["git", "--git-dir", project.git_dir, "archive", commit],
-                             capture_output=True, check=True).stdout  # fmt: skip
-    subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+    extract(project, work, commit)
     tests = overlay(work, project)
     local_git(work, "add", "-A")
     local_git(work, "commit", "-q", "--allow-empty", "-m", f"commit {commit}")
@@ -696,31 +703,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(args: argparse.Namespace) -> int:
+    print(
+        "| code base | commits | mutants | killed by the whole suite | misses: ours / testmon | "
+        "median share of case time: ours / testmon | mean: ours / testmon | ours, of file wall time |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    misses = []
     for name in args.results:
         rows = [json.loads(line) for line in Path(name).read_text().splitlines() if line]
         killed = [r for r in rows if r["full_kill"] and r["confirmed"]]
-        print(
-            f"{name}: {len({r['commit'] for r in rows})} commits, {len(rows)} mutants, "
-            f"{len(killed)} killed by the whole suite"
-        )
-        print(
-            f"  ours:    misses {sum(r['ours_miss'] for r in rows)}, median share "
-            f"{statistics.median(r['ours_share'] for r in rows):.1%} of case time "
-            f"(mean {statistics.fmean(r['ours_share'] for r in rows):.1%}), median "
-            f"{statistics.median(r['ours_wall_share'] for r in rows):.1%} of file wall time"
-        )
-        print(
-            f"  testmon: misses {sum(r['testmon_miss'] for r in rows)}, median share "
-            f"{statistics.median(r['testmon_share'] for r in rows):.1%} of case time "
-            f"(mean {statistics.fmean(r['testmon_share'] for r in rows):.1%})"
-        )
-        for r in rows:
-            if r["ours_miss"] or r["testmon_miss"]:
-                print(
-                    f"  miss: {r['commit'][:10]} {r['file']}:{r['line']} {r['operator']}: "
-                    f"ours {'missed' if r['ours_miss'] else 'ok'}, testmon "
-                    f"{'missed' if r['testmon_miss'] else 'ok'}; killed by {r['killers']}"
-                )
+        ours = [r["ours_share"] for r in rows]
+        theirs = [r["testmon_share"] for r in rows]
+        print(f"| {Path(name).stem} | {len({r['commit'] for r in rows})} | {len(rows)} | "
+              f"{len(killed)} | {sum(r['ours_miss'] for r in rows)} / "
+              f"{sum(r['testmon_miss'] for r in rows)} | {statistics.median(ours):.1%} / "
+              f"{statistics.median(theirs):.1%} | {statistics.fmean(ours):.1%} / "
+              f"{statistics.fmean(theirs):.1%} | "
+              f"{statistics.median(r['ours_wall_share'] for r in rows):.1%} |")  # fmt: skip
+        misses += [(Path(name).stem, r) for r in rows if r["ours_miss"] or r["testmon_miss"]]
+    for project, r in misses:
+        print(f"miss: {project} {r['commit'][:10]} {r['file']}:{r['line']} {r['operator']}: "
+              f"ours {'missed' if r['ours_miss'] else 'ok'}, testmon "
+              f"{'missed' if r['testmon_miss'] else 'ok'}; killed by {r['killers']}")  # fmt: skip
     return 0
 
 

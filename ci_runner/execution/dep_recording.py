@@ -160,7 +160,11 @@ class DepRecorder:
         from coverage import CoverageData
 
         lines: dict[str, set[int]] = {}
-        files = sorted(p for p in directory.iterdir() if p.name.startswith("data."))
+        files = sorted(
+            p
+            for p in directory.iterdir()
+            if p.name.startswith("data.") and not p.name.endswith(("-journal", "-wal", "-shm"))
+        )
         if not files:
             return {}, ["coverage recorded no process of this file (is coverage installed?)"]
         for data_file in files:
