@@ -223,20 +223,19 @@ def test_a_comment_change_keeps_only_the_unbounded_test(repo):
     assert list(how(impact)) == ["registered/test_program.py"]
 
 
-def test_an_opened_data_file_keeps_its_reader(repo):
+@pytest.mark.parametrize(
+    ("path", "text", "keeper", "way", "dropped"),
+    [
+        ("data/cfg.json", '{"x": 1, "y": 2}\n', "test_data", "opened it", "test_add"),
+        ("plugins/two.txt", "2\n", "test_listing", "listed plugins/", "test_mul"),  # added
+    ],
+)
+def test_a_file_read_or_added_where_listed_keeps_that_test(repo, path, text, keeper, way, dropped):
     root, records = repo
-    (root / "data" / "cfg.json").write_text('{"x": 1, "y": 2}\n')
-    _, impact = select(root, records, "data/cfg.json")
-    assert how(impact)["registered/test_data.py"] == "opened it"
-    assert "registered/test_add.py" not in how(impact)
-
-
-def test_a_file_added_to_a_listed_directory_keeps_the_lister(repo):
-    root, records = repo
-    (root / "plugins" / "two.txt").write_text("2\n")
-    _, impact = select(root, records, "plugins/two.txt")
-    assert how(impact)["registered/test_listing.py"] == "listed plugins/"
-    assert "registered/test_mul.py" not in how(impact)
+    (root / path).write_text(text)
+    _, impact = select(root, records, path)
+    assert how(impact)[f"registered/{keeper}.py"] == way
+    assert f"registered/{dropped}.py" not in how(impact)
 
 
 def test_a_new_test_file_has_no_record_and_the_static_closure_keeps_it(repo):
