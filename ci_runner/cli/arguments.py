@@ -185,6 +185,15 @@ def add_change_arguments(parser: argparse.ArgumentParser) -> None:
         help="like --changed-since, with the changed paths listed one a line in PATH "
         "(- for stdin), relative to the root",
     )
+    parser.add_argument(
+        "--deps-from",
+        action=StoreOnce,
+        type=Path,
+        metavar="DIR",
+        help="with --changed-since/--changed-files: decide each test with a valid record in "
+        "this --record-deps directory (the merge base's) by what it ran, opened and built; "
+        "the others by the static closure",
+    )
 
 
 def add_rerun_arguments(parser: argparse.ArgumentParser) -> None:
@@ -288,6 +297,10 @@ def validate_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
     if args.matrix_target_minutes is not None and not args.print_matrix:
         parser.error("--matrix-target-minutes needs --print-matrix")
     _check_rerun_arguments(parser, args)
+    if args.deps_from is not None and args.changed_since is None and args.changed_files is None:
+        parser.error("--deps-from needs --changed-since or --changed-files")
+    if args.record_deps is not None and (args.dry_run or args.print_matrix):
+        parser.error("--record-deps needs a real run (not --dry-run or --print-matrix)")
 
 
 def _seconds(minimum_exclusive: bool) -> Callable[[str], float]:
@@ -394,6 +407,14 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="IDS",
         help="run on these GPU ids, comma-separated (e.g. 0,1,2,3)",
     )
+    run.add_argument(
+        "--record-deps",
+        action=StoreOnce,
+        type=Path,
+        metavar="DIR",
+        help="record what each file runs (functions, opened files, JIT modules) into DIR, "
+        "for a later --deps-from (needs coverage.py)",
+    )
     out = parser.add_argument_group("reports")
     out.add_argument(
         "--junit-xml",
@@ -473,6 +494,7 @@ def shard_options(
         launcher=settings.launcher,
         failure_exit_status=settings.failure_exit_status,
         quarantine=quarantine,
+        record_deps=args.record_deps,
     )
     reports = ReportOptions.from_environment(
         args.junit_xml,

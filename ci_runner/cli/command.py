@@ -30,6 +30,7 @@ from ci_runner.collect.scope import split_by_scope
 from ci_runner.env import EnvVarError
 from ci_runner.exit_codes import EXIT_OK, EXIT_USAGE
 from ci_runner.impact.changes import ChangeInputError
+from ci_runner.impact.record_format import RecordError
 from ci_runner.maintenance.registration_lints import discover_packages, package_offenders
 from ci_runner.model import (
     FileResult,
@@ -100,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return usage_error(exc)
     except SelectionError as exc:
         return usage_error(*exc.messages)
-    except ChangeInputError as exc:
+    except (ChangeInputError, RecordError) as exc:
         return usage_error(exc)
 
 
@@ -310,19 +311,23 @@ def _package_warnings(catalog: Catalog) -> list[Problem]:
 def _change_impact(
     args: argparse.Namespace, catalog: Catalog, selection: Selection
 ) -> ChangeImpact | None:
-    """``--changed-since`` / ``--changed-files``: the part of the selection a change can affect."""
+    """``--changed-since`` / ``--changed-files``: the part of the selection a change can affect
+    (with ``--deps-from``, the records decide the tests they describe)."""
     if args.changed_since is None and args.changed_files is None:
         return None
-    from ci_runner.impact.changes import changes_from_list, changes_since
-    from ci_runner.impact.selection import select_changed  # the graph: only when asked for
+    from ci_runner.impact.changes import changes_from_list, changes_since  # only when asked for
+    from ci_runner.impact.selection import select_changed
 
     if args.changed_since is not None:
-        return select_changed(selection, catalog, changes_since(catalog.root, args.changed_since))
-    if args.changed_files is not None:
-        return select_changed(
-            selection, catalog, changes_from_list(catalog.root, args.changed_files)
-        )
-    return None
+        change_set = changes_since(catalog.root, args.changed_since)
+    else:
+        change_set = changes_from_list(catalog.root, args.changed_files)
+    if args.deps_from is not None:
+        from ci_runner.impact.record_format import read_records
+        from ci_runner.impact.recorded import select_with_records
+
+        return select_with_records(selection, catalog, change_set, read_records(args.deps_from))
+    return select_changed(selection, catalog, change_set)
 
 
 def _dry_run(

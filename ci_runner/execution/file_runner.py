@@ -31,6 +31,7 @@ from ci_runner.execution.case_results import attempt_cases, judge_exit, while_ru
 from ci_runner.execution.case_resume import CrashResume
 from ci_runner.execution.case_selection import EVERY_CASE, CaseSelection
 from ci_runner.execution.child_env import AttemptFiles, child_environment
+from ci_runner.execution.dep_recording import DepRecorder
 from ci_runner.execution.listener import AttemptStart, ShardListener
 from ci_runner.execution.retry import RetryPolicy
 from ci_runner.execution.retry_patterns import output_retry_verdict
@@ -73,6 +74,7 @@ class RunSettings:
     launcher: str = LAUNCHER_PYTHON  # the execution table's launcher
     suite_launchers: Mapping[str, str] = field(default_factory=dict)  # suite overrides
     no_tests_fail: bool = True  # a file that ran no test fails the run (strict policy)
+    recorder: DepRecorder | None = None  # --record-deps: record what each file runs
 
     def command(self, path: str, suite: str = "") -> tuple[list[str], Path]:
         """The argv and working directory of one attempt of ``path`` (relative to the root)."""
@@ -228,6 +230,8 @@ def _run_process(
         settings.base_env, settings.root, settings.nightly, files, gpu_ids=gpu_ids,
         pin_gpus=pin_gpus, attempt=number, token=token, selects_cases=selection.active,
     )  # fmt: skip
+    if settings.recorder is not None:
+        env.update(settings.recorder.environment(files.output.with_suffix(".deps")))
     argv, cwd = settings.command(path, suite)
     start = time.monotonic()
     with open(files.output, "wb") as output, process_tree.spawn_guard():
@@ -432,6 +436,9 @@ def run_file(
         budget.spend(time.monotonic() - waited)
         selection = retry_selection(base, attempts)
     result = fold_attempts(path, suite, est_time, attempts, time.monotonic() - start, gpu_ids)
+    if settings.recorder is not None and result.status != NOT_RUN:
+        scratch = Path(attempts[-1].output_path).with_suffix(".deps")
+        settings.recorder.write(path, result.status, len(attempts), scratch)
     if result.status == NO_TESTS and not settings.no_tests_fail and attempts[-1].exit_code == 0:
         result = replace(result, tolerated=NO_TESTS_TOLERATED)
     return result

@@ -8,6 +8,7 @@ keys), so the executor reads typed fields, never an ``argparse.Namespace``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ci_runner.catalog.execution_settings import (
     DEFAULT_RETRY_WAIT_SECONDS,
@@ -52,6 +53,7 @@ class ExecutionOptions:
     no_tests_fail: bool = True  # a no_tests file fails the run (policy strict-checks = "error")
     failure_exit_status: int = EXIT_TEST_FAILURES  # the exit status of a shard with a failure
     quarantine: tuple[QuarantineEntry, ...] = ()  # the catalog's quarantined cases
+    record_deps: Path | None = None  # --record-deps DIR: record what each file runs
 
     def describe(self) -> str:
         """``fail-fast, timeout from the suite catalog, retry up to 2 attempts``."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from ci_runner.cli_errors import usage_error
 from ci_runner.env import EnvVarError, check_boolean_environment
 from ci_runner.execution import cuda_coredump, process_tree
+from ci_runner.execution.dep_recording import DepRecorder, RecordingError
 from ci_runner.execution.file_runner import RunSettings
 from ci_runner.execution.gpu_slots import SlotError, SlotSet, resolve_slots, skip_reason
 from ci_runner.execution.listener import ShardListener
@@ -73,6 +74,17 @@ def execute_shard(
             f"{', '.join(coredumps.kept)}",
             flush=True,
         )
+    try:
+        recorder = DepRecorder(options.record_deps, root) if options.record_deps else None
+    except RecordingError as exc:
+        return usage_error(exc, prog="run_suite")
+    if recorder is not None:
+        at = (
+            f"commit {recorder.commit}"
+            if recorder.commit
+            else "no commit (not a clean git checkout)"
+        )
+        print(f"recording dependencies into {options.record_deps} ({at})", flush=True)
     skipped = [
         placeholder(f.path, f.suite, f.est_time, SKIPPED, reason)
         for f in files
@@ -128,6 +140,7 @@ def execute_shard(
                 retry=options.retry, cwd=cwd, file_arguments=options.file_arguments,
                 launcher=options.launcher, suite_launchers=ctx.suite_launchers,
                 no_tests_fail=options.no_tests_fail,
+                recorder=recorder,
             )  # fmt: skip
             try:
                 listener.shard_started(info, start_results, len(jobs))

@@ -27,6 +27,10 @@ _EXPORTS = {
     "Reason": "ci_runner.impact.selection",
     "RecordedDependencies": "ci_runner.impact.selection",
     "select_changed": "ci_runner.impact.selection",
+    "RecordError": "ci_runner.impact.record_format",
+    "RecordSet": "ci_runner.impact.record_format",
+    "read_records": "ci_runner.impact.record_format",
+    "select_with_records": "ci_runner.impact.recorded",
 }
 
 __all__ = sorted(_EXPORTS)

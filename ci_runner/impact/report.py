@@ -41,6 +41,7 @@ def impact_lines(impact: ChangeImpact) -> list[str]:
         f"  ignored: {one_line(path)} (ignore {one_line(pattern)!s})"
         for path, pattern in impact.ignored
     ]
+    lines += [f"  {one_line(line)}" for line in impact.record_lines]
     if impact.run_everything:
         lines.append("  runs the whole suite:")
         lines += [f"    {one_line(reason)}" for reason in impact.run_everything]
@@ -80,4 +81,5 @@ def impact_document(impact: ChangeImpact) -> dict[str, object]:
         "est_after": impact.selection.est_total,
         "est_saved": impact.saved,
         "analysis_seconds": round(impact.seconds, 3),
+        "records": list(impact.record_lines),
     }

@@ -116,6 +116,7 @@ class ChangeImpact:
     not_ignored: tuple[str, ...] = ()  # why a path an ignore pattern matches still counts
     seconds: float = 0.0  # time the analysis took
     parsed: int = 0  # Python files parsed (the others came from the cache)
+    record_lines: tuple[str, ...] = ()  # --deps-from: how the records were used (recorded.py)
 
     @property
     def saved(self) -> float:

@@ -1,0 +1,246 @@
+"""The runner side of ``--record-deps DIR``: set up each attempt's recording, then write the
+file's :class:`~ci_runner.impact.record_format.FileRecord`.
+
+Each attempt gets a scratch directory and, in its environment, ``COVERAGE_PROCESS_START`` (a
+coverage configuration measuring the repository's code in every Python process of the file's
+tree, with :mod:`ci_runner.execution.record_child` as its plugin) and ``JIT_KERNEL_LOAD_LOG``
+(where every process that loads a JIT module writes the module's sources and the headers its
+compiler read, hashed). After the file's last attempt its executed lines become blocks
+(:mod:`ci_runner.impact.blocks`, hashed from the tree as it is now, the recorded commit), its
+opened files are hashed, and the record is written under ``DIR/tests/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from ci_runner.file_safety import read_regular_text
+from ci_runner.impact.blocks import Block, executed, parse_blocks
+from ci_runner.impact.record_format import (
+    FileRecord,
+    KernelUse,
+    file_digest,
+    write_meta,
+    write_test_record,
+)
+from ci_runner.model import PASSED
+
+COVERAGE_VARIABLE = "COVERAGE_PROCESS_START"
+JIT_LOG_VARIABLE = "JIT_KERNEL_LOAD_LOG"
+PLUGIN = "ci_runner.execution.record_child"
+SKIPPED_PARTS = ("site-packages", "dist-packages", "__pycache__")
+
+
+class RecordingError(Exception):
+    """``--record-deps`` cannot work here (coverage missing, directory unwritable)."""
+
+
+def head_commit(root: Path) -> str | None:
+    """The commit of a clean git checkout at ``root``; None otherwise (no git, or changes
+    to tracked files that the commit does not hold)."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0 or dirty.returncode != 0 or dirty.stdout.strip():
+        return None
+    return head.stdout.strip() or None
+
+
+class DepRecorder:
+    """Writes the records of one shard's files into ``directory``."""
+
+    def __init__(self, directory: Path, root: Path) -> None:
+        try:
+            import coverage  # noqa: F401 - only recording needs it
+        except ImportError:
+            raise RecordingError(
+                "--record-deps needs coverage.py (pip install 'coverage>=7.10')"
+            ) from None
+        self.directory = directory
+        self.root = root.resolve()
+        # (file, sha256) -> its blocks: many files run the same modules, parsed once
+        self._blocks: dict[tuple[str, str], list[Block] | None] = {}
+        self.commit = head_commit(self.root)
+        try:
+            write_meta(directory, self.commit)
+        except OSError as exc:
+            raise RecordingError(f"--record-deps {directory}: cannot write: {exc}") from None
+
+    def environment(self, scratch: Path) -> dict[str, str]:
+        """Create the attempt's scratch directory; the variables its processes need."""
+        for part in ("coverage", "notes", "jit"):
+            (scratch / part).mkdir(parents=True, exist_ok=True)
+        rc = scratch / "coveragerc"
+        rc.write_text(
+            "\n".join(
+                [
+                    "[run]",
+                    f"data_file = {scratch / 'coverage' / 'data'}",
+                    "parallel = true",
+                    f"include = {self.root}/*",
+                    "patch = subprocess, fork, execv, _exit",
+                    # sys.monitoring (Python >= 3.12) stops reporting a line once it is seen;
+                    # older interpreters fall back to coverage's C tracer.
+                    "core = sysmon",
+                    f"plugins = {PLUGIN}",
+                    "disable_warnings = no-data-collected, module-not-measured, "
+                    "module-not-imported, couldnt-parse, no-ctracer, no-sysmon",
+                    f"[{PLUGIN}]",
+                    f"root = {self.root}",
+                    f"out = {scratch / 'notes'}",
+                    "",
+                ]
+            ),
+            encoding="utf-8",
+        )
+        return {COVERAGE_VARIABLE: str(rc), JIT_LOG_VARIABLE: str(scratch / "jit")}
+
+    def write(self, test: str, status: str, attempts: int, scratch: Path) -> None:
+        """Write the record of ``test`` from its last attempt's scratch directory."""
+        problems: list[str] = []
+        if status != PASSED or attempts != 1:
+            problems.append(
+                f"{status} in the recording run"
+                if status != PASSED
+                else f"passed only at attempt {attempts} (flaky)"
+            )
+        code, code_problems = self._code(scratch / "coverage")
+        notes, note_problems = _notes(scratch / "notes")
+        problems += code_problems + note_problems
+        opened = {
+            relative: file_digest(self.root / relative)
+            for path in notes["opened"]
+            if (relative := self._relative(path)) is not None
+        }
+        listed = {r for p in notes["listed"] if (r := self._relative(p)) is not None}
+        kernels, kernel_problems = self._kernels(scratch / "jit")
+        record = FileRecord(
+            test=test,
+            commit=self.commit,
+            status=status,
+            code=code,
+            sources={path: digest for path in code if (digest := file_digest(self.root / path))},
+            opened=opened,
+            listed=tuple(sorted(listed)),
+            imported=tuple(sorted(notes["imported"])),
+            kernels=kernels,
+            unbounded=tuple(dict.fromkeys(notes["unbounded"])),
+            problems=tuple(problems + kernel_problems),
+        )
+        try:
+            write_test_record(self.directory, record)
+        except OSError as exc:  # the run goes on; the test simply has no record
+            print(f"--record-deps: cannot write the record of {test}: {exc}", flush=True)
+
+    def _relative(self, path: str) -> str | None:
+        """A root-relative POSIX path for a path inside the root (through links too)."""
+        for candidate in (path, os.path.realpath(path)):
+            try:
+                relative = Path(candidate).relative_to(self.root).as_posix()
+            except ValueError:
+                continue
+            if not any(part in SKIPPED_PARTS for part in relative.split("/")):
+                return "" if relative == "." else relative
+        return None
+
+    def _code(self, directory: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
+        """``{file: {block: digest}}`` of every line coverage saw executed, in every process."""
+        from coverage import CoverageData
+
+        lines: dict[str, set[int]] = {}
+        files = sorted(
+            p
+            for p in directory.iterdir()
+            if p.name.startswith("data.") and not p.name.endswith(("-journal", "-wal", "-shm"))
+        )
+        if not files:
+            return {}, ["coverage recorded no process of this file (is coverage installed?)"]
+        for data_file in files:
+            data = CoverageData(basename=str(data_file))
+            try:
+                data.read()
+            except Exception as exc:  # a damaged data file: coverage raises its own errors
+                return {}, [f"cannot read coverage data {data_file.name}: {exc}"]
+            for measured in data.measured_files():
+                relative = self._relative(measured)
+                if relative is not None and relative.endswith(".py"):
+                    lines.setdefault(relative, set()).update(data.lines(measured) or ())
+        code: dict[str, dict[str, str]] = {}
+        problems: list[str] = []
+        for relative, ran in sorted(lines.items()):
+            try:
+                source = (self.root / relative).read_bytes()
+            except OSError as exc:
+                problems.append(f"{relative} ran but cannot be read now: {exc.strerror}")
+                continue
+            key = (relative, hashlib.sha256(source).hexdigest())
+            if key not in self._blocks:
+                self._blocks[key] = parse_blocks(source)
+            blocks = self._blocks[key]
+            if blocks is None:
+                problems.append(f"{relative} ran but does not parse now")
+                continue
+            code[relative] = executed(blocks, ran)
+        return code, problems
+
+    def _kernels(self, directory: Path) -> tuple[tuple[KernelUse, ...], list[str]]:
+        """The JIT modules the file's processes loaded (``JIT_KERNEL_LOAD_LOG`` lines)."""
+        uses: dict[str, KernelUse] = {}
+        problems: list[str] = []
+        for log in sorted(directory.glob("*.jsonl")):
+            for number, line in enumerate(read_regular_text(log).splitlines(), start=1):
+                try:
+                    entry = json.loads(line)
+                    module = entry["module"]
+                    sources = [self._relative(s) for s in entry["sources"]]
+                    dependencies = {
+                        relative: digest
+                        for path, digest in entry["dependencies"].items()
+                        if (relative := self._relative(path)) is not None
+                    }
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    problems.append(f"JIT load log {log.name} line {number} is not understood")
+                    continue
+                uses[module] = KernelUse(
+                    str(module), tuple(s for s in sources if s is not None), dependencies
+                )
+        return tuple(uses[m] for m in sorted(uses)), problems
+
+
+def _notes(directory: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """The union of the processes' notes; a process that started but wrote none is a problem."""
+    merged: dict[str, set[str] | list[str]] = {
+        "opened": set(), "listed": set(), "imported": set(), "unbounded": [],
+    }  # fmt: skip
+    started = {p.stem for p in directory.glob("*.start")}
+    written: set[str] = set()
+    problems: list[str] = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            data = json.loads(read_regular_text(path))
+            for key in ("opened", "listed", "imported"):
+                merged[key].update(data[key])  # type: ignore[union-attr]
+            merged["unbounded"] += data["unbounded"]  # type: ignore[operator]
+        except (OSError, ValueError, KeyError, TypeError):
+            problems.append(f"the notes of process {path.stem} are unreadable")
+        written.add(path.stem)
+    lost = sorted(started - written)
+    if lost:
+        pids = ", ".join(token.split("-")[0] for token in lost[:5])
+        problems.append(
+            f"{len(lost)} process(es) ended without saving what they ran (killed by a signal?): "
+            f"pid {pids}"
+        )
+    return {k: sorted(v) if isinstance(v, set) else v for k, v in merged.items()}, problems

@@ -1,0 +1,199 @@
+"""The child side of ``--record-deps``: what a Python process of a recorded file opens.
+
+coverage.py starts itself in every Python process of the file's tree (its ``.pth`` file reads
+``COVERAGE_PROCESS_START``; ``patch = subprocess, fork, execv, _exit`` carry it into children)
+and loads this module as a plugin there, so the one startup that measures executed code also
+installs an audit hook (PEP 578) that notes, for paths under the repository root:
+
+* ``open``: files opened by anything but the import system (imported code is coverage's);
+* ``os.listdir`` / ``os.scandir``: directories listed, except by the import system (its own
+  caches), by pytest's collection (the directory of each test file it runs: a file added there
+  matters only as a ``conftest.py``, which runs everything by rule, an ``__init__.py`` or an
+  imported module, which the decision covers) and by ``importlib.metadata`` (it looks for
+  installed distributions on ``sys.path``);
+* ``import``: module names whose import was attempted (found or not), so a new file that an
+  existing import would now find is attributed;
+* ``subprocess.Popen`` / ``os.exec`` / ``os.posix_spawn``: programs whose reads are not
+  recorded: a non-Python program given a repository path (or run in the repository with no
+  path outside it), or a Python child that will not record (its environment drops coverage's
+  variable, or ``-S``).
+
+Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
+exits (``atexit``; ``os._exit`` wrapped, as forked children leave through it; before an
+``exec``). A process killed by a signal writes nothing, and the runner then knows its record
+is incomplete. Standard library only: it runs in every child.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import uuid
+
+_IMPORT_SYSTEM = ("<frozen importlib._bootstrap", "<frozen zipimport>")
+# Listings that find no file a test reads: pytest collecting a test file's directory and
+# importlib.metadata looking for installed distributions on sys.path.
+_LISTERS = (f"{os.sep}_pytest{os.sep}", f"{os.sep}importlib{os.sep}metadata{os.sep}")
+_PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+
+
+class _Notes:
+    def __init__(self, root: str, out: str) -> None:
+        self.root = root.rstrip("/") + "/"
+        self.out = out
+        self.token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.opened: set[str] = set()
+        self.listed: set[str] = set()
+        self.imported: set[str] = set()
+        self.unbounded: list[str] = []
+
+    def path(self, raw: object) -> str | None:
+        """An absolute path for a str/bytes/PathLike argument; None for descriptors."""
+        try:
+            text = os.fsdecode(os.fspath(raw))  # type: ignore[arg-type]
+        except TypeError:
+            return None
+        return os.path.abspath(text)
+
+    def inside(self, path: str) -> bool:
+        return path.startswith(self.root) or path + "/" == self.root
+
+    def import_names(self) -> set[str]:
+        """Imports that a new repository file could change: the full name of a module found in
+        the repository or not found at all, the top-level name of any other (a new top-level
+        file could shadow it)."""
+        names: set[str] = set()
+        for name in self.imported:
+            module = sys.modules.get(name)
+            where = getattr(module, "__file__", None) if module is not None else None
+            if module is None or (isinstance(where, str) and self.inside(where)):
+                names.add(name)
+            else:
+                names.add(name.split(".")[0])
+        return names
+
+    def started(self) -> None:
+        """Mark this process as started: one that never writes its notes died unrecorded."""
+        try:
+            with open(os.path.join(self.out, f"{self.token}.start"), "w"):
+                pass
+        except OSError:
+            pass
+
+    def flush(self) -> None:
+        for _ in range(5):  # another thread may still add while the sets are copied
+            try:
+                self._write()
+                return
+            except RuntimeError:
+                continue
+
+    def _write(self) -> None:
+        data = {
+            "opened": sorted(p for p in self.opened if self.inside(p) or _real_inside(p, self)),
+            "listed": sorted(p for p in self.listed if self.inside(p)),
+            "imported": sorted(self.import_names()),
+            "unbounded": self.unbounded,
+        }
+        target = os.path.join(self.out, f"{self.token}.json")
+        try:
+            with open(target + ".tmp", "w", encoding="utf-8") as handle:
+                json.dump(data, handle)
+            os.replace(target + ".tmp", target)
+        except OSError:
+            pass  # the runner finds no notes for this process and says the record is incomplete
+
+
+def _real_inside(path: str, notes: _Notes) -> bool:
+    try:
+        return notes.inside(os.path.realpath(path))
+    except (OSError, ValueError):
+        return False
+
+
+_notes: _Notes | None = None
+
+
+def _caller() -> str:
+    """The file of the code that called the audited function (frame 2: the hook is frame 1)."""
+    try:
+        return sys._getframe(2).f_code.co_filename
+    except ValueError:  # called from C with no Python caller
+        return ""
+
+
+def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: object) -> None:
+    """Note a started program whose reads the record cannot see."""
+    args = [os.fsdecode(a) for a in argv] if isinstance(argv, (list, tuple)) else []
+    program = os.fsdecode(executable) if isinstance(executable, (str, bytes)) else ""
+    program = program or (args[0] if args else "")
+    name = os.path.basename(program)
+    where = notes.path(cwd) if cwd is not None else os.getcwd()
+    if name.startswith("python") or program == sys.executable:
+        environment = os.environ if env is None else env
+        try:
+            keys = {os.fsdecode(k) for k in environment}  # type: ignore[union-attr]
+        except TypeError:
+            keys = set()
+        if not keys & set(_PROCESS_VARIABLES) or "-S" in args[1:2]:
+            notes.unbounded.append(f"started Python without recording: {' '.join(args)[:200]}")
+        return
+    inside, outside = [], []
+    for arg in args[1:]:
+        if arg.startswith("-") or not arg:
+            continue
+        full = os.path.normpath(os.path.join(where or "/", arg))
+        if os.path.exists(full):
+            (inside if notes.inside(full) else outside).append(arg)
+    if inside or (where and notes.inside(where) and not outside):
+        notes.unbounded.append(f"ran {' '.join(args)[:200]}")
+
+
+def _hook(event: str, args: tuple) -> None:
+    notes = _notes
+    if notes is None:
+        return
+    if event == "open":
+        if not _caller().startswith(_IMPORT_SYSTEM) and (path := notes.path(args[0])) is not None:
+            notes.opened.add(path)
+    elif event in ("os.listdir", "os.scandir"):
+        caller = _caller()
+        if not caller.startswith(_IMPORT_SYSTEM) and not any(d in caller for d in _LISTERS):
+            path = notes.path(args[0] if args and args[0] is not None else ".")
+            if path is not None:
+                notes.listed.add(path)
+    elif event == "import":
+        notes.imported.add(str(args[0]))
+    elif event == "subprocess.Popen":
+        _program(notes, args[0], args[1], args[2], args[3])
+    elif event == "os.posix_spawn":
+        _program(notes, args[0], args[1], None, args[2])
+    elif event == "os.exec":  # this image ends here; a Python image starts its own notes
+        _program(notes, args[0], args[1], None, args[2])
+        notes.flush()
+
+
+def _exit_with_notes(original):  # os._exit's replacement: write the notes first
+    def _exit(status: int) -> None:
+        if _notes is not None:
+            _notes.flush()
+        original(status)
+
+    return _exit
+
+
+def coverage_init(reg: object, options: dict[str, str]) -> None:
+    """coverage.py's plugin entry point, called in every process it starts in."""
+    global _notes
+    root, out = options.get("root"), options.get("out")
+    if not root or not out:
+        return
+    first = _notes is None
+    _notes = _Notes(root, out)  # a forked child starts with empty notes of its own
+    _notes.started()
+    if first:
+        sys.addaudithook(_hook)
+        atexit.register(lambda: _notes.flush() if _notes is not None else None)
+        os._exit = _exit_with_notes(os._exit)

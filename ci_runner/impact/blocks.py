@@ -1,0 +1,118 @@
+"""A Python file cut into the blocks a recorded test can execute: functions and module level.
+
+Every function or method (nested ones included) is one block; everything else of the file (its
+imports, assignments, class bodies, and the ``def`` lines themselves: decorators, defaults and
+annotations run when the ``def`` runs) is the module-level block, :data:`MODULE`. A block's hash
+is the SHA-256 of its ``ast`` dump without positions, with the bodies of the functions nested in
+it left out (each is its own block). So a change to one function's body changes that block's
+hash only, while comments, blank lines and moving code change no hash; adding, removing or
+re-decorating a function changes the block that holds its ``def``.
+
+A block's key is its qualified name (``Class.method``, ``outer.inner``); a name defined twice in
+one scope (a property's setter, a conditional definition) gets ``#2``, ``#3`` in source order.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+
+MODULE = "<module>"
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of a file: its key, its hash, and the lines of its own body."""
+
+    key: str
+    digest: str
+    lines: frozenset[int]  # lines whose execution counts as executing this block
+
+
+def _dump(node: object, top: ast.AST) -> str:
+    """``ast.dump`` without positions, with the body of every function nested in ``top``
+    written as ``...`` (its signature kept)."""
+    if isinstance(node, ast.AST):
+        stub = isinstance(node, _FUNCTIONS) and node is not top
+        fields = ",".join(
+            f"{name}="
+            + ("..." if stub and name == "body" else _dump(getattr(node, name, None), top))
+            for name in node._fields
+        )
+        return f"{type(node).__name__}({fields})"
+    if isinstance(node, list):
+        return "[" + ",".join(_dump(item, top) for item in node) + "]"
+    return repr(node)
+
+
+def _digest(node: ast.AST) -> str:
+    return hashlib.sha256(_dump(node, node).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
+    first = node.body[0]
+    # A docstring-only first statement still belongs to the body.
+    return set(range(first.lineno, (node.end_lineno or first.lineno) + 1))
+
+
+def blocks_of(tree: ast.Module) -> list[Block]:
+    """The blocks of a parsed file, the module-level block first."""
+    found: list[Block] = []
+    counts: dict[str, int] = {}
+    owned: dict[int, str] = {}  # line -> key of the innermost function whose body holds it
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _FUNCTIONS):
+                name = prefix + child.name
+                counts[name] = counts.get(name, 0) + 1
+                key = name if counts[name] == 1 else f"{name}#{counts[name]}"
+                for line in _body_lines(child):
+                    owned[line] = key
+                found.append(Block(key, _digest(child), frozenset()))
+                walk(child, key + ".")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, prefix + child.name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    lines_of: dict[str, set[int]] = {}
+    for line, key in owned.items():
+        lines_of.setdefault(key, set()).add(line)
+    module = Block(MODULE, _digest(tree), frozenset())
+    blocks = [module, *found]
+    return [Block(b.key, b.digest, frozenset(lines_of.get(b.key, ()))) for b in blocks]
+
+
+def parse_blocks(source: str | bytes) -> list[Block] | None:
+    """The blocks of ``source`` (module level first); None when it does not parse."""
+    try:
+        return blocks_of(ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def block_hashes(source: str | bytes) -> dict[str, str] | None:
+    """``{key: digest}`` of every block of ``source``; None when it does not parse."""
+    blocks = parse_blocks(source)
+    return None if blocks is None else {b.key: b.digest for b in blocks}
+
+
+def executed(blocks: list[Block], lines: set[int]) -> dict[str, str]:
+    """``{key: digest}`` of the blocks that ``lines`` (executed line numbers) fall in; a line in
+    no function's body is module level."""
+    owner = {line: block for block in blocks[1:] for line in block.lines}
+    hit: dict[str, str] = {}
+    for line in lines:
+        block = owner.get(line, blocks[0])
+        hit[block.key] = block.digest
+    return hit
+
+
+def executed_blocks(source: str | bytes, lines: set[int]) -> dict[str, str] | None:
+    """:func:`executed` for a source text; None when it does not parse."""
+    blocks = parse_blocks(source)
+    return None if blocks is None else executed(blocks, lines)

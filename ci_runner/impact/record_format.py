@@ -1,0 +1,236 @@
+"""The dependency record of ``--record-deps DIR``: what each test file ran, opened and built.
+
+The record is one directory, an artifact of a recording run:
+
+``DIR/record.json``
+    ``{"format": 1, "commit": "<sha>" | null}``: the format version and the commit the files
+    ran at (null when the tree was not a clean git checkout). Every shard of one run writes the
+    same file, so shards merge by copying their directories into one.
+``DIR/tests/<name>.json``
+    one :class:`FileRecord` per test file (the name is a digest of the path; the path is inside).
+
+Paths are POSIX, relative to the repository root. A test record is valid only when its file
+passed at the first attempt and nothing in its run escaped the recording
+(:attr:`FileRecord.problems` empty); :mod:`ci_runner.impact.recorded` decides with valid
+records and falls back to the static closure for the others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_runner.file_safety import read_regular_text, why
+
+FORMAT = 1
+META_FILE = "record.json"
+TESTS_DIR = "tests"
+
+
+class RecordError(Exception):
+    """A record directory that cannot be read at all; the message names the path."""
+
+
+@dataclass(frozen=True)
+class KernelUse:
+    """A JIT module the test loaded: its sources and the files its compiler read, hashed."""
+
+    module: str
+    sources: tuple[str, ...]
+    dependencies: dict[str, str]  # repository file -> sha256
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What one test file did in the recording run (every process of its tree)."""
+
+    test: str
+    commit: str | None
+    status: str  # the file's status in the recording run
+    code: dict[str, dict[str, str]] = field(default_factory=dict)  # file -> {block: digest}
+    sources: dict[str, str] = field(default_factory=dict)  # file of ``code`` -> its sha256
+    opened: dict[str, str | None] = field(default_factory=dict)  # file -> sha256, None: absent
+    listed: tuple[str, ...] = ()  # directories the test listed ("" is the root)
+    imported: tuple[str, ...] = ()  # module names whose import the test attempted
+    kernels: tuple[KernelUse, ...] = ()
+    unbounded: tuple[str, ...] = ()  # what the test ran whose reads were not recorded
+    problems: tuple[str, ...] = ()  # why the record cannot vouch for the test
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "format": FORMAT,
+            "test": self.test,
+            "commit": self.commit,
+            "status": self.status,
+            "code": {p: dict(sorted(b.items())) for p, b in sorted(self.code.items())},
+            "sources": dict(sorted(self.sources.items())),
+            "opened": dict(sorted(self.opened.items())),
+            "listed": sorted(self.listed),
+            "imported": sorted(self.imported),
+            "kernels": [
+                {
+                    "module": k.module,
+                    "sources": list(k.sources),
+                    "dependencies": dict(sorted(k.dependencies.items())),
+                }
+                for k in self.kernels
+            ],
+            "unbounded": list(self.unbounded),
+            "problems": list(self.problems),
+        }
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes; None when it is absent or unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def record_name(test: str) -> str:
+    digest = hashlib.sha256(test.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(test).stem)[:60]
+    return f"{stem}-{digest}.json"
+
+
+def write_meta(directory: Path, commit: str | None) -> None:
+    """Create ``DIR`` and its ``record.json``; raises OSError."""
+    (directory / TESTS_DIR).mkdir(parents=True, exist_ok=True)
+    _write_json(directory / META_FILE, {"format": FORMAT, "commit": commit})
+
+
+def write_test_record(directory: Path, record: FileRecord) -> None:
+    """Write (replace) the record of one test file; raises OSError."""
+    _write_json(directory / TESTS_DIR / record_name(record.test), record.to_json())
+
+
+def _write_json(path: Path, data: object) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+@dataclass(frozen=True)
+class RecordSet:
+    """A record directory as read: its commit, the records, and the files that were unusable."""
+
+    source: Path
+    commit: str | None
+    format: int
+    tests: dict[str, FileRecord]
+    damaged: tuple[str, ...] = ()  # "<file>: why", one per unreadable test record
+
+    @property
+    def readable(self) -> bool:
+        """False when the format is not this runner's: no record is used."""
+        return self.format == FORMAT
+
+    def opened_paths(self) -> frozenset[str]:
+        """Every repository file some valid record opened (ignore rules do not hide these)."""
+        return frozenset(path for r in self.tests.values() if not r.problems for path in r.opened)
+
+
+def read_records(directory: Path, flag: str = "--deps-from") -> RecordSet:
+    """Read ``DIR``; a missing directory or ``record.json`` is a :class:`RecordError`, a damaged
+    test record is listed in ``damaged`` (that test has no valid record)."""
+    meta_path = directory / META_FILE
+    if not directory.is_dir():
+        raise RecordError(f"{flag} {directory}: not a directory (expected a --record-deps DIR)")
+    try:
+        meta = json.loads(read_regular_text(meta_path))
+    except FileNotFoundError:
+        raise RecordError(
+            f"{flag} {directory}: no {META_FILE} (not a --record-deps directory)"
+        ) from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise RecordError(f"{flag} {meta_path}: cannot read: {why(exc)}") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("format"), int):
+        raise RecordError(f'{flag} {meta_path}: expected {{"format": int, "commit": ...}}')
+    commit = meta.get("commit")
+    if commit is not None and not isinstance(commit, str):
+        raise RecordError(f"{flag} {meta_path}: 'commit' must be a string or null")
+    if meta["format"] != FORMAT:
+        return RecordSet(directory, commit, meta["format"], {})
+    tests: dict[str, FileRecord] = {}
+    damaged: list[str] = []
+    tests_dir = directory / TESTS_DIR
+    names = sorted(os.listdir(tests_dir)) if tests_dir.is_dir() else []
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        path = tests_dir / name
+        try:
+            record = _parse_test(json.loads(read_regular_text(path)))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            damaged.append(f"{path}: {why(exc) if isinstance(exc, OSError) else exc}")
+            continue
+        if record.commit != commit:
+            record = _with_problem(record, f"recorded at {record.commit}, the record at {commit}")
+        tests[record.test] = record
+    return RecordSet(directory, commit, FORMAT, tests, tuple(damaged))
+
+
+def _with_problem(record: FileRecord, problem: str) -> FileRecord:
+    return dataclasses.replace(record, problems=(*record.problems, problem))
+
+
+def _strings(value: object, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key!r} must be a list of strings")
+    return tuple(value)
+
+
+def _digests(value: object, key: str, nullable: bool = False) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and (isinstance(v, str) or (nullable and v is None))
+        for k, v in value.items()
+    ):
+        raise ValueError(f"{key!r} must map strings to digests")
+    return dict(value)
+
+
+def _parse_test(data: object) -> FileRecord:
+    """One test record, every key checked; ValueError names the key."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"not a format-{FORMAT} test record")
+    test, status, commit = data.get("test"), data.get("status"), data.get("commit")
+    if not isinstance(test, str) or not test or not isinstance(status, str):
+        raise ValueError("'test' and 'status' must be strings")
+    if commit is not None and not isinstance(commit, str):
+        raise ValueError("'commit' must be a string or null")
+    code = data.get("code")
+    if not isinstance(code, dict):
+        raise ValueError("'code' must map files to blocks")
+    kernels = []
+    raw_kernels = data.get("kernels")
+    if not isinstance(raw_kernels, list):
+        raise ValueError("'kernels' must be a list")
+    for entry in raw_kernels:
+        if not isinstance(entry, dict) or not isinstance(entry.get("module"), str):
+            raise ValueError("each of 'kernels' must have a 'module'")
+        kernels.append(
+            KernelUse(
+                entry["module"],
+                _strings(entry.get("sources"), "kernels.sources"),
+                _digests(entry.get("dependencies"), "kernels.dependencies"),
+            )
+        )
+    return FileRecord(
+        test=test,
+        commit=commit,
+        status=status,
+        code={str(p): _digests(b, f"code.{p}") for p, b in code.items()},
+        sources=_digests(data.get("sources", {}), "sources"),
+        opened=_digests(data.get("opened"), "opened", nullable=True),
+        listed=_strings(data.get("listed"), "listed"),
+        imported=_strings(data.get("imported"), "imported"),
+        kernels=tuple(kernels),
+        unbounded=_strings(data.get("unbounded"), "unbounded"),
+        problems=_strings(data.get("problems"), "problems"),
+    )

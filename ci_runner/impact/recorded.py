@@ -1,0 +1,364 @@
+"""``--deps-from DIR``: decide each test with a valid record by what it ran, opened and built.
+
+A test's record (:mod:`.record_format`) lists its inputs at the recorded commit: the blocks of
+code it executed (:mod:`.blocks`), the files it opened, the directories it listed, the imports it
+attempted and the JIT modules it loaded with the files their compiler read. If none of these
+inputs differs now, the test runs as it ran then, and passed: it is dropped. Otherwise:
+
+* an input that the change touches keeps the test, and the chain names it (``ran add()``,
+  ``opened it``, ``listed registered/``, ``imports pkg.new``, ``built JIT module m``);
+* an input that differs but that the change does not touch (the tree moved on since the
+  recording) makes the record stale for this test: the static closure decides it, as it does a
+  test with no record, a record with problems (failed, flaky, a process that escaped the
+  recording) and a new test;
+* a test that ran a program whose reads are not recorded is kept for any change;
+* a test that loaded no JIT module in the record is decided by the static closure when a file
+  a kernel build can read changed (under a kernel directory, or a C/C++/CUDA source).
+
+:class:`RecordLayer` answers the selection's questions (which tests the records decide, why one
+is kept, which files some recorded test opened); :func:`select_with_records` composes it with
+the static closure of the other tests.
+
+What the static analysis runs everything for by rule (packaging, pytest and CI configuration,
+the catalog's ``run-everything``, paths outside the root, unknown git statuses) still runs
+everything: a record cannot vouch for how the tests themselves are run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+import subprocess
+from dataclasses import dataclass
+
+from ci_runner.catalog import Catalog
+from ci_runner.impact.blocks import MODULE, block_hashes
+from ci_runner.impact.changes import ADDED, DELETED, MODIFIED, RENAMED, Change, ChangeSet
+from ci_runner.impact.config import ImpactConfig, load_impact_config
+from ci_runner.impact.record_format import FileRecord, RecordSet, file_digest
+from ci_runner.impact.selection import (
+    CHANGED,
+    ChangeImpact,
+    Link,
+    Reason,
+    select_changed,
+)
+from ci_runner.select import Selection
+
+KERNEL_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".c", ".inc", ".inl")
+GIT_TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a record says about one test: kept (with the reason), stale, or dropped."""
+
+    reason: Reason | None = None
+    stale: str = ""  # why the record no longer describes the test
+
+
+def module_names(path: str) -> set[str]:
+    """Every dotted name a Python file could be imported as, whatever the base directory:
+    ``a/b/c.py`` is ``a.b.c``, ``b.c`` or ``c``; ``a/b/__init__.py`` is ``a.b`` or ``b``."""
+    if not path.endswith(".py"):
+        return set()
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return {
+        ".".join(parts[i:]) for i in range(len(parts)) if all(p.isidentifier() for p in parts[i:])
+    }
+
+
+class _Tree:
+    """The tree as it is now, read once per file: digests and block hashes."""
+
+    def __init__(self, config: ImpactConfig) -> None:
+        self.root = config.root
+        self._digests: dict[str, str | None] = {}
+        self._blocks: dict[str, dict[str, str] | None] = {}
+
+    def digest(self, path: str) -> str | None:
+        if path not in self._digests:
+            self._digests[path] = file_digest(self.root / path)
+        return self._digests[path]
+
+    def blocks(self, path: str) -> dict[str, str] | None:
+        if path not in self._blocks:
+            try:
+                source = (self.root / path).read_bytes()
+            except OSError:
+                self._blocks[path] = None
+            else:
+                self._blocks[path] = block_hashes(source)
+        return self._blocks[path]
+
+
+def _changed_block(record: dict[str, str], now: dict[str, str] | None) -> str | None:
+    """The first recorded block whose hash differs now (None when every one is the same)."""
+    if now is None:
+        return MODULE
+    for key in sorted(record, key=lambda k: (k != MODULE, k)):
+        if now.get(key) != record[key]:
+            return key
+    return None
+
+
+def _ran(key: str) -> str:
+    return "ran its module-level code" if key == MODULE else f"ran {key}()"
+
+
+def _input_differs(record: FileRecord, path: str, tree: _Tree) -> str | None:
+    """How ``path``, an input of ``record``, differs now (None when it does not, or is none)."""
+    if path in record.code and record.sources.get(path) != tree.digest(path):
+        key = _changed_block(record.code[path], tree.blocks(path))
+        if key is not None:
+            return _ran(key)
+    if path in record.opened and record.opened[path] != tree.digest(path):
+        return "opened it"
+    for use in record.kernels:
+        if path in use.dependencies and use.dependencies[path] != tree.digest(path):
+            return f"built JIT module {use.module}"
+    return None
+
+
+def _built(record: FileRecord, path: str) -> str | None:
+    """A changed kernel source of a module the test loaded (the log hashes no source)."""
+    for use in record.kernels:
+        if path in use.sources:
+            return f"built JIT module {use.module}"
+    return None
+
+
+def _touched(record: FileRecord, change: Change, tree: _Tree) -> str | None:
+    """How ``change`` reaches the recorded test, or None."""
+    for path in filter(None, (change.path, change.old_path)):
+        how = _input_differs(record, path, tree) or _built(record, path)
+        if how is not None:
+            return how
+    added = change.status in (ADDED, RENAMED)
+    gone = change.status in (DELETED, RENAMED)
+    for path, status_changes in ((change.path, added), (change.old_path, gone)):
+        if not path or not status_changes:
+            continue
+        directory = posixpath.dirname(path)
+        if directory in record.listed:
+            return f"listed {directory or '.'}/"
+        if posixpath.basename(path) == "__init__.py" and record.test.startswith(
+            f"{directory}/" if directory else ""
+        ):  # pytest imports the test file by another name
+            return "is in the package it starts or ends"
+        if added and path == change.path:
+            names = module_names(path) & set(record.imported)
+            if names:
+                return f"imports {sorted(names)[0]}"
+    return None
+
+
+def _all_inputs(record: FileRecord) -> set[str]:
+    paths = set(record.code) | set(record.opened)
+    for use in record.kernels:
+        paths |= set(use.dependencies)
+    return paths
+
+
+def judge(
+    record: FileRecord, changes: tuple[Change, ...], drift: tuple[Change, ...], tree: _Tree
+) -> Verdict:
+    """The record's verdict on its test for ``changes`` (``drift``: files added or deleted since
+    the recorded commit that the change does not list)."""
+    changed = {p for c in changes for p in (c.path, c.old_path) if p}
+    for change in changes:
+        how = _touched(record, change, tree)
+        if how is not None:
+            return Verdict(Reason((Link(change.path, CHANGED), Link(record.test, how))))
+    if record.unbounded and changes:
+        how = f"{record.unbounded[0]}, whose reads are not recorded"
+        return Verdict(Reason((Link(changes[0].path, CHANGED), Link(record.test, how))))
+    for path in sorted(_all_inputs(record) - changed):
+        how = _input_differs(record, path, tree)
+        if how is not None:
+            return Verdict(stale=f"{path} changed since the recorded commit (the test {how})")
+    for change in drift:
+        how = _touched(record, change, tree)
+        if how is not None:
+            return Verdict(stale=f"{change.path} was {change.status} since the recorded commit")
+    return Verdict()
+
+
+def _drift(
+    records: RecordSet, config: ImpactConfig, changes: tuple[Change, ...]
+) -> tuple[Change, ...] | str:
+    """Files added or deleted between the recorded commit and HEAD that ``changes`` does not
+    list; a string says why they cannot be known."""
+    if records.commit is None:
+        return "the record has no commit (it was not recorded in a clean git checkout)"
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(config.root), "diff", "--name-status", "--no-renames", "-z",
+             records.commit, "HEAD", "--", "."],
+            capture_output=True, timeout=GIT_TIMEOUT, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"git cannot compare with the recorded commit {records.commit}: {exc}"
+    if result.returncode != 0:
+        return (
+            f"the recorded commit {records.commit} is not in this clone (fetch it, or fetch "
+            "with enough history)"
+        )
+    prefix = _git_prefix(config)
+    listed = {p for c in changes for p in (c.path, c.old_path) if p}
+    fields = result.stdout.decode("utf-8", "surrogateescape").split("\0")
+    drift = []
+    for code, path in zip(fields[0::2], fields[1::2], strict=False):
+        if not path.startswith(prefix):
+            continue
+        path = path[len(prefix) :]
+        if code[:1] in "AD" and path not in listed:
+            drift.append(Change(path, ADDED if code[:1] == "A" else DELETED))
+    return tuple(drift)
+
+
+def _recorded_paths(commit: str | None, config: ImpactConfig) -> set[str]:
+    """The files of the root at the recorded commit (git already answered for it)."""
+    result = subprocess.run(
+        ["git", "-C", str(config.root), "ls-tree", "-r", "--name-only", "-z", "--full-tree",
+         f"{commit}"],
+        capture_output=True, timeout=GIT_TIMEOUT, check=False,
+    )  # fmt: skip
+    prefix = _git_prefix(config)
+    names = result.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return {n[len(prefix) :] for n in names if n and n.startswith(prefix)}
+
+
+def _as_recorded(
+    changes: tuple[Change, ...], then: set[str], config: ImpactConfig
+) -> tuple[Change, ...]:
+    """Each change's status against the recorded commit (``--changed-files`` cannot tell an
+    added file from a modified one): added when the commit lacked it, deleted when it is gone."""
+    out = []
+    for change in changes:
+        if change.status in (MODIFIED, ADDED, DELETED):
+            exists = (config.root / change.path).exists()
+            status = DELETED if not exists else (MODIFIED if change.path in then else ADDED)
+            change = Change(change.path, status)
+        out.append(change)
+    return tuple(out)
+
+
+def _git_prefix(config: ImpactConfig) -> str:
+    result = subprocess.run(
+        ["git", "-C", str(config.root), "rev-parse", "--show-prefix"],
+        capture_output=True, text=True, timeout=GIT_TIMEOUT, check=False,
+    )  # fmt: skip
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+def _kernel_file(path: str, config: ImpactConfig) -> bool:
+    return path.endswith(KERNEL_SUFFIXES) or any(
+        path.startswith(d.rstrip("/") + "/") for d in config.kernel_dirs
+    )
+
+
+class RecordLayer:
+    """The records as the selection asks them, for one change: which tests they decide
+    (:meth:`decides`), why one is kept (:meth:`reason`), and the repository files some recorded
+    test opened (:meth:`opened_paths`: an ignore rule never hides those)."""
+
+    def __init__(
+        self, records: RecordSet, config: ImpactConfig, changes: tuple[Change, ...]
+    ) -> None:
+        self.records = records
+        self.source = f"--deps-from {records.source}"
+        self.unusable = ""  # why no record is used at all
+        self.verdicts: dict[str, Verdict] = {}
+        self.why_static: dict[str, str] = {}  # test -> why its record does not decide it
+        if not records.readable:
+            self.unusable = f"record format {records.format}, this runner reads another"
+            return
+        drift = _drift(records, config, changes) if changes else ()
+        if isinstance(drift, str):
+            self.unusable = drift
+            return
+        self.changes = (
+            _as_recorded(changes, _recorded_paths(records.commit, config), config)
+            if changes
+            else ()
+        )
+        kernel_change = any(_kernel_file(c.path, config) for c in self.changes)
+        tree = _Tree(config)
+        for test, record in records.tests.items():
+            if record.problems:
+                self.why_static[test] = record.problems[0]
+                continue
+            verdict = judge(record, self.changes, drift, tree)
+            if verdict.stale:
+                self.why_static[test] = verdict.stale
+            elif verdict.reason is None and kernel_change and not record.kernels:
+                self.why_static[test] = (
+                    "loaded no JIT module in the record, and a kernel file changed"
+                )
+            else:
+                self.verdicts[test] = verdict
+
+    def opened_paths(self) -> frozenset[str]:
+        return self.records.opened_paths()
+
+    def decides(self, test: str) -> bool:
+        return test in self.verdicts
+
+    def reason(self, test: str, changes: tuple[Change, ...] = ()) -> Reason | None:
+        return self.verdicts[test].reason
+
+    def static_note(self, test: str) -> str:
+        return f"no valid record: {self.why_static.get(test, 'no record')}"
+
+    def summary(self, tests: list[str]) -> str:
+        """The output line: how many tests the records decided, and why not the others."""
+        static = {t: self.why_static.get(t, "no record") for t in tests if not self.decides(t)}
+        return (
+            f"{self.source}: records of commit {self.records.commit or 'unknown'}; "
+            f"{len(tests) - len(static)} of {len(tests)} file(s) decided by their record, "
+            f"{len(static)} by the static closure" + _why_static(static)
+        )
+
+
+def select_with_records(
+    selection: Selection, catalog: Catalog, change_set: ChangeSet, records: RecordSet
+) -> ChangeImpact:
+    """The part of ``selection`` that ``change_set`` can affect, with ``records`` deciding the
+    tests they validly describe and the static closure the others (see the module docstring)."""
+    config = load_impact_config(catalog)
+    layer = RecordLayer(records, config, change_set.changes)
+    if layer.unusable:
+        impact = select_changed(selection, catalog, change_set)
+        note = f"{layer.source}: not used: {layer.unusable}; static selection"
+        return dataclasses.replace(impact, record_lines=(note,))
+    impact = select_changed(selection, catalog, change_set, recorded=layer)
+    if impact.run_everything:
+        note = f"{layer.source}: not used; a rule runs everything: {impact.run_everything[0]}"
+        return dataclasses.replace(impact, record_lines=(note,))
+    tests = [f.path for f in selection.files]
+    reasons = {
+        path: reason
+        if layer.decides(path)
+        else dataclasses.replace(reason, note=_join(reason.note, layer.static_note(path)))
+        for path, reason in impact.reasons.items()
+    }
+    notes = [layer.summary(tests), *(f"damaged record: {d}" for d in records.damaged[:5])]
+    return dataclasses.replace(impact, reasons=reasons, record_lines=tuple(notes))
+
+
+def _why_static(static_tests: dict[str, str]) -> str:
+    if not static_tests:
+        return ""
+    counts: dict[str, int] = {}
+    for why in static_tests.values():
+        kind = why if why == "no record" else why.split(" (")[0].split(":")[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    top = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:3]
+    return " (" + "; ".join(f"{n}: {kind}" for kind, n in top) + ")"
+
+
+def _join(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second

@@ -1,0 +1,369 @@
+"""--record-deps and --deps-from: block hashing, the record format, and selections decided by
+what each test ran, opened, listed and started, on a generated repository recorded for real
+(once per module) and on synthetic records."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from impact_tree import git
+from recorded_tree import TESTS, commit_all, how, make_recorded_repo, record, select
+
+from ci_runner import register_cpu_ci
+from ci_runner.cli import main
+from ci_runner.execution.dep_recording import DepRecorder
+from ci_runner.impact.blocks import MODULE, block_hashes, executed_blocks
+from ci_runner.impact.record_format import (
+    FORMAT,
+    FileRecord,
+    KernelUse,
+    RecordError,
+    file_digest,
+    read_records,
+    write_meta,
+    write_test_record,
+)
+from ci_runner.impact.recorded import module_names
+
+register_cpu_ci(est_time=25, suite="base-a-test-cpu")
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CI_RUNNER_CACHE_DIR", str(tmp_path / "impact-cache"))
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """The generated repository and its record, made once: (root, record dir)."""
+    base = tmp_path_factory.mktemp("recorded")
+    root = make_recorded_repo(base / "repo")
+    assert record(root, base / "record") == 0
+    return root, base / "record"
+
+
+@pytest.fixture
+def repo(recorded, tmp_path):
+    """A private copy of the recorded repository (the record stays valid: same commit)."""
+    root, records = recorded
+    copy = tmp_path / "repo"
+    shutil.copytree(root, copy, symlinks=True)
+    return copy, records
+
+
+# ---------------------------------------------------------------- blocks
+
+
+SOURCE = '''import os
+
+X = 1
+
+
+def f(a, b=2):
+    """doc"""
+    return a + b
+
+
+class C:
+    def m(self):
+        def inner():
+            return 1
+
+        return inner()
+'''
+
+
+def test_each_function_is_a_block_and_the_rest_is_module_level():
+    blocks = block_hashes(SOURCE)
+    assert set(blocks) == {MODULE, "f", "C.m", "C.m.inner"}
+    assert set(executed_blocks(SOURCE, {3, 8, 14})) == {MODULE, "f", "C.m.inner"}
+
+
+def test_a_body_change_changes_that_block_only():
+    before = block_hashes(SOURCE)
+    after = block_hashes(SOURCE.replace("return 1", "return 2"))
+    assert {k for k in before if before[k] != after[k]} == {"C.m.inner"}
+    signature = block_hashes(SOURCE.replace("b=2", "b=3"))
+    assert {k for k in before if before[k] != signature[k]} == {MODULE, "f"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    comments=st.lists(st.sampled_from(["# note", "", "    # indented note"]), max_size=4),
+    where=st.integers(min_value=0, max_value=15),
+)
+def test_comments_and_blank_lines_change_no_hash(comments, where):
+    lines = SOURCE.splitlines()
+    position = min(where, len(lines))
+    edited = "\n".join(lines[:position] + comments + lines[position:]) + "\n"
+    if block_hashes(edited) is None:  # a comment line cannot break a block, but be exact
+        pytest.fail(f"comments made the source unparsable:\n{edited}")
+    assert block_hashes(edited) == block_hashes(SOURCE)
+
+
+def test_a_file_that_does_not_parse_has_no_blocks():
+    assert block_hashes("def (:\n") is None
+
+
+def test_module_names_cover_every_base_directory():
+    assert module_names("src/pkg/mod.py") == {"src.pkg.mod", "pkg.mod", "mod"}
+    assert module_names("pkg/sub/__init__.py") == {"pkg.sub", "sub"}
+    assert module_names("data/x.json") == set()
+
+
+# ---------------------------------------------------------------- the record directory
+
+
+def test_a_missing_or_foreign_directory_is_an_error_naming_the_flag(tmp_path):
+    with pytest.raises(RecordError, match=r"--deps-from .*: not a directory"):
+        read_records(tmp_path / "nope")
+    with pytest.raises(RecordError, match=r"no record\.json"):
+        read_records(tmp_path)
+    (tmp_path / "record.json").write_text("[1]")
+    with pytest.raises(RecordError, match="expected"):
+        read_records(tmp_path)
+
+
+def test_damaged_test_records_are_listed_and_other_formats_unused(tmp_path):
+    write_meta(tmp_path, "abc")
+    write_test_record(tmp_path, FileRecord("registered/test_a.py", "abc", "passed"))
+    (tmp_path / "tests" / "bad.json").write_text('{"format": 1, "test": 3}')
+    records = read_records(tmp_path)
+    assert list(records.tests) == ["registered/test_a.py"]
+    assert len(records.damaged) == 1 and "bad.json" in records.damaged[0]
+    (tmp_path / "record.json").write_text(json.dumps({"format": FORMAT + 1, "commit": "abc"}))
+    assert not read_records(tmp_path).readable
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+KEYS = ("format", "test", "commit", "status", "code", "sources", "opened", "listed", "imported",
+        "kernels", "unbounded", "problems")  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.dictionaries(st.sampled_from(KEYS), JSON, max_size=len(KEYS)))
+def test_any_damaged_test_record_is_listed_never_raised(tmp_path_factory, values):
+    directory = tmp_path_factory.mktemp("damaged")
+    write_meta(directory, "abc")
+    (directory / "tests" / "x.json").write_text(json.dumps({"format": FORMAT, **values}))
+    records = read_records(directory)
+    assert len(records.tests) + len(records.damaged) == 1
+
+
+def test_records_of_shards_merge_by_copying(recorded, tmp_path):
+    _, records = recorded
+    merged = tmp_path / "merged"
+    for half in (TESTS[:2], TESTS[2:]):  # two shards' artifacts, downloaded into one folder
+        for path in half:
+            record = read_records(records).tests[path]
+            write_meta(merged, record.commit)
+            write_test_record(merged, record)
+    assert sorted(read_records(merged).tests) == TESTS
+
+
+# ---------------------------------------------------------------- what a real run records
+
+
+def test_the_record_holds_what_each_file_ran_opened_listed_and_started(recorded):
+    root, records = recorded
+    tests = read_records(records).tests
+    assert read_records(records).commit == git(root, "rev-parse", "HEAD").strip()
+    assert set(tests) == set(TESTS)
+    assert all(not r.problems and r.status == "passed" for r in tests.values())
+    assert set(tests["registered/test_add.py"].code["pkg/ops.py"]) == {MODULE, "add"}
+    # the Python child process of test_data ran mul() too
+    assert set(tests["registered/test_data.py"].code["pkg/ops.py"]) == {MODULE, "mul"}
+    assert "data/cfg.json" in tests["registered/test_data.py"].opened
+    assert "plugins" in tests["registered/test_listing.py"].listed
+    assert "plugins" not in tests["registered/test_add.py"].listed
+    assert tests["registered/test_program.py"].unbounded == ("ran cat plugins/one.txt",)
+    assert "pkg.ops" in tests["registered/test_add.py"].imported
+
+
+# ---------------------------------------------------------------- selections by record
+
+
+def edit(root: Path, path: str, old: str, new: str) -> None:
+    file = root / path
+    text = file.read_text()
+    assert old in text
+    file.write_text(text.replace(old, new))
+
+
+def test_a_function_change_keeps_the_tests_that_ran_it(repo):
+    root, records = repo
+    edit(root, "pkg/ops.py", "return a * b", "return b * a")
+    code, impact = select(root, records, "pkg/ops.py")
+    assert code == 0
+    assert how(impact) == {
+        "registered/test_data.py": "ran mul()",  # through its child process
+        "registered/test_mul.py": "ran mul()",
+        "registered/test_program.py": "ran cat plugins/one.txt, whose reads are not recorded",
+    }
+    assert "5 of 5 file(s) decided by their record" in impact["records"][0]
+
+
+def test_a_comment_change_keeps_only_the_unbounded_test(repo):
+    root, records = repo
+    edit(root, "pkg/ops.py", "# multiply", "# multiply two numbers")
+    _, impact = select(root, records, "pkg/ops.py")
+    assert list(how(impact)) == ["registered/test_program.py"]
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "keeper", "way", "dropped"),
+    [
+        ("data/cfg.json", '{"x": 1, "y": 2}\n', "test_data", "opened it", "test_add"),
+        ("plugins/two.txt", "2\n", "test_listing", "listed plugins/", "test_mul"),  # added
+    ],
+)
+def test_a_file_read_or_added_where_listed_keeps_that_test(repo, path, text, keeper, way, dropped):
+    root, records = repo
+    (root / path).write_text(text)
+    _, impact = select(root, records, path)
+    assert how(impact)[f"registered/{keeper}.py"] == way
+    assert f"registered/{dropped}.py" not in how(impact)
+
+
+def test_a_new_test_file_has_no_record_and_the_static_closure_keeps_it(repo):
+    root, records = repo
+    (root / "registered" / "test_new.py").write_text(
+        (root / "registered" / "test_add.py").read_text()
+    )
+    _, impact = select(root, records, "registered/test_new.py")
+    assert "registered/test_new.py" in how(impact)
+    kept = {e["path"]: e for e in impact["kept"]}
+    assert "no valid record: no record" in kept["registered/test_new.py"]["note"]
+    assert "registered/test_add.py" not in kept
+
+
+def test_a_change_since_the_recorded_commit_makes_the_record_stale(repo):
+    root, records = repo
+    edit(root, "pkg/ops.py", "return a + b", "return b + a")
+    commit_all(root, "moves on")  # not listed in the change below: the tree moved on
+    (root / "data" / "cfg.json").write_text('{"x": 1, "y": 2}\n')
+    _, impact = select(root, records, "data/cfg.json")
+    kept = {e["path"]: e for e in impact["kept"]}
+    assert "pkg/ops.py changed since the recorded commit" in kept["registered/test_add.py"]["note"]
+    assert "1 by the static closure" in impact["records"][0]
+
+
+def test_a_rule_still_runs_everything(repo):
+    root, records = repo
+    edit(root, "pyproject.toml", "[tool.ci-runner]", "# edited\n[tool.ci-runner]")
+    _, impact = select(root, records, "pyproject.toml")
+    assert impact["runs_everything"]
+    assert "not used; a rule runs everything" in impact["records"][0]
+
+
+def test_a_failed_or_flaky_test_is_decided_statically(repo):
+    root, records = repo
+    broken = tmp = root.parent / "broken-record"
+    shutil.copytree(records, tmp)
+    data = read_records(tmp).tests["registered/test_add.py"]
+    write_test_record(
+        broken,
+        FileRecord(
+            data.test, data.commit, "failed", data.code, problems=("failed in the recording run",)
+        ),
+    )
+    edit(root, "pkg/ops.py", "return a * b", "return b * a")
+    _, impact = select(root, broken, "pkg/ops.py")
+    kept = {e["path"]: e for e in impact["kept"]}
+    assert "failed in the recording run" in kept["registered/test_add.py"]["note"]
+
+
+def test_a_record_of_an_unknown_commit_is_not_used(repo):
+    root, records = repo
+    other = root.parent / "other-record"
+    shutil.copytree(records, other)
+    (other / "record.json").write_text(json.dumps({"format": FORMAT, "commit": "0" * 40}))
+    _, impact = select(root, other, "pkg/ops.py")
+    assert "is not in this clone" in impact["records"][0]
+
+
+def test_the_dry_run_text_names_the_recorded_function(repo, capsys):
+    root, records = repo
+    edit(root, "pkg/ops.py", "return a + b", "return b + a")
+    listing = root.parent / "list.txt"
+    listing.write_text("pkg/ops.py\n")
+    flags = ["--root", str(root), "--hw", "cpu", "--suite", "unit-cpu", "--dry-run"]
+    assert main([*flags, "--changed-files", str(listing), "--deps-from", str(records)]) == 0
+    out = capsys.readouterr().out
+    assert "registered/test_add.py: pkg/ops.py -> registered/test_add.py [ran add()]" in out
+
+
+def test_the_jit_load_log_becomes_kernel_uses(repo, tmp_path):
+    root, _ = repo
+    header = root / "kernels" / "include" / "lib.h"
+    header.parent.mkdir(parents=True)
+    header.write_text("#pragma once\n")
+    log = tmp_path / "jit"
+    log.mkdir()
+    line = {
+        "module": "m",
+        "library": "/cache/m.so",
+        "sources": [str(root / "kernels" / "k.cuh")],
+        "dependencies": {str(header): "ab" * 32, "/usr/local/cuda/include/cuda.h": "cd" * 32},
+    }
+    (log / "123.jsonl").write_text(json.dumps(line) + "\nnot json\n")
+    uses, problems = DepRecorder(tmp_path / "out", root)._kernels(log)
+    assert uses == (KernelUse("m", ("kernels/k.cuh",), {"kernels/include/lib.h": "ab" * 32}),)
+    assert problems == ["JIT load log 123.jsonl line 2 is not understood"]
+
+
+def test_a_header_a_loaded_module_read_keeps_the_test(repo):
+    root, records = repo
+    header = root / "kernels" / "include" / "lib.h"
+    header.parent.mkdir(parents=True)
+    header.write_text("#pragma once\n")
+    record = read_records(records).tests["registered/test_add.py"]
+    use = KernelUse(
+        "add_kernel", ("kernels/add.cuh",), {"kernels/include/lib.h": file_digest(header)}
+    )
+    merged = root.parent / "with-kernels"
+    shutil.copytree(records, merged)
+    write_test_record(merged, FileRecord(**{**record.__dict__, "kernels": (use,)}))
+    commit_all(root, "a header")  # committed: the record's commit lacks it, so it is added
+    header.write_text("#pragma once\n#define X 1\n")
+    _, impact = select(root, merged, "kernels/include/lib.h")
+    kept = {e["path"]: e for e in impact["kept"]}
+    assert how(impact)["registered/test_add.py"] == "built JIT module add_kernel"
+    # test_mul loaded no JIT module: the static closure decides it (here: an untraced file)
+    assert "loaded no JIT module in the record" in kept["registered/test_mul.py"]["note"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--deps-from", "x"], "--deps-from needs --changed-since or --changed-files"),
+        (["--dry-run", "--record-deps", "x"], "--record-deps needs a real run"),
+        (
+            ["--changed-files", "-", "--deps-from", "/nonexistent"],
+            "--deps-from /nonexistent: not a directory",
+        ),
+    ],
+)
+def test_bad_flags_exit_2_naming_the_flag(repo, flags, message, capsys, monkeypatch):
+    root, _ = repo
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("pkg/ops.py\n"))
+    code = main(["--root", str(root), "--hw", "cpu", "--suite", "unit-cpu", *flags])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
