@@ -76,6 +76,8 @@ def judge_exit(
     pytest_ran = "pytest" in record.runners
     if record.collection_errors:
         return FAILED, f"{record.collection_errors} collection error(s) (exit {exit_code})", False
+    if pytest_ran and exit_code == PYTEST_NO_TESTS and _only_module_skips(record):
+        return PASSED, "", False  # every module skipped itself: pytest's own report, exit 5
     if not record.cases or (pytest_ran and exit_code == PYTEST_NO_TESTS):
         collected = "" if record.collected is None else f"collected {len(record.collected)}, "
         return NO_TESTS, f"{runners} ran no test case ({collected}exit {exit_code})", False
@@ -95,6 +97,13 @@ def judge_exit(
     if record.failures:
         return FAILED, f"{record.failures} failing test case(s) (exit {exit_code})", True
     return FAILED, f"exit code {exit_code} after its cases passed", True
+
+
+def _only_module_skips(record: CaseRecord) -> bool:
+    """The record holds cases, and each is a module pytest skipped while collecting it."""
+    return bool(record.cases) and all(
+        case.outcome == "skipped" and case.detail == "module" for case in record.cases
+    )
 
 
 def _judge_without_cases(

@@ -54,6 +54,12 @@ NO_MAIN = (
     'register_cpu_ci(est_time=1, suite="pytest-suite")\n\n\n'
     "def test_one():\n    pass\n\n\ndef test_two():\n    pass\n"
 )
+MODULE_SKIP = (
+    "import pytest\n\nfrom ci_runner import register_cpu_ci\n\n"
+    'register_cpu_ci(est_time=1, suite="pytest-suite")\n'
+    'pytest.skip("needs a GPU", allow_module_level=True)\n\n\n'
+    "def test_never():\n    pass\n"
+)
 SCRIPT = script_file("def main():\n    print('plain script')\n    return 0\n", est=1)
 
 CATALOG = catalog_toml(
@@ -81,6 +87,7 @@ def run(tmp_path_factory):
         "test_unit_skipped.py": UNIT_SKIPPED,
         "test_zero.py": ZERO,
         "test_no_main.py": NO_MAIN,
+        "test_module_skip.py": MODULE_SKIP,
         "test_script.py": SCRIPT,
     }
     root = write_tree(tmp_path_factory.mktemp("cases"), CATALOG, files, under="registered")
@@ -109,12 +116,13 @@ def test_statuses_and_case_counts(run):
         "test_unit_skipped.py": "passed",
         "test_zero.py": "no_tests",
         "test_no_main.py": "passed",
+        "test_module_skip.py": "passed",  # pytest exits 5, but it reported the module's skip
         "test_script.py": "passed",
     }
     assert proc.returncode == 1
     # passed: quick, before, steady + lucky, ok, one + two, script = 8; failed: hangs, crash,
-    # bad, zero's own case = 4; skipped: later + 3 of the skipped class = 4.
-    assert proc.stdout.rstrip().splitlines()[-1] == "summary: 8 passed, 4 failed, 4 skipped"
+    # bad, zero's own case = 4; skipped: later + 3 of the skipped class + the skipped module = 5.
+    assert proc.stdout.rstrip().splitlines()[-1] == "summary: 8 passed, 4 failed, 5 skipped"
 
 
 def test_the_case_that_hung_carries_the_timeout_and_its_stacks(run):
@@ -205,7 +213,7 @@ def test_console_names_failing_cases(run):
         "  registered/test_unit_mixed.py::TestMixed::test_bad [failed]: AssertionError: 1 != 2",
         "  registered/test_zero.py [no_tests]: pytest ran no test case (collected 0, exit 0)",
     ]
-    assert "[1/8] start registered/test_hang_case.py (est 5s)" in proc.stdout
+    assert "[1/9] start registered/test_hang_case.py (est 5s)" in proc.stdout
     assert "start registered/test_flaky_case.py (est 3s) attempt 2/2" in proc.stdout
 
 

@@ -58,10 +58,19 @@ class _Recorder:
         return (file + sep + rest if file else nodeid), file
 
     def pytest_collectreport(self, report) -> None:
-        if not report.failed:
+        """A collection error is an ``error`` case; a module skipped while it is collected
+        (``pytest.skip(..., allow_module_level=True)``) is one ``skipped`` case, detail
+        ``module``: pytest reports it and the runner must not call the file test-less."""
+        if not (report.failed or report.skipped):
             return
         case_id, file = self._id(report.nodeid)
         self.writer.write("start", id=case_id, nodeid=report.nodeid, file=file, line=0)
+        if report.skipped:
+            self.writer.write(
+                "end", id=case_id, outcome="skipped", detail="module", message=_message(report),
+                text="", duration=0.0,
+            )  # fmt: skip
+            return
         self.writer.write(
             "end", id=case_id, outcome="error", detail="collection",
             message=f"collection error: {_message(report)}",
