@@ -48,9 +48,6 @@ from ci_runner.plan.resume import ResumeError, load_resume
 from ci_runner.reports.github import GitHubContext
 from ci_runner.reports.step_summary import append_notice
 from ci_runner.safe_text import one_line
-
-if TYPE_CHECKING:
-    from ci_runner.impact.selection import ChangeImpact
 from ci_runner.select import (
     Selection,
     SelectionError,
@@ -67,6 +64,9 @@ from ci_runner.select.subset import (
     narrow,
     tests_request,
 )
+
+if TYPE_CHECKING:
+    from ci_runner.impact.selection import ChangeImpact
 
 
 def main(argv: Sequence[str] | None = None) -> int:
