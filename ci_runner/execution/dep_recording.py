@@ -5,9 +5,11 @@ Each attempt gets a scratch directory and, in its environment, ``COVERAGE_PROCES
 coverage configuration measuring the repository's code in every Python process of the file's
 tree, with :mod:`ci_runner.execution.record_child` as its plugin) and ``JIT_KERNEL_LOAD_LOG``
 (where every process that loads a JIT module writes the module's sources and the headers its
-compiler read, hashed). After the file's last attempt its executed lines become blocks
-(:mod:`ci_runner.impact.blocks`, hashed from the tree as it is now, the recorded commit), its
-opened files are hashed, and the record is written under ``DIR/tests/``.
+compiler read, hashed). The child's pytest plugin and unittest hook measure each test case
+under a coverage context named by its id (:mod:`ci_runner_case_context`). After the file's last
+attempt its executed lines become blocks (:mod:`ci_runner.impact.blocks`, hashed from the tree
+as it is now, the recorded commit), split into what ran outside every case and what each case
+ran; its opened files are hashed, and the record is written under ``DIR/tests/``.
 """
 
 from __future__ import annotations
@@ -19,15 +21,16 @@ import subprocess
 from pathlib import Path
 
 from ci_runner.file_safety import read_regular_text
-from ci_runner.impact.blocks import Block, executed, parse_blocks
+from ci_runner.impact.blocks import MODULE, Block, parse_blocks
 from ci_runner.impact.record_format import (
+    CaseRecord,
     FileRecord,
     KernelUse,
     file_digest,
     write_meta,
     write_test_record,
 )
-from ci_runner.model import PASSED
+from ci_runner.model import PASSED, FileResult
 
 COVERAGE_VARIABLE = "COVERAGE_PROCESS_START"
 JIT_LOG_VARIABLE = "JIT_KERNEL_LOAD_LOG"
@@ -70,8 +73,8 @@ class DepRecorder:
             ) from None
         self.directory = directory
         self.root = root.resolve()
-        # (file, sha256) -> its blocks: many files run the same modules, parsed once
-        self._blocks: dict[tuple[str, str], list[Block] | None] = {}
+        # (file, sha256) -> its blocks and each line's block: many files run the same modules
+        self._blocks: dict[tuple[str, str], tuple[list[Block], dict[int, Block]] | None] = {}
         self.commit = head_commit(self.root)
         try:
             write_meta(directory, self.commit)
@@ -91,9 +94,9 @@ class DepRecorder:
                     "parallel = true",
                     f"include = {self.root}/*",
                     "patch = subprocess, fork, execv, _exit",
-                    # sys.monitoring (Python >= 3.12) stops reporting a line once it is seen;
-                    # older interpreters fall back to coverage's C tracer.
-                    "core = sysmon",
+                    # The C tracer: it measures each case under its own context, which
+                    # sys.monitoring (it reports a line once per process) cannot.
+                    "core = ctrace",
                     f"plugins = {PLUGIN}",
                     "disable_warnings = no-data-collected, module-not-measured, "
                     "module-not-imported, couldnt-parse, no-ctracer, no-sysmon",
@@ -107,16 +110,23 @@ class DepRecorder:
         )
         return {COVERAGE_VARIABLE: str(rc), JIT_LOG_VARIABLE: str(scratch / "jit")}
 
-    def write(self, test: str, status: str, attempts: int, scratch: Path) -> None:
-        """Write the record of ``test`` from its last attempt's scratch directory."""
+    def write(
+        self, test: str, result: FileResult, attempts: int, partial: bool, scratch: Path
+    ) -> None:
+        """Write the record of ``test`` from its last attempt's scratch directory (``partial``:
+        the run asked for some of its cases only)."""
         problems: list[str] = []
+        status = result.status
         if status != PASSED or attempts != 1:
             problems.append(
                 f"{status} in the recording run"
                 if status != PASSED
                 else f"passed only at attempt {attempts} (flaky)"
             )
-        code, code_problems = self._code(scratch / "coverage")
+        if partial:
+            problems.append("only some of its cases ran in the recording run (--tests)")
+        code, by_context, code_problems = self._code(scratch / "coverage")
+        durations = {c.case_id: c.time for c in result.cases if c.case_id}
         notes, note_problems = _notes(scratch / "notes")
         problems += code_problems + note_problems
         opened = {
@@ -138,6 +148,12 @@ class DepRecorder:
             kernels=kernels,
             unbounded=tuple(dict.fromkeys(notes["unbounded"])),
             problems=tuple(problems + kernel_problems),
+            file_code=by_context.pop("", {}),
+            cases={
+                case: CaseRecord(durations.get(case, 0.0), by_context.get(case, {}))
+                for case in sorted(set(durations) | set(by_context))
+            },
+            seconds=round(result.elapsed, 3),
         )
         try:
             write_test_record(self.directory, record)
@@ -155,29 +171,36 @@ class DepRecorder:
                 return "" if relative == "." else relative
         return None
 
-    def _code(self, directory: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
-        """``{file: {block: digest}}`` of every line coverage saw executed, in every process."""
+    def _code(
+        self, directory: Path
+    ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, tuple[str, ...]]], list[str]]:
+        """``{file: {block: digest}}`` of every line coverage saw executed, in every process, and
+        ``{context: {file: block keys}}``: the context is the id of the case that ran them, ""
+        outside every case. Module-level code counts as the file's, whichever case ran it."""
         from coverage import CoverageData
 
-        lines: dict[str, set[int]] = {}
+        lines: dict[str, dict[int, set[str]]] = {}  # file -> line -> contexts
         files = sorted(
             p
             for p in directory.iterdir()
             if p.name.startswith("data.") and not p.name.endswith(("-journal", "-wal", "-shm"))
         )
         if not files:
-            return {}, ["coverage recorded no process of this file (is coverage installed?)"]
+            return {}, {}, ["coverage recorded no process of this file (is coverage installed?)"]
         for data_file in files:
             data = CoverageData(basename=str(data_file))
             try:
                 data.read()
+                for measured in data.measured_files():
+                    relative = self._relative(measured)
+                    if relative is not None and relative.endswith(".py"):
+                        into = lines.setdefault(relative, {})
+                        for line, contexts in data.contexts_by_lineno(measured).items():
+                            into.setdefault(line, set()).update(contexts or ("",))
             except Exception as exc:  # a damaged data file: coverage raises its own errors
-                return {}, [f"cannot read coverage data {data_file.name}: {exc}"]
-            for measured in data.measured_files():
-                relative = self._relative(measured)
-                if relative is not None and relative.endswith(".py"):
-                    lines.setdefault(relative, set()).update(data.lines(measured) or ())
+                return {}, {}, [f"cannot read coverage data {data_file.name}: {exc}"]
         code: dict[str, dict[str, str]] = {}
+        by_context: dict[str, dict[str, set[str]]] = {}
         problems: list[str] = []
         for relative, ran in sorted(lines.items()):
             try:
@@ -187,13 +210,25 @@ class DepRecorder:
                 continue
             key = (relative, hashlib.sha256(source).hexdigest())
             if key not in self._blocks:
-                self._blocks[key] = parse_blocks(source)
-            blocks = self._blocks[key]
-            if blocks is None:
+                blocks = parse_blocks(source)
+                owner = {n: b for b in (blocks or [])[1:] for n in b.lines}
+                self._blocks[key] = None if blocks is None else (blocks, owner)
+            parsed = self._blocks[key]
+            if parsed is None:
                 problems.append(f"{relative} ran but does not parse now")
                 continue
-            code[relative] = executed(blocks, ran)
-        return code, problems
+            blocks, owner = parsed
+            hit = code.setdefault(relative, {})
+            for line, contexts in ran.items():
+                block = owner.get(line, blocks[0])
+                hit[block.key] = block.digest
+                for context in contexts if block.key != MODULE else ("",):
+                    by_context.setdefault(context, {}).setdefault(relative, set()).add(block.key)
+        keyed = {
+            context: {path: tuple(sorted(keys)) for path, keys in files_.items()}
+            for context, files_ in by_context.items()
+        }
+        return code, keyed, problems
 
     def _kernels(self, directory: Path) -> tuple[tuple[KernelUse, ...], list[str]]:
         """The JIT modules the file's processes loaded (``JIT_KERNEL_LOAD_LOG`` lines)."""

@@ -438,7 +438,7 @@ def run_file(
     result = fold_attempts(path, suite, est_time, attempts, time.monotonic() - start, gpu_ids)
     if settings.recorder is not None and result.status != NOT_RUN:
         scratch = Path(attempts[-1].output_path).with_suffix(".deps")
-        settings.recorder.write(path, result.status, len(attempts), scratch)
+        settings.recorder.write(path, result, len(attempts), base.only is not None, scratch)
     if result.status == NO_TESTS and not settings.no_tests_fail and attempts[-1].exit_code == 0:
         result = replace(result, tolerated=NO_TESTS_TOLERATED)
     return result

@@ -3,11 +3,16 @@
 The record is one directory, an artifact of a recording run:
 
 ``DIR/record.json``
-    ``{"format": 1, "commit": "<sha>" | null}``: the format version and the commit the files
+    ``{"format": 2, "commit": "<sha>" | null}``: the format version and the commit the files
     ran at (null when the tree was not a clean git checkout). Every shard of one run writes the
     same file, so shards merge by copying their directories into one.
 ``DIR/tests/<name>.json``
     one :class:`FileRecord` per test file (the name is a digest of the path; the path is inside).
+
+Format 2 attributes the code to the test cases: :attr:`FileRecord.file_code` is what ran
+outside every case (collection, imports, fixtures wider than a function), and
+:attr:`FileRecord.cases` what each case ran, with its duration, so a change that only some
+cases ran keeps only those cases (:mod:`ci_runner.impact.case_scope`).
 
 Paths are POSIX, relative to the repository root. A test record is valid only when its file
 passed at the first attempt and nothing in its run escaped the recording
@@ -26,7 +31,7 @@ from pathlib import Path
 
 from ci_runner.file_safety import read_regular_text, why
 
-FORMAT = 1
+FORMAT = 2  # 2: per-case code (file_code, cases, seconds)
 META_FILE = "record.json"
 TESTS_DIR = "tests"
 
@@ -45,6 +50,14 @@ class KernelUse:
 
 
 @dataclass(frozen=True)
+class CaseRecord:
+    """What one test case ran: its duration in the recording run and its blocks."""
+
+    seconds: float
+    code: dict[str, tuple[str, ...]] = field(default_factory=dict)  # file -> block keys
+
+
+@dataclass(frozen=True)
 class FileRecord:
     """What one test file did in the recording run (every process of its tree)."""
 
@@ -59,6 +72,11 @@ class FileRecord:
     kernels: tuple[KernelUse, ...] = ()
     unbounded: tuple[str, ...] = ()  # what the test ran whose reads were not recorded
     problems: tuple[str, ...] = ()  # why the record cannot vouch for the test
+    # The code by test case (empty: none recorded, the file is one unit): the blocks run outside
+    # every case, and each case's; ``seconds`` is the file's wall time in the recording run.
+    file_code: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    cases: dict[str, CaseRecord] = field(default_factory=dict)
+    seconds: float = 0.0
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -81,7 +99,17 @@ class FileRecord:
             ],
             "unbounded": list(self.unbounded),
             "problems": list(self.problems),
+            "file_code": _keys_json(self.file_code),
+            "cases": {
+                case: {"seconds": c.seconds, "code": _keys_json(c.code)}
+                for case, c in sorted(self.cases.items())
+            },
+            "seconds": self.seconds,
         }
+
+
+def _keys_json(code: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    return {path: sorted(keys) for path, keys in sorted(code.items())}
 
 
 def file_digest(path: Path) -> str | None:
@@ -195,6 +223,32 @@ def _digests(value: object, key: str, nullable: bool = False) -> dict[str, str]:
     return dict(value)
 
 
+def _keys(value: object, key: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{key!r} must map files to block keys")
+    return {str(p): _strings(k, f"{key}.{p}") for p, k in value.items()}
+
+
+def _seconds(value: object, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{key!r} must be a number of seconds >= 0")
+    return float(value)
+
+
+def _cases(value: object) -> dict[str, CaseRecord]:
+    if not isinstance(value, dict):
+        raise ValueError("'cases' must map case ids to {seconds, code}")
+    cases = {}
+    for case, entry in value.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"'cases.{case}' must be {{seconds, code}}")
+        cases[str(case)] = CaseRecord(
+            _seconds(entry.get("seconds"), f"cases.{case}.seconds"),
+            _keys(entry.get("code"), f"cases.{case}.code"),
+        )
+    return cases
+
+
 def _parse_test(data: object) -> FileRecord:
     """One test record, every key checked; ValueError names the key."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -233,4 +287,7 @@ def _parse_test(data: object) -> FileRecord:
         kernels=tuple(kernels),
         unbounded=_strings(data.get("unbounded"), "unbounded"),
         problems=_strings(data.get("problems"), "problems"),
+        file_code=_keys(data.get("file_code"), "file_code"),
+        cases=_cases(data.get("cases")),
+        seconds=_seconds(data.get("seconds"), "seconds"),
     )

@@ -6,7 +6,8 @@ the unittest hook, then the ``sitecustomize`` it shadows), :mod:`.ci_runner_case
 case record's format and writer), :mod:`.ci_runner_unittest_hook` and
 :mod:`.ci_runner_pytest_plugin` (``-p ci_runner_pytest_plugin``), :mod:`.ci_runner_case_select`
 (the cases the runner asks to run) and :mod:`.ci_runner_cuda_check` (a process whose CUDA
-context is lost ends after the case that lost it). The runner reads what they write with
+context is lost ends after the case that lost it) and :mod:`.ci_runner_case_context` (under
+``--record-deps``, each case's code is measured under its own coverage context). The runner reads what they write with
 :mod:`ci_runner.execution.case_record` and :mod:`ci_runner.execution.stacks`, and writes the
 selection with :mod:`ci_runner.execution.case_selection`.
 """

@@ -6,7 +6,8 @@ failing call ``failed``, a skip ``skipped`` (an xfail too, with detail ``xfail``
 ``passed``; the first failure of a case stands. Under pytest-xdist the controller writes the
 record (it sees every worker's reports), the workers do not.
 
-It also deselects the cases the runner's selection leaves out (:mod:`ci_runner_case_select`)
+Under ``--record-deps`` it measures each case under its own coverage context
+(:mod:`ci_runner_case_context`), in xdist workers too. It also deselects the cases the runner's selection leaves out (:mod:`ci_runner_case_select`)
 and, after each case, ends the process when the CUDA context is lost
 (:mod:`ci_runner_cuda_check`).
 """
@@ -15,12 +16,16 @@ from __future__ import annotations
 
 import os
 
+import ci_runner_case_context as case_context
 import ci_runner_case_record as record
 import ci_runner_case_select as select
 import ci_runner_cuda_check as cuda_check
+import pytest
 
 
 def pytest_configure(config) -> None:
+    if case_context._coverage() is not None:  # --record-deps: attribute code to cases
+        config.pluginmanager.register(_Contexts(str(config.rootpath)), "ci_runner_contexts")
     if hasattr(config, "workerinput"):  # an xdist worker: the controller reports its cases
         return
     writer = record.writer()
@@ -44,6 +49,36 @@ def _message(report) -> str:
     return record.first_line(str(longrepr or ""))
 
 
+def case_id(root: str, nodeid: str) -> tuple[str, str]:
+    """(root-relative id, root-relative file) of a pytest node id."""
+    path, sep, rest = nodeid.partition("::")
+    file = record.relative(os.path.join(root, path)) if path else ""
+    return (file + sep + rest if file else nodeid), file
+
+
+class _Contexts:
+    """Each case's code under its id; fixtures wider than a function under the file's."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        case_context.enter(case_id(self.root, nodeid)[0])
+
+    def pytest_runtest_logfinish(self, nodeid, location) -> None:
+        case_context.leave()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        shared = fixturedef.scope != "function"  # its value outlives the case that set it up
+        before = case_context.switch(case_context.FILE_LEVEL) if shared else None
+        try:
+            yield
+        finally:
+            if before is not None:
+                case_context.switch(before)
+
+
 class _Recorder:
     def __init__(self, config, writer) -> None:
         self.root = str(config.rootpath)
@@ -52,10 +87,7 @@ class _Recorder:
         writer.session("pytest")
 
     def _id(self, nodeid: str) -> tuple[str, str]:
-        """(root-relative id, root-relative file) of a pytest node id."""
-        path, sep, rest = nodeid.partition("::")
-        file = record.relative(os.path.join(self.root, path)) if path else ""
-        return (file + sep + rest if file else nodeid), file
+        return case_id(self.root, nodeid)
 
     def pytest_collectreport(self, report) -> None:
         """A collection error is an ``error`` case; a module skipped while it is collected

@@ -9,9 +9,10 @@ case of its own (``path::Class::setUpClass``), as unittest counts it. Standing d
 pytest session of the same process reports (pytest does not use ``TestResult`` for the unittest
 classes it runs, and this keeps it so), nothing is counted twice.
 
-Two more jobs for the runner: :func:`install_loader` leaves the cases the runner's selection does
-not run (:mod:`ci_runner_case_select`) out of the loader, and after each case the CUDA context is
-checked (:mod:`ci_runner_cuda_check`).
+More jobs for the runner: :func:`install_loader` leaves the cases the runner's selection does
+not run (:mod:`ci_runner_case_select`) out of the loader, after each case the CUDA context is
+checked (:mod:`ci_runner_cuda_check`), and under ``--record-deps`` each case's code is measured
+under its own coverage context (:mod:`ci_runner_case_context`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import time
 import traceback
 
+import ci_runner_case_context as case_context
 import ci_runner_case_record as record
 import ci_runner_case_select as select
 import ci_runner_cuda_check as cuda_check
@@ -123,6 +125,7 @@ def _start(result, test) -> None:
         "text": "",
     }
     writer.write("start", id=case_id, nodeid="", file=file, line=line)
+    case_context.enter(case_id)
 
 
 def _set(result, test, outcome: str, message: str = "", text: str = "", detail: str = "") -> None:
@@ -170,6 +173,7 @@ def _error_text(result, err, test) -> tuple[str, str]:
 
 
 def _stop(result, test) -> None:
+    case_context.leave()
     state = _cases(result).get(id(test))
     _end(result, test)
     writer = record.writer()

@@ -1,0 +1,41 @@
+"""Attributes the code a recorded test runs to its case: coverage.py's dynamic context.
+
+Under ``--record-deps`` coverage.py measures every process of the file
+(:mod:`ci_runner.execution.dep_recording`). The pytest plugin and the unittest hook call
+:func:`enter` when a case starts (its id, as the case record writes it) and :func:`leave` when it
+ends; a fixture wider than a function (module, class, session scope) is set up under the empty
+context, the file's own, as are collection, imports and every other process of the file: what
+all the cases share. Without a running coverage.py nothing happens. Standard library only; coverage
+is looked up in ``sys.modules``, never imported.
+"""
+
+from __future__ import annotations
+
+import sys
+
+FILE_LEVEL = ""  # the context of what runs outside every case
+
+_current = FILE_LEVEL
+
+
+def _coverage():
+    module = sys.modules.get("coverage")
+    return module.Coverage.current() if module is not None else None
+
+
+def switch(context: str) -> str:
+    """Measure from now on under ``context``; the context before."""
+    global _current
+    before, _current = _current, context
+    coverage = _coverage()
+    if coverage is not None and before != context:
+        coverage.switch_context(context)
+    return before
+
+
+def enter(case_id: str) -> None:
+    switch(case_id)
+
+
+def leave() -> None:
+    switch(FILE_LEVEL)
