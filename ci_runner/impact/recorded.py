@@ -33,12 +33,14 @@ from dataclasses import dataclass
 
 from ci_runner.catalog import Catalog
 from ci_runner.impact.blocks import MODULE, block_hashes
+from ci_runner.impact.case_scope import CaseScope, case_scope, ran
 from ci_runner.impact.changes import ADDED, DELETED, MODIFIED, RENAMED, Change, ChangeSet
 from ci_runner.impact.config import ImpactConfig, load_impact_config
 from ci_runner.impact.record_format import FileRecord, RecordSet, file_digest
 from ci_runner.impact.selection import (
     CHANGED,
     ChangeImpact,
+    KeptCases,
     Link,
     Reason,
     select_changed,
@@ -55,6 +57,7 @@ class Verdict:
 
     reason: Reason | None = None
     stale: str = ""  # why the record no longer describes the test
+    scope: CaseScope | None = None  # the cases a kept test runs (None: every case)
 
 
 def module_names(path: str) -> set[str]:
@@ -104,16 +107,12 @@ def _changed_block(record: dict[str, str], now: dict[str, str] | None) -> str | 
     return None
 
 
-def _ran(key: str) -> str:
-    return "ran its module-level code" if key == MODULE else f"ran {key}()"
-
-
 def _input_differs(record: FileRecord, path: str, tree: _Tree) -> str | None:
     """How ``path``, an input of ``record``, differs now (None when it does not, or is none)."""
     if path in record.code and record.sources.get(path) != tree.digest(path):
         key = _changed_block(record.code[path], tree.blocks(path))
         if key is not None:
-            return _ran(key)
+            return ran(key)
     if path in record.opened and record.opened[path] != tree.digest(path):
         return "opened it"
     for use in record.kernels:
@@ -299,6 +298,11 @@ class RecordLayer:
                     "loaded no JIT module in the record, and a kernel file changed"
                 )
             else:
+                if verdict.reason is not None:
+                    scope = case_scope(
+                        record, self.changes, tree, lambda c, r=record: _touched(r, c, tree)
+                    )
+                    verdict = dataclasses.replace(verdict, scope=scope)
                 self.verdicts[test] = verdict
 
     def opened_paths(self) -> frozenset[str]:
@@ -339,6 +343,12 @@ def select_with_records(
         note = f"{layer.source}: not used; a rule runs everything: {impact.run_everything[0]}"
         return dataclasses.replace(impact, record_lines=(note,))
     tests = [f.path for f in selection.files]
+    scopes = {
+        f.path: scope
+        for f in impact.selection.files
+        if layer.decides(f.path) and (scope := layer.verdicts[f.path].scope) is not None
+    }
+    impact = _with_cases(impact, scopes)
     reasons = {
         path: reason
         if layer.decides(path)
@@ -347,6 +357,27 @@ def select_with_records(
     }
     notes = [layer.summary(tests), *(f"damaged record: {d}" for d in records.damaged[:5])]
     return dataclasses.replace(impact, reasons=reasons, record_lines=tuple(notes))
+
+
+def _with_cases(impact: ChangeImpact, scopes: dict[str, CaseScope]) -> ChangeImpact:
+    """Each file that runs some of its cases carries their ids, its est_time scaled by their
+    share of its recorded time (one that keeps every case runs whole); the others' reason to run
+    every case is kept for the output."""
+    files = tuple(
+        dataclasses.replace(
+            f,
+            cases=tuple(scopes[f.path].cases),
+            est_time=round(f.est_time * scopes[f.path].share, 3),
+        )
+        if f.path in scopes and 0 < len(scopes[f.path].cases) < scopes[f.path].total
+        else f
+        for f in impact.selection.files
+    )
+    kept = {
+        path: KeptCases(scope.cases, scope.total, scope.whole) for path, scope in scopes.items()
+    }
+    selection = dataclasses.replace(impact.selection, files=files)
+    return dataclasses.replace(impact, selection=selection, cases=kept)
 
 
 def _why_static(static_tests: dict[str, str]) -> str:

@@ -29,6 +29,9 @@ def impact_summary(impact: ChangeImpact) -> str:
         line += f" (and {more} more)" if more else ""
     elif impact.unbounded:
         line += f"; {impact.unbounded} kept for what the analysis cannot bound"
+    partial = sum(1 for kept in impact.cases.values() if 0 < len(kept.cases) < kept.total)
+    if partial and not impact.run_everything:
+        line += f"; {partial} file(s) run only the cases the change reaches"
     return line + f"; analysis {impact.seconds:.2f}s"
 
 
@@ -48,11 +51,33 @@ def impact_lines(impact: ChangeImpact) -> list[str]:
         return lines
     if not impact.changes:
         lines.append("  no changed file: nothing to run")
-    lines += [
-        f"  {one_line(path)}: {one_line(reason.text())}" for path, reason in impact.reasons.items()
-    ]
+    for path, reason in impact.reasons.items():
+        lines.append(f"  {one_line(path)}: {one_line(reason.text())}")
+        lines += _case_lines(impact, path)
     lines += [f"  unused by this suite: {one_line(path)}" for path in impact.unreached]
     return lines
+
+
+def _case_lines(impact: ChangeImpact, path: str) -> list[str]:
+    """Which cases of a kept file run and why, or why every case runs (a per-case record)."""
+    kept = impact.cases.get(path)
+    if kept is None:
+        return []
+    if not kept.cases:
+        return [f"    every case of {kept.total} runs: {one_line(kept.whole)}"]
+    shown = [f"{case.partition('::')[2]} [{why}]" for case, why in kept.cases.items()]
+    return [f"    runs {len(kept.cases)} of {kept.total} case(s): {one_line(', '.join(shown))}"]
+
+
+def _case_document(impact: ChangeImpact, path: str) -> dict[str, object] | None:
+    kept = impact.cases.get(path)
+    if kept is None:
+        return None
+    return {
+        "of": kept.total,
+        "run": [{"id": case, "why": why} for case, why in kept.cases.items()] or None,
+        "every_case_because": kept.whole,
+    }
 
 
 def impact_document(impact: ChangeImpact) -> dict[str, object]:
@@ -71,6 +96,7 @@ def impact_document(impact: ChangeImpact) -> dict[str, object]:
                 "path": path,
                 "chain": [{"path": link.path, "how": link.how} for link in reason.chain],
                 "note": reason.note,
+                "cases": _case_document(impact, path),
             }
             for path, reason in impact.reasons.items()
         ],

@@ -83,6 +83,15 @@ class Reason:
         return " -> ".join(parts) + (f" ({self.note})" if self.note else "")
 
 
+@dataclass(frozen=True)
+class KeptCases:
+    """The cases of a kept file that run, from its per-case record (``--deps-from``)."""
+
+    cases: dict[str, str]  # case id -> why; empty: every case runs, for ``whole``
+    total: int  # cases in the record
+    whole: str = ""
+
+
 class RecordedDependencies(Protocol):
     """What recording runs learnt about the tests (``--deps-from``), as the selection asks it.
     A test it :meth:`decides` is kept or dropped by :meth:`reason` alone; every other test is
@@ -117,6 +126,7 @@ class ChangeImpact:
     seconds: float = 0.0  # time the analysis took
     parsed: int = 0  # Python files parsed (the others came from the cache)
     record_lines: tuple[str, ...] = ()  # --deps-from: how the records were used (recorded.py)
+    cases: dict[str, KeptCases] = field(default_factory=dict)  # kept file -> its cases that run
 
     @property
     def saved(self) -> float:

@@ -1,0 +1,144 @@
+"""Which test cases of a kept file a change can affect, from the file's per-case record.
+
+A record of format 2 splits the code its file ran into what ran outside every case (collection,
+imports, fixtures wider than a function, other processes: the file-level part, shared by every
+case) and what each case ran (:class:`~ci_runner.impact.record_format.CaseRecord`). When every
+change that reaches the file is a modified Python file whose changed blocks the file ran only
+inside cases, the file keeps only the cases that ran one of them. Whatever this cannot prove
+keeps the whole file, with the reason:
+
+* the record has no test case (a plain script; a runner that reports no case);
+* the test ran a program whose reads are not recorded;
+* a change reaches the file another way than through code it ran: a file it opened, a kernel
+  it built, a directory it listed, an import it attempted, an added, deleted or renamed file;
+* a changed block ran outside every case, or is module-level code (whichever case ran it: the
+  state it leaves is shared by the cases that come after);
+* a kept case is not defined by the names of its id in the test file now (a generated or
+  inherited case, one renamed or removed): its id may not select it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ci_runner.impact.blocks import MODULE
+from ci_runner.impact.changes import MODIFIED, Change
+from ci_runner.impact.record_format import FileRecord
+
+
+class BlockSource(Protocol):
+    """The tree as it is now: each file's blocks."""
+
+    root: Path
+
+    def blocks(self, path: str) -> dict[str, str] | None: ...
+
+
+@dataclass(frozen=True)
+class CaseScope:
+    """The cases of a kept file that run; none named means the whole file, for ``whole``."""
+
+    cases: dict[str, str]  # case id -> why it is kept ("pkg/ops.py: ran mul()")
+    whole: str = ""  # why every case runs (when ``cases`` is empty)
+    total: int = 0  # cases in the record
+    share: float = 1.0  # the kept cases' share of the file's recorded time (overhead included)
+
+
+def ran(key: str) -> str:
+    return "ran its module-level code" if key == MODULE else f"ran {key}()"
+
+
+def _whole(why: str, record: FileRecord) -> CaseScope:
+    return CaseScope({}, why, len(record.cases))
+
+
+def _code_only(record: FileRecord, path: str) -> bool:
+    """The record reaches ``path`` through the code it ran, and no other way."""
+    return path not in record.opened and not any(
+        path in use.dependencies or path in use.sources for use in record.kernels
+    )
+
+
+def case_scope(
+    record: FileRecord,
+    changes: tuple[Change, ...],
+    tree: BlockSource,
+    touched: Callable[[Change], str | None],
+) -> CaseScope:
+    """The cases of ``record``'s file that ``changes`` can affect (``touched``: how a change
+    reaches the file, or None); see the module docstring."""
+    if not record.cases:
+        return _whole("its record has no test case", record)
+    if record.unbounded:
+        return _whole(f"it {record.unbounded[0]}, whose reads are not recorded", record)
+    changed: dict[str, set[str]] = {}
+    for change in changes:
+        how = touched(change)
+        if how is None:
+            continue
+        path = change.path
+        now = tree.blocks(path) if change.status == MODIFIED and path in record.code else None
+        if now is None or not _code_only(record, path):
+            return _whole(f"{path}: {how}, not only through code its cases ran", record)
+        keys = {key for key, digest in record.code[path].items() if now.get(key) != digest}
+        shared = keys & ({MODULE} | set(record.file_code.get(path, ())))
+        if shared:
+            key = min(shared)
+            where = "every case shares it" if key == MODULE else "outside every test case"
+            return _whole(f"{path}: {ran(key)} {where}", record)
+        changed[path] = keys
+    kept: dict[str, str] = {}
+    reached: dict[str, set[str]] = {}
+    for case, data in sorted(record.cases.items()):
+        for path, keys in sorted(changed.items()):
+            hit = keys & set(data.code.get(path, ()))
+            reached.setdefault(path, set()).update(hit)
+            if hit and case not in kept:
+                kept[case] = f"{path}: {ran(min(hit))}"
+    for path, keys in sorted(changed.items()):
+        if keys - reached.get(path, set()):
+            key = min(keys - reached.get(path, set()))
+            return _whole(f"{path}: {ran(key)} in no recorded case", record)
+    if not kept:
+        return _whole("no recorded case ran what changed", record)
+    names = _defined_names(tree.root / record.test)
+    for case in kept:
+        if not _defined(case, record.test, names):
+            return _whole(f"case {case} is not defined by that name in the file now", record)
+    return CaseScope(kept, "", len(record.cases), _share(record, kept))
+
+
+def _defined_names(path: Path) -> set[str]:
+    """The names of the classes and functions a test file defines now (empty: unreadable)."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    return {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+
+
+def _defined(case: str, test: str, names: set[str]) -> bool:
+    """``path::Class::test[param]`` names ``test``'s file and classes and functions it defines."""
+    path, _, rest = case.partition("::")
+    parts = rest.split("[", 1)[0].split("::")
+    return path == test and bool(rest) and all(part in names for part in parts)
+
+
+def _share(record: FileRecord, kept: dict[str, str]) -> float:
+    """The kept cases' share of the file's recorded wall time, the time outside cases (start-up,
+    collection) counted in full; by count when the record has no times."""
+    total = sum(c.seconds for c in record.cases.values())
+    mine = sum(record.cases[case].seconds for case in kept)
+    if record.seconds > 0 and total <= record.seconds:
+        return min(1.0, (record.seconds - total + mine) / record.seconds)
+    if total > 0:
+        return mine / total
+    return len(kept) / len(record.cases)
