@@ -5,6 +5,10 @@ are known by construction: ``test_add`` calls ``add``; ``test_mul`` calls ``mul`
 reads ``data/cfg.json`` and calls ``mul`` in a Python child process; ``test_listing`` lists
 ``plugins/``; ``test_program`` runs ``cat`` on a repository file. ``record(root, out)`` runs
 them with ``--record-deps``.
+
+``make_cases_repo(root)`` writes one pytest file and one unittest file of several cases each
+(``CASE_FILES``), every case appending its name to the file ``$CASES_LOG`` names (outside the
+tree: an opened repository file would be an input of the record), so a test sees which ran.
 """
 
 from __future__ import annotations
@@ -58,6 +62,43 @@ FILES = {
     ),
 }
 TESTS = sorted(p for p in FILES if p.startswith("registered/test_"))
+
+
+_LOG = "\n\ndef ran(name):\n    with open(os.environ['CASES_LOG'], 'a') as log:\n        log.write(name + '\\n')\n"
+CASE_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/ops.py": (
+        "SCALE = 1\n\n\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n\n\n"
+        "def sub(a, b):\n    return a - b\n"
+    ),
+    "registered/test_cases.py": (
+        "import os\nimport sys\n\nimport pytest\n\nfrom ci_runner import register_cpu_ci\n"
+        "from pkg import ops\n\nregister_cpu_ci(est_time=10, suite='unit-cpu')\n" + _LOG + "\n\n"
+        "@pytest.fixture(scope='module')\ndef shared():\n    return ops.sub(3, 1)\n\n\n"
+        "def test_a():\n    ran('test_a')\n    assert ops.add(1, 1) == 2\n\n\n"
+        "@pytest.mark.parametrize('x', [1, 2])\ndef test_b(x):\n    ran(f'test_b[{x}]')\n"
+        "    assert ops.mul(x, ops.SCALE) == x\n\n\n"
+        "class TestC:\n    def test_c(self, shared):\n        ran('test_c')\n"
+        "        assert shared == 2\n\n\n"
+        "if __name__ == '__main__':\n    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))\n"
+    ),
+    "registered/test_unit.py": (
+        "import os\nimport unittest\n\nfrom ci_runner import register_cpu_ci\nfrom pkg import ops\n\n"
+        "register_cpu_ci(est_time=10, suite='unit-cpu')\n" + _LOG + "\n\n"
+        "class TestOps(unittest.TestCase):\n    def test_add(self):\n        ran('test_add')\n"
+        "        self.assertEqual(ops.add(1, 2), 3)\n\n    def test_mul(self):\n"
+        "        ran('test_mul')\n        self.assertEqual(ops.mul(2, 2), 4)\n\n\n"
+        "if __name__ == '__main__':\n    unittest.main()\n"
+    ),
+}
+
+
+def make_cases_repo(root: Path) -> Path:
+    catalog = catalog_toml(
+        suite_toml("unit-cpu", "cpu", gpus_per_file=0, timeout_per_file=300),
+        registered_dir="registered",
+    )
+    return git_repo(write_tree(root, catalog, CASE_FILES))
 
 
 def make_recorded_repo(root: Path) -> Path:
