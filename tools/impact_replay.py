@@ -15,8 +15,8 @@ function in its source directories, in a scratch tree:
    coverage: which files pass, and which lines run;
 4. mutants: one operator, constant or return value changed, on a line that runs at ``c``, in a
    function whose body ``c`` changed; for each, with ``c``'s changed files as the change:
-   ``run_suite.py --dry-run --changed-files --deps-from`` gives our selection, which runs with
-   pytest; ``pytest --testmon`` (from ``P``'s database) selects and runs testmon's; if neither
+   ``run_suite.py --dry-run --changed-files --deps-from`` gives our selection (whole files, or
+   the node ids of the cases a change reaches), which runs with pytest; ``pytest --testmon`` (from ``P``'s database) selects and runs testmon's; if neither
    fails, the whole suite runs. A mutant is killed when a file that passed at ``c`` fails (or a
    run times out); a miss is a mutant the whole suite kills and a selection does not (its
    failing files are run again to rule out flakiness).
@@ -536,14 +536,24 @@ class Selector:
         self.selection = select_files(collection.registrations, self.catalog, request, False)
         self.records = read_records(record)
 
-    def select(self, changed: list[str], scratch: Path) -> tuple[list[str], list[str]]:
+    def select(
+        self, changed: list[str], scratch: Path
+    ) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+        """Kept file -> the node ids of its cases to run (``()``: every case); the notes."""
         from ci_runner.impact import changes_from_list, select_with_records
 
         listing = scratch / "changed.txt"
         listing.write_text("\n".join(changed) + "\n")
         change_set = changes_from_list(self.work, str(listing))
         impact = select_with_records(self.selection, self.catalog, change_set, self.records)
-        return [f.path for f in impact.selection.files], list(impact.record_lines)
+        return {f.path: f.cases for f in impact.selection.files}, list(impact.record_lines)
+
+
+def junit_key(case_id: str) -> tuple[str, str]:
+    """(classname, name) of a case id as the runner's JUnit writes it (and pytest's xunit1)."""
+    path, _, rest = case_id.partition("::")
+    parts = rest.split("::")
+    return ".".join([path.removesuffix(".py").replace("/", "."), *parts[:-1]]), parts[-1]
 
 
 def replay_mutant(
@@ -571,11 +581,12 @@ def replay_mutant(
         )
         tm_kill = tm_timeout or bool(failing_files(tm_cases, tests, base.passing))
         run_ours = [p for p in ours if p in base.passing]
-        ours_cases, ours_timeout = (pytest_run(work, run_ours, scratch / "ours.xml", timeout, ("-x",))
+        run_args = [arg for p in run_ours for arg in (ours[p] or (p,))]  # node ids or the file
+        ours_cases, ours_timeout = (pytest_run(work, run_args, scratch / "ours.xml", timeout, ("-x",))
                                     if run_ours else ({}, False))  # fmt: skip
         ours_kill = ours_timeout or bool(failing_files(ours_cases, tests, base.passing))
         full_kill, killers, confirmed = ours_kill or tm_kill, [], True
-        rest = [p for p in passing if p not in set(run_ours)]
+        rest = [p for p in passing if p not in set(run_ours) or ours[p]]  # a part ran: all again
         if tm_kill and not ours_kill:  # a miss of ours, unless testmon's failures do not repeat
             killers = sorted(failing_files(tm_cases, tests, base.passing))
             again, _ = pytest_run(work, killers, scratch / "again.xml", timeout)
@@ -594,16 +605,19 @@ def replay_mutant(
         for leftover in work.glob(".testmondata*"):
             leftover.unlink()
     total = sum(base.case_time.values()) or 1.0
-    ours_set = set(ours)
+    whole = {p for p, cases in ours.items() if not cases}
+    some = {junit_key(case) for cases in ours.values() for case in cases}
     ours_share = (
-        sum(t for k, t in base.case_time.items() if base.case_file.get(k) in ours_set) / total
+        sum(t for k, t in base.case_time.items() if base.case_file.get(k) in whole or k in some)
+        / total
     )
     tm_share = sum(base.case_time.get(k, 0.0) for k in tm_cases) / total
     wall_total = sum(base.file_wall.values()) or 1.0
     return {
         "file": mutant.file, "line": mutant.line, "operator": mutant.operator,
         "after": mutant.after.strip()[:160],
-        "ours_files": len(ours), "tests": len(tests),
+        "ours_files": len(ours), "ours_partial": sum(1 for c in ours.values() if c),
+        "ours_cases": sum(len(c) for c in ours.values()), "tests": len(tests),
         "ours_share": round(ours_share, 4),
         "ours_wall_share": round(sum(base.file_wall.get(p, 0.0) for p in ours) / wall_total, 4),
         "testmon_share": round(tm_share, 4), "testmon_cases": len(tm_cases),
