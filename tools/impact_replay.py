@@ -546,7 +546,13 @@ class Selector:
         listing.write_text("\n".join(changed) + "\n")
         change_set = changes_from_list(self.work, str(listing))
         impact = select_with_records(self.selection, self.catalog, change_set, self.records)
-        return {f.path: f.cases for f in impact.selection.files}, list(impact.record_lines)
+        whole = {
+            path: kept.whole or f"keeps every case ({len(kept.cases)} of {kept.total})"
+            for path, kept in impact.cases.items()
+            if not kept.cases or len(kept.cases) == kept.total
+        }
+        notes = [*impact.record_lines, *(f"{p}: every case: {w}" for p, w in whole.items())]
+        return {f.path: f.cases for f in impact.selection.files}, notes
 
 
 def junit_key(case_id: str) -> tuple[str, str]:

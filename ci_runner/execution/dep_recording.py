@@ -127,6 +127,12 @@ class DepRecorder:
             problems.append("only some of its cases ran in the recording run (--tests)")
         code, by_context, code_problems = self._code(scratch / "coverage")
         durations = {c.case_id: c.time for c in result.cases if c.case_id}
+        # A context that is not a case of the file (a test that runs pytest in a child process
+        # of its own measures the child's cases) is the file's: what runs there is shared.
+        file_code = by_context.pop("", {})
+        for context in set(by_context) - set(durations):
+            for path, keys in by_context.pop(context).items():
+                file_code[path] = tuple(sorted({*file_code.get(path, ()), *keys}))
         notes, note_problems = _notes(scratch / "notes")
         problems += code_problems + note_problems
         opened = {
@@ -148,10 +154,10 @@ class DepRecorder:
             kernels=kernels,
             unbounded=tuple(dict.fromkeys(notes["unbounded"])),
             problems=tuple(problems + kernel_problems),
-            file_code=by_context.pop("", {}),
+            file_code=file_code,
             cases={
-                case: CaseRecord(durations.get(case, 0.0), by_context.get(case, {}))
-                for case in sorted(set(durations) | set(by_context))
+                case: CaseRecord(seconds, by_context.get(case, {}))
+                for case, seconds in sorted(durations.items())
             },
             seconds=round(result.elapsed, 3),
         )

@@ -5,7 +5,8 @@ coverage.py starts itself in every Python process of the file's tree (its ``.pth
 and loads this module as a plugin there, so the one startup that measures executed code also
 installs an audit hook (PEP 578) that notes, for paths under the repository root:
 
-* ``open``: files opened by anything but the import system (imported code is coverage's);
+* ``open``: files opened by anything but the import system, pytest's assertion rewriter (an
+  import loader) and the interpreter starting its script (imported and run code is coverage's);
 * ``os.listdir`` / ``os.scandir``: directories listed, except by the import system (its own
   caches), by pytest's collection (the directory of each test file it runs: a file added there
   matters only as a ``conftest.py``, which runs everything by rule, an ``__init__.py`` or an
@@ -36,6 +37,8 @@ _IMPORT_SYSTEM = ("<frozen importlib._bootstrap", "<frozen zipimport>")
 # Listings that find no file a test reads: pytest collecting a test file's directory and
 # importlib.metadata looking for installed distributions on sys.path.
 _LISTERS = (f"{os.sep}_pytest{os.sep}", f"{os.sep}importlib{os.sep}metadata{os.sep}")
+# pytest's assertion rewriter is an import loader: the module it reads is imported code
+_REWRITER = f"{os.sep}_pytest{os.sep}assertion{os.sep}rewrite.py"
 _PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 
@@ -124,6 +127,30 @@ def _caller() -> str:
         return ""
 
 
+def _main_script() -> str | None:
+    """The script this interpreter was started with (``python file.py``): opened from C, with
+    no Python caller, to run it as code, which coverage measures."""
+    argv = getattr(sys, "argv", None) or [""]
+    return os.path.abspath(argv[0]) if argv[0].endswith(".py") else None
+
+
+def _read_to_import(path: str) -> bool:
+    """A Python file pytest's assertion rewriter reads (through ``pathlib``) to import it."""
+    if not path.endswith(".py"):
+        return False
+    try:
+        frame = sys._getframe(3)  # the hook, its caller, then the audited function's callers
+    except ValueError:
+        return False
+    for _ in range(4):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename.endswith(_REWRITER):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: object) -> None:
     """Note a started program whose reads the record cannot see."""
     args = [os.fsdecode(a) for a in argv] if isinstance(argv, (list, tuple)) else []
@@ -156,7 +183,13 @@ def _hook(event: str, args: tuple) -> None:
     if notes is None:
         return
     if event == "open":
-        if not _caller().startswith(_IMPORT_SYSTEM) and (path := notes.path(args[0])) is not None:
+        caller = _caller()
+        if (
+            not caller.startswith(_IMPORT_SYSTEM)
+            and (path := notes.path(args[0])) is not None
+            and not (caller == "" and path == _main_script())
+            and not _read_to_import(path)
+        ):
             notes.opened.add(path)
     elif event in ("os.listdir", "os.scandir"):
         caller = _caller()

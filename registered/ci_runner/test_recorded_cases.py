@@ -127,6 +127,14 @@ def test_the_dry_run_text_lists_the_cases_and_why(repo, capsys):
     assert "runs 1 of 2 case(s): TestOps::test_add [pkg/ops.py: ran add()]" in out
 
 
+def test_a_change_to_one_test_keeps_only_that_case(repo):
+    root, records = repo
+    edit(root, PYTEST_FILE, "ran('test_a')", "ran('test_a')\n    assert ops.add(0, 0) == 0")
+    _, impact = select(root, records, PYTEST_FILE)
+    run = kept_cases(impact)[PYTEST_FILE]["run"]
+    assert run == [{"id": f"{PYTEST_FILE}::test_a", "why": f"{PYTEST_FILE}: ran test_a()"}]
+
+
 @pytest.mark.parametrize(
     ("old", "new", "why"),
     [
