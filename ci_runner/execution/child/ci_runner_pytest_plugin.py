@@ -7,9 +7,9 @@ failing call ``failed``, a skip ``skipped`` (an xfail too, with detail ``xfail``
 record (it sees every worker's reports), the workers do not.
 
 Under ``--record-deps`` it measures each case under its own coverage context
-(:mod:`ci_runner_case_context`), in xdist workers too. It also deselects the cases the runner's selection leaves out (:mod:`ci_runner_case_select`)
-and, after each case, ends the process when the CUDA context is lost
-(:mod:`ci_runner_cuda_check`).
+(:mod:`ci_runner_case_context`), in xdist's workers (its controller runs no case). It also
+deselects the cases the runner's selection leaves out (:mod:`ci_runner_case_select`) and, after
+each case, ends the process when the CUDA context is lost (:mod:`ci_runner_cuda_check`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import pytest
 
 
 def pytest_configure(config) -> None:
-    if case_context._coverage() is not None:  # --record-deps: attribute code to cases
+    controller = getattr(config.option, "dist", "no") != "no"  # xdist's: it runs no case
+    if case_context._coverage() is not None and not controller:  # --record-deps: by case
         config.pluginmanager.register(_Contexts(str(config.rootpath)), "ci_runner_contexts")
     if hasattr(config, "workerinput"):  # an xdist worker: the controller reports its cases
         return
