@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -138,3 +139,19 @@ def how(impact: dict) -> dict[str, str]:
 def commit_all(root: Path, message: str) -> None:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", message)
+
+
+def private_copy(recorded: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """A private copy of a recorded repository, and its record (still valid: same commit)."""
+    root, records = recorded
+    copy = tmp_path / "repo"
+    shutil.copytree(root, copy, symlinks=True)
+    return copy, records
+
+
+def edit(root: Path, path: str, old: str, new: str) -> None:
+    """Replace ``old`` (which must be there) by ``new`` in the file ``path`` of ``root``."""
+    file = root / path
+    text = file.read_text()
+    assert old in text
+    file.write_text(text.replace(old, new))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 
 from impact_tree import git
-from recorded_tree import make_cases_repo, record, select
+from recorded_tree import edit, make_cases_repo, private_copy, record, select
 
 from ci_runner import register_cpu_ci
 from ci_runner.cli import main
@@ -49,17 +49,7 @@ def recorded(tmp_path_factory):
 
 @pytest.fixture
 def repo(recorded, tmp_path):
-    root, records = recorded
-    copy = tmp_path / "repo"
-    shutil.copytree(root, copy, symlinks=True)
-    return copy, records
-
-
-def edit(root: Path, path: str, old: str, new: str) -> None:
-    file = root / path
-    text = file.read_text()
-    assert old in text
-    file.write_text(text.replace(old, new))
+    return private_copy(recorded, tmp_path)
 
 
 def kept_cases(impact: dict) -> dict[str, dict]:

@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 
 from impact_tree import git
-from recorded_tree import TESTS, commit_all, how, make_recorded_repo, record, select
+from recorded_tree import (
+    TESTS,
+    commit_all,
+    edit,
+    how,
+    make_recorded_repo,
+    private_copy,
+    record,
+    select,
+)
 
 from ci_runner import register_cpu_ci
 from ci_runner.cli import main
@@ -51,11 +60,7 @@ def recorded(tmp_path_factory):
 
 @pytest.fixture
 def repo(recorded, tmp_path):
-    """A private copy of the recorded repository (the record stays valid: same commit)."""
-    root, records = recorded
-    copy = tmp_path / "repo"
-    shutil.copytree(root, copy, symlinks=True)
-    return copy, records
+    return private_copy(recorded, tmp_path)
 
 
 # ---------------------------------------------------------------- blocks
@@ -194,13 +199,6 @@ def test_the_record_holds_what_each_file_ran_opened_listed_and_started(recorded)
 
 
 # ---------------------------------------------------------------- selections by record
-
-
-def edit(root: Path, path: str, old: str, new: str) -> None:
-    file = root / path
-    text = file.read_text()
-    assert old in text
-    file.write_text(text.replace(old, new))
 
 
 def test_a_function_change_keeps_the_tests_that_ran_it(repo):
