@@ -6,7 +6,9 @@ attempted and the JIT modules it loaded with the files their compiler read. If n
 inputs differs now, the test runs as it ran then, and passed: it is dropped. Otherwise:
 
 * an input that the change touches keeps the test, and the chain names it (``ran add()``,
-  ``opened it``, ``listed registered/``, ``imports pkg.new``, ``built JIT module m``);
+  ``opened it``, ``listed registered/``, ``imports pkg.new``, ``built JIT module m``); when the
+  record holds the code of each test case, the file runs only the cases that ran what changed
+  where :mod:`.case_scope` can prove it, every case otherwise;
 * an input that differs but that the change does not touch (the tree moved on since the
   recording) makes the record stale for this test: the static closure decides it, as it does a
   test with no record, a record with problems (failed, flaky, a process that escaped the
