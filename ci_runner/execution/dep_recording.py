@@ -94,12 +94,14 @@ class DepRecorder:
                     "parallel = true",
                     f"include = {self.root}/*",
                     "patch = subprocess, fork, execv, _exit",
-                    # The C tracer: it measures each case under its own context, which
-                    # sys.monitoring (it reports a line once per process) cannot.
-                    "core = ctrace",
+                    # sys.monitoring (Python >= 3.12) reports a line once, until the case
+                    # context restarts its events (ci_runner_case_context); older
+                    # interpreters fall back to coverage's C tracer.
+                    "core = sysmon",
                     f"plugins = {PLUGIN}",
                     "disable_warnings = no-data-collected, module-not-measured, "
-                    "module-not-imported, couldnt-parse, no-ctracer, no-sysmon",
+                    "module-not-imported, couldnt-parse, no-ctracer, no-sysmon, "
+                    "no-sysmon-context",
                     f"[{PLUGIN}]",
                     f"root = {self.root}",
                     f"out = {scratch / 'notes'}",

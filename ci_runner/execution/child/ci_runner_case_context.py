@@ -16,6 +16,7 @@ import sys
 FILE_LEVEL = ""  # the context of what runs outside every case
 
 _current = FILE_LEVEL
+_monitoring = getattr(sys, "monitoring", None)  # Python >= 3.12
 
 
 def _coverage():
@@ -30,6 +31,10 @@ def switch(context: str) -> str:
     coverage = _coverage()
     if coverage is not None and before != context:
         coverage.switch_context(context)
+        if _monitoring is not None:
+            # coverage's sys.monitoring core stops a line's events once it has seen the line;
+            # each case must see again what it runs, under its own context.
+            _monitoring.restart_events()
     return before
 
 
