@@ -7,7 +7,9 @@ In order:
    (:meth:`RecordedDependencies.opened_paths`) or the dependency graph reaches it (a test
    imports, builds or names it). Such a path is kept, and the output says why.
 2. **The whole suite (fail open)** for a change the analysis cannot attribute, with the reason:
-   a deleted or renamed file, a file outside the repository root, a submodule bump, a changed
+   a deleted or renamed file (with records: every test without a valid record, the others as
+   their record says, since it names what they ran, opened, listed and imported), a file
+   outside the repository root, a submodule bump, a changed
    symbolic link, packaging and pytest configuration (``pyproject.toml``, ``setup.py``,
    ``setup.cfg``, ``conftest.py``, ``pytest.ini``, ``tox.ini``), CI configuration
    (``.github/``), the catalog's ``run-everything`` patterns.
@@ -33,7 +35,9 @@ from typing import Protocol
 from ci_runner.catalog import Catalog
 from ci_runner.impact.changes import (
     ADDED,
+    DELETED,
     MODIFIED,
+    RENAMED,
     SUBMODULE,
     SYMLINK,
     Change,
@@ -204,7 +208,14 @@ def select_changed(
                 )
             changes.append(change)
     result = _Result(change_set, selection, started, not_ignored)
-    whole = [reason for c in changes if (reason := whole_suite_reason(c, config)) is not None]
+    # A deleted or renamed file: a record says whether its test used the old path; the
+    # whole suite runs only when no test has a record, else every test without one.
+    deferred = _used_paths_gone(changes, config) if recorded is not None else {}
+    whole = [
+        reason
+        for c in changes
+        if c.path not in deferred and (reason := whole_suite_reason(c, config)) is not None
+    ]
     if whole:
         return result.whole_suite(tuple(whole), tuple(candidates.items()))
     tests = {f.path for f in selection.files}
@@ -230,12 +241,21 @@ def select_changed(
             changes.append(next(c for c in change_set.changes if c.path == path))
     result.ignored = tuple(sorted(candidates.items()))
     untraced = [
-        c.path for c in changes if _may_be_untraced(c, config) and not graph.is_kernel_file(c.path)
+        c.path
+        for c in changes
+        if _may_be_untraced(c, config)
+        and not graph.is_kernel_file(c.path)
+        and c.path not in deferred
     ]
     decided = {t for t in tests if recorded is not None and recorded.decides(t)}
-    if untraced and not decided:
-        return result.whole_suite(tuple(_not_traced(p) for p in sorted(untraced)), result.ignored)
-    reasons, unreached = _static_reasons(graph, config, tuple(changes), untraced, tests)
+    if (untraced or deferred) and not decided:
+        why = [*(_not_traced(p) for p in sorted(untraced)), *deferred.values()]
+        return result.whole_suite(tuple(why), result.ignored)
+    static_changes = tuple(c for c in changes if c.path not in deferred)
+    reasons, unreached = _static_reasons(graph, config, static_changes, untraced, tests)
+    for path, why in sorted(deferred.items()):
+        for test in tests:
+            reasons.setdefault(test, Reason((Link(path, UNTRACED), Link(test, UNTRACED)), why))
     for test in decided:
         reason = recorded.reason(test, tuple(changes)) if recorded is not None else None
         if reason is None:
@@ -245,6 +265,20 @@ def select_changed(
     return result.narrowed(
         {path: reasons[path] for path in sorted(reasons) if path in tests}, unreached
     )
+
+
+def _used_paths_gone(changes: list[Change], config: ImpactConfig) -> dict[str, str]:
+    """Deleted and renamed files that no rule runs everything for, each with why a test without
+    a record must run (``whole_suite_reason``)."""
+    gone = {}
+    for change in changes:
+        if change.status not in (DELETED, RENAMED):
+            continue
+        paths = [p for p in (change.path, change.old_path) if p]
+        rules = [pattern for pattern, _ in BUILTIN_RUN_EVERYTHING] + list(config.run_everything)
+        if not any(matching_pattern(tuple(rules), path) for path in paths):
+            gone[change.path] = whole_suite_reason(change, config) or change.path
+    return gone
 
 
 def _ignore_pattern(change: Change, config: ImpactConfig) -> str | None:

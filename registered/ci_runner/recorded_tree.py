@@ -68,6 +68,7 @@ TESTS = sorted(p for p in FILES if p.startswith("registered/test_"))
 _LOG = "\n\ndef ran(name):\n    with open(os.environ['CASES_LOG'], 'a') as log:\n        log.write(name + '\\n')\n"
 CASE_FILES = {
     "pkg/__init__.py": "",
+    "pkg/unused.py": "def spare():\n    return 0\n",
     "pkg/ops.py": (
         "SCALE = 1\n\n\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n\n\n"
         "def sub(a, b):\n    return a - b\n"

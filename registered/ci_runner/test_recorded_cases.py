@@ -151,6 +151,22 @@ def test_a_renamed_case_keeps_the_whole_file(repo):
     assert "module-level code" in cases["every_case_because"]  # the def line is module level
 
 
+def test_a_deleted_file_is_decided_by_the_records(repo):
+    root, records = repo
+    (root / "pkg" / "unused.py").unlink()  # no test ran, opened or imported it
+    code, impact = select(root, records, "pkg/unused.py")
+    assert code == 0 and not impact["runs_everything"]
+    assert impact["kept"] == []
+    (root / "pkg" / "ops.py").unlink()  # both ran it
+    _, impact = select(root, records, "pkg/ops.py")
+    cases = kept_cases(impact)
+    assert sorted(cases) == [PYTEST_FILE, UNITTEST_FILE]
+    assert (
+        "pkg/ops.py: ran its module-level code, not only through"
+        in (cases[PYTEST_FILE]["every_case_because"])
+    )
+
+
 def test_an_old_format_record_falls_back_with_the_reason(repo, tmp_path):
     root, records = repo
     old = tmp_path / "old-record"
