@@ -16,8 +16,8 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
   existing import would now find is attributed;
 * ``subprocess.Popen`` / ``os.exec`` / ``os.posix_spawn``: programs whose reads are not
   recorded: a non-Python program given a repository path (or run in the repository with no
-  path outside it), or a Python child that will not record (its environment drops coverage's
-  variable, or ``-S``).
+  path outside it), except those that read no file (``uname``, ``hostname``, ...), or a
+  Python child that will not record (its environment drops coverage's variable, or ``-S``).
 
 Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
 exits (``atexit``; ``os._exit`` wrapped, as forked children leave through it; before an
@@ -39,6 +39,9 @@ _IMPORT_SYSTEM = ("<frozen importlib._bootstrap", "<frozen zipimport>")
 _LISTERS = (f"{os.sep}_pytest{os.sep}", f"{os.sep}importlib{os.sep}metadata{os.sep}")
 # pytest's assertion rewriter is an import loader: the module it reads is imported code
 _REWRITER = f"{os.sep}_pytest{os.sep}assertion{os.sep}rewrite.py"
+# Programs that read no file of the tree whatever their arguments (``platform.processor()``
+# runs ``uname -p``, so every pytest-xdist worker does)
+_READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false"})
 _PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 
@@ -166,6 +169,8 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
             keys = set()
         if not keys & set(_PROCESS_VARIABLES) or "-S" in args[1:2]:
             notes.unbounded.append(f"started Python without recording: {' '.join(args)[:200]}")
+        return
+    if name in _READ_NO_FILE:
         return
     inside, outside = [], []
     for arg in args[1:]:

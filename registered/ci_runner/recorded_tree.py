@@ -6,8 +6,9 @@ reads ``data/cfg.json`` and calls ``mul`` in a Python child process; ``test_list
 ``plugins/``; ``test_program`` runs ``cat`` on a repository file. ``record(root, out)`` runs
 them with ``--record-deps``.
 
-``make_cases_repo(root)`` writes one pytest file and one unittest file of several cases each
-(``CASE_FILES``), every case appending its name to the file ``$CASES_LOG`` names (outside the
+``make_cases_repo(root)`` writes one pytest file and one unittest file of several cases each, and
+a pytest file run by two pytest-xdist workers (``CASE_FILES``), every case of the first two
+appending its name to the file ``$CASES_LOG`` names (outside the
 tree: an opened repository file would be an input of the record), so a test sees which ran.
 """
 
@@ -91,6 +92,14 @@ CASE_FILES = {
         "        self.assertEqual(ops.add(1, 2), 3)\n\n    def test_mul(self):\n"
         "        ran('test_mul')\n        self.assertEqual(ops.mul(2, 2), 4)\n\n\n"
         "if __name__ == '__main__':\n    unittest.main()\n"
+    ),
+    "registered/test_xdist.py": (
+        "import sys\n\nimport pytest\n\nfrom ci_runner import register_cpu_ci\nfrom pkg import ops\n\n"
+        "register_cpu_ci(est_time=10, suite='unit-cpu')\n\n\n"
+        "def test_add():\n    assert ops.add(1, 2) == 3\n\n\n"
+        "def test_mul():\n    assert ops.mul(2, 2) == 4\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    sys.exit(pytest.main([__file__, '-q', '-n', '2', '-p', 'no:cacheprovider']))\n"
     ),
 }
 

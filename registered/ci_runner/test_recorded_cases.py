@@ -74,6 +74,9 @@ def test_the_record_splits_the_code_by_case(recorded):
     assert cases.seconds > 0
     unit = tests[UNITTEST_FILE]
     assert unit.cases[f"{UNITTEST_FILE}::TestOps::test_add"].code["pkg/ops.py"] == ("add",)
+    xdist = tests["registered/test_xdist.py"]  # measured in the workers, not the controller
+    assert xdist.cases["registered/test_xdist.py::test_mul"].code["pkg/ops.py"] == ("mul",)
+    assert "add" not in xdist.file_code.get("pkg/ops.py", ())
 
 
 def test_a_function_only_some_cases_ran_keeps_and_runs_only_them(repo, tmp_path, capsys):
@@ -97,7 +100,7 @@ def test_a_function_only_some_cases_ran_keeps_and_runs_only_them(repo, tmp_path,
         ["--root", str(root), "--hw", "cpu", "--suite", "unit-cpu", "--changed-files",
          str(listing), "--deps-from", str(records)]
     ) == 0  # fmt: skip
-    assert "2 file(s) run only the cases the change reaches" in capsys.readouterr().out
+    assert "3 file(s) run only the cases the change reaches" in capsys.readouterr().out
     ran = sorted((tmp_path / "ran.log").read_text().split())
     assert ran == ["test_b[1]", "test_b[2]", "test_mul"]
 
@@ -160,7 +163,7 @@ def test_a_deleted_file_is_decided_by_the_records(repo):
     (root / "pkg" / "ops.py").unlink()  # both ran it
     _, impact = select(root, records, "pkg/ops.py")
     cases = kept_cases(impact)
-    assert sorted(cases) == [PYTEST_FILE, UNITTEST_FILE]
+    assert sorted(cases) == [PYTEST_FILE, UNITTEST_FILE, "registered/test_xdist.py"]
     assert (
         "pkg/ops.py: ran its module-level code, not only through"
         in (cases[PYTEST_FILE]["every_case_because"])

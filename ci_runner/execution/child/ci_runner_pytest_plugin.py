@@ -24,10 +24,11 @@ import pytest
 
 
 def pytest_configure(config) -> None:
-    controller = getattr(config.option, "dist", "no") != "no"  # xdist's: it runs no case
+    worker = hasattr(config, "workerinput")
+    controller = not worker and getattr(config.option, "dist", "no") != "no"  # runs no case
     if case_context._coverage() is not None and not controller:  # --record-deps: by case
         config.pluginmanager.register(_Contexts(str(config.rootpath)), "ci_runner_contexts")
-    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports its cases
+    if worker:  # an xdist worker: the controller reports its cases
         return
     writer = record.writer()
     if writer is None:
