@@ -60,7 +60,7 @@ class Project:
     sources: tuple[str, ...]  # directories whose functions get mutants
     overlay_tests: bool = True  # register the test files (False: they already are)
     catalog: str = ""  # text appended to pyproject.toml
-    exclude: tuple[str, ...] = ()  # test files left out of the suite
+    exclude: tuple[str, ...] = ()  # test files left out of the suite (removed from the tree)
     skip_mutant_files: tuple[str, ...] = ()
 
 
@@ -83,6 +83,17 @@ PROJECTS = {
         ("toolz/tests/test_*.py", "toolz/sandbox/tests/test_*.py"),
         ("toolz", "tlz"),
         skip_mutant_files=("toolz/tests/", "toolz/sandbox/tests/"),
+    ),
+    "marshmallow": Project(
+        "marshmallow",
+        "/work/.mirror/marshmallow-code+marshmallow/repo",
+        "HEAD",
+        "tests",
+        ("tests/test_*.py",),
+        ("src",),
+        catalog='[tool.ci-runner.change-impact]\npython-roots = ["src"]\n',
+        # a mypy input, not a test; the package marker (the runner collects no package)
+        exclude=("tests/mypy_test_cases/test_validation_error.py", "tests/__init__.py"),
     ),
     "gpu-kernel-ci": Project(
         "gpu-kernel-ci",
@@ -129,6 +140,8 @@ def overlay(work: Path, project: Project) -> list[str]:
         str(p.relative_to(work)) for g in project.test_globs for p in work.glob(g) if p.is_file()
     )
     tests = [t for t in tests if t not in project.exclude]
+    for left_out in project.exclude:  # the runner collects every test_*.py: remove it
+        (work / left_out).unlink(missing_ok=True)
     if project.overlay_tests:
         for test in tests:
             path = work / test
@@ -241,7 +254,8 @@ def move_to(project: Project, work: Path, commit: str) -> tuple[list[str], list[
 
 def child_env(work: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
-    env["PYTHONPATH"] = f"{work}{os.pathsep}{REPO}"
+    src = [str(work / "src")] if (work / "src").is_dir() else []  # a src layout's packages
+    env["PYTHONPATH"] = os.pathsep.join([*src, str(work), str(REPO)])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
