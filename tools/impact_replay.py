@@ -198,9 +198,9 @@ def _self_overlay(work: Path, tests: list[str]) -> list[str]:
         text += (f"\n{OVERLAY_MARK}\n[[tool.ci-runner.suites]]\nname = \"{SUITE}\"\nhw = \"cpu\"\n"
                  "gpus-per-file = 0\ntimeout-per-file = 300\n")  # fmt: skip
         pyproject.write_text(text, encoding="utf-8")
-    plugin = work / "ci_runner" / "execution" / "record_child.py"
-    if not plugin.exists():  # an older tree: the recording plugin, untracked
-        shutil.copy(PLUGIN, plugin)
+    # The recording plugin is the harness's (coverage imports it by name, from the tree first):
+    # the tree's own, older one would record by older rules.
+    shutil.copy(PLUGIN, work / "ci_runner" / "execution" / "record_child.py")
     return chosen
 
 
