@@ -16,7 +16,8 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
   existing import would now find is attributed;
 * ``subprocess.Popen`` / ``os.exec`` / ``os.posix_spawn``: programs whose reads are not
   recorded: a non-Python program given a repository path (or run in the repository with no
-  path outside it), except those that read no file (``uname``, ``hostname``, ...), or a
+  path outside it), except those that read no file (``uname``, ``hostname``, ``git rev-parse``,
+  ...), or a
   Python child that will not record (its environment drops coverage's variable, or ``-S``).
 
 Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
@@ -42,6 +43,9 @@ _REWRITER = f"{os.sep}_pytest{os.sep}assertion{os.sep}rewrite.py"
 # Programs that read no file of the tree whatever their arguments (``platform.processor()``
 # runs ``uname -p``, so every pytest-xdist worker does)
 _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false"})
+# git subcommands that read only git's own metadata, never a tracked file's bytes (pytest
+# plugins such as pytest-benchmark run ``git rev-parse --git-dir`` in every session)
+_GIT_READS_NO_FILE = frozenset({"rev-parse"})
 _PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 
@@ -154,6 +158,17 @@ def _read_to_import(path: str) -> bool:
     return False
 
 
+def _git_subcommand(args: list[str]) -> str:
+    """The subcommand of a ``git`` argv, past git's own options (``-C DIR``, ``-c K=V``, ...)."""
+    rest = iter(args[1:])
+    for arg in rest:
+        if arg in ("-C", "-c", "--git-dir", "--work-tree", "--namespace"):
+            next(rest, None)  # the option's value
+        elif not arg.startswith("-"):
+            return arg
+    return ""
+
+
 def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: object) -> None:
     """Note a started program whose reads the record cannot see."""
     args = [os.fsdecode(a) for a in argv] if isinstance(argv, (list, tuple)) else []
@@ -170,7 +185,7 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
         if not keys & set(_PROCESS_VARIABLES) or "-S" in args[1:2]:
             notes.unbounded.append(f"started Python without recording: {' '.join(args)[:200]}")
         return
-    if name in _READ_NO_FILE:
+    if name in _READ_NO_FILE or (name == "git" and _git_subcommand(args) in _GIT_READS_NO_FILE):
         return
     inside, outside = [], []
     for arg in args[1:]:

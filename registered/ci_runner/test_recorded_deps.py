@@ -27,6 +27,7 @@ from recorded_tree import (
 
 from ci_runner import register_cpu_ci
 from ci_runner.cli import main
+from ci_runner.execution import record_child
 from ci_runner.execution.dep_recording import DepRecorder
 from ci_runner.impact.blocks import MODULE, block_hashes, executed_blocks
 from ci_runner.impact.record_format import (
@@ -124,6 +125,25 @@ def test_module_names_cover_every_base_directory():
 
 
 # ---------------------------------------------------------------- the record directory
+
+
+GIT_OPTIONS = st.lists(
+    st.sampled_from([["-C", "."], ["-c", "core.quotepath=off"], ["--no-pager"], ["-P"]]),
+    max_size=3,
+).map(lambda groups: [arg for group in groups for arg in group])
+
+
+@settings(max_examples=60, deadline=None)
+@given(options=GIT_OPTIONS, reads_tree=st.sampled_from(["status", "diff", "ls-files", "show"]))
+def test_git_rev_parse_reads_no_file_other_git_commands_do(tmp_path_factory, options, reads_tree):
+    """``git rev-parse`` (pytest-benchmark runs it in every session) leaves the record bounded,
+    whatever git options come first; a git command that reads the work tree does not."""
+    root = tmp_path_factory.mktemp("tree")
+    notes = record_child._Notes(str(root), str(root))
+    record_child._program(notes, "git", ["git", *options, "rev-parse", "--git-dir"], root, None)
+    assert notes.unbounded == []
+    record_child._program(notes, "git", ["git", *options, reads_tree], root, None)
+    assert notes.unbounded == [f"ran git {' '.join([*options, reads_tree])}".replace("  ", " ")]
 
 
 def test_a_missing_or_foreign_directory_is_an_error_naming_the_flag(tmp_path):
