@@ -17,7 +17,7 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
 * ``subprocess.Popen`` / ``os.exec`` / ``os.posix_spawn``: programs whose reads are not
   recorded: a non-Python program given a repository path (or run in the repository with no
   path outside it), except those that read no file (``uname``, ``hostname``, ``git rev-parse``,
-  ...), or a
+  ``git config``, ...), or a
   Python child that will not record (its environment drops coverage's variable, or ``-S``).
 
 Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
@@ -43,9 +43,10 @@ _REWRITER = f"{os.sep}_pytest{os.sep}assertion{os.sep}rewrite.py"
 # Programs that read no file of the tree whatever their arguments (``platform.processor()``
 # runs ``uname -p``, so every pytest-xdist worker does)
 _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false"})
-# git subcommands that read only git's own metadata, never a tracked file's bytes (pytest
-# plugins such as pytest-benchmark run ``git rev-parse --git-dir`` in every session)
-_GIT_READS_NO_FILE = frozenset({"rev-parse"})
+# git subcommands that read only git's own metadata (config, refs), never a tracked file's bytes,
+# unless an argument names an object by path (``HEAD:file``); pytest-benchmark runs ``git
+# rev-parse --git-dir`` and ``git config --local remote.origin.url`` in every session
+_GIT_READS_NO_FILE = frozenset({"rev-parse", "config", "symbolic-ref", "version"})
 _PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 
@@ -185,7 +186,11 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
         if not keys & set(_PROCESS_VARIABLES) or "-S" in args[1:2]:
             notes.unbounded.append(f"started Python without recording: {' '.join(args)[:200]}")
         return
-    if name in _READ_NO_FILE or (name == "git" and _git_subcommand(args) in _GIT_READS_NO_FILE):
+    if name in _READ_NO_FILE or (
+        name == "git"
+        and _git_subcommand(args) in _GIT_READS_NO_FILE
+        and not any(":" in arg for arg in args[1:])
+    ):
         return
     inside, outside = [], []
     for arg in args[1:]:

@@ -133,17 +133,26 @@ GIT_OPTIONS = st.lists(
 ).map(lambda groups: [arg for group in groups for arg in group])
 
 
+METADATA_ONLY = st.sampled_from(
+    [["rev-parse", "--git-dir"], ["config", "--local", "remote.origin.url"], ["version"]]
+)
+READS_CONTENT = st.sampled_from(
+    [["status"], ["diff"], ["ls-files"], ["show", "HEAD"], ["rev-parse", "HEAD:setup.py"]]
+)
+
+
 @settings(max_examples=60, deadline=None)
-@given(options=GIT_OPTIONS, reads_tree=st.sampled_from(["status", "diff", "ls-files", "show"]))
-def test_git_rev_parse_reads_no_file_other_git_commands_do(tmp_path_factory, options, reads_tree):
-    """``git rev-parse`` (pytest-benchmark runs it in every session) leaves the record bounded,
-    whatever git options come first; a git command that reads the work tree does not."""
+@given(options=GIT_OPTIONS, metadata=METADATA_ONLY, content=READS_CONTENT)
+def test_git_metadata_commands_read_no_file_others_do(tmp_path_factory, options, metadata, content):
+    """``git rev-parse --git-dir`` and ``git config`` (pytest-benchmark runs both in every
+    session) leave the record bounded, whatever git options come first; a git command that
+    reads the work tree or a file's object (``HEAD:setup.py``) does not."""
     root = tmp_path_factory.mktemp("tree")
     notes = record_child._Notes(str(root), str(root))
-    record_child._program(notes, "git", ["git", *options, "rev-parse", "--git-dir"], root, None)
+    record_child._program(notes, "git", ["git", *options, *metadata], root, None)
     assert notes.unbounded == []
-    record_child._program(notes, "git", ["git", *options, reads_tree], root, None)
-    assert notes.unbounded == [f"ran git {' '.join([*options, reads_tree])}".replace("  ", " ")]
+    record_child._program(notes, "git", ["git", *options, *content], root, None)
+    assert notes.unbounded == [f"ran {' '.join(['git', *options, *content])}"]
 
 
 def test_a_missing_or_foreign_directory_is_an_error_naming_the_flag(tmp_path):
