@@ -17,7 +17,7 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
 * ``subprocess.Popen`` / ``os.exec`` / ``os.posix_spawn``: programs whose reads are not
   recorded: a non-Python program given a repository path (or run in the repository with no
   path outside it), except those that read no file (``uname``, ``hostname``, ``git rev-parse``,
-  ``git config``, ...), or a
+  ``git config``, ``hg path``, ...) or that cannot start (not on ``PATH``), or a
   Python child that will not record (its environment drops coverage's variable, or ``-S``).
 
 Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
@@ -31,6 +31,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import sys
 import uuid
 
@@ -47,6 +48,8 @@ _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false
 # unless an argument names an object by path (``HEAD:file``); pytest-benchmark runs ``git
 # rev-parse --git-dir`` and ``git config --local remote.origin.url`` in every session
 _GIT_READS_NO_FILE = frozenset({"rev-parse", "config", "symbolic-ref", "version"})
+# the same for Mercurial, which pytest-benchmark asks next (``hg path default``)
+_HG_READS_NO_FILE = frozenset({"path", "paths", "root", "version", "config", "showconfig"})
 _PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 
@@ -159,6 +162,25 @@ def _read_to_import(path: str) -> bool:
     return False
 
 
+def _can_start(program: str) -> bool:
+    """Whether ``program`` exists (a path) or is on ``PATH``: one that cannot start reads nothing."""
+    if os.sep in program:
+        return os.path.exists(program)
+    return shutil.which(program) is not None
+
+
+def _reads_vcs_metadata(name: str, args: list[str]) -> bool:
+    """A git or Mercurial query of the repository's own metadata (config, refs, paths) that names
+    no object by path (``HEAD:file``)."""
+    if any(":" in arg for arg in args[1:]):
+        return False
+    if name == "git":
+        return _git_subcommand(args) in _GIT_READS_NO_FILE
+    if name == "hg":
+        return _git_subcommand(args) in _HG_READS_NO_FILE  # hg's own options take values too
+    return False
+
+
 def _git_subcommand(args: list[str]) -> str:
     """The subcommand of a ``git`` argv, past git's own options (``-C DIR``, ``-c K=V``, ...)."""
     rest = iter(args[1:])
@@ -186,11 +208,7 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
         if not keys & set(_PROCESS_VARIABLES) or "-S" in args[1:2]:
             notes.unbounded.append(f"started Python without recording: {' '.join(args)[:200]}")
         return
-    if name in _READ_NO_FILE or (
-        name == "git"
-        and _git_subcommand(args) in _GIT_READS_NO_FILE
-        and not any(":" in arg for arg in args[1:])
-    ):
+    if name in _READ_NO_FILE or _reads_vcs_metadata(name, args) or not _can_start(program):
         return
     inside, outside = [], []
     for arg in args[1:]:

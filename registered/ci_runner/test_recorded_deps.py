@@ -155,6 +155,18 @@ def test_git_metadata_commands_read_no_file_others_do(tmp_path_factory, options,
     assert notes.unbounded == [f"ran {' '.join(['git', *options, *content])}"]
 
 
+def test_mercurial_queries_and_programs_that_cannot_start_read_no_file(tmp_path):
+    """pytest-benchmark's ``hg path default``, and a program not on PATH (it never starts), leave
+    the record bounded; ``cat`` on a repository file does not."""
+    (tmp_path / "data.txt").write_text("x")
+    notes = record_child._Notes(str(tmp_path), str(tmp_path))
+    record_child._program(notes, "hg", ["hg", "path", "default"], tmp_path, None)
+    record_child._program(notes, None, ["no-such-program-7f3a", "data.txt"], tmp_path, None)
+    assert notes.unbounded == []
+    record_child._program(notes, None, ["cat", "data.txt"], tmp_path, None)
+    assert notes.unbounded == ["ran cat data.txt"]
+
+
 def test_a_missing_or_foreign_directory_is_an_error_naming_the_flag(tmp_path):
     with pytest.raises(RecordError, match=r"--deps-from .*: not a directory"):
         read_records(tmp_path / "nope")
