@@ -17,7 +17,7 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
 * ``subprocess.Popen`` / ``os.exec`` / ``os.posix_spawn``: programs whose reads are not
   recorded: a non-Python program given a repository path (or run in the repository with no
   path outside it), except those that read no file (``uname``, ``hostname``, ``git rev-parse``,
-  ``git config``, ``hg path``, ...) or that cannot start (not on ``PATH``), or a
+  ``git config``, ``git describe``, ``hg path``, ...) or that cannot start (not on ``PATH``), or a
   Python child that will not record (its environment drops coverage's variable, or ``-S``).
 
 Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
@@ -44,12 +44,15 @@ _REWRITER = f"{os.sep}_pytest{os.sep}assertion{os.sep}rewrite.py"
 # Programs that read no file of the tree whatever their arguments (``platform.processor()``
 # runs ``uname -p``, so every pytest-xdist worker does)
 _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false"})
-# git subcommands that read only git's own metadata (config, refs), never a tracked file's bytes,
-# unless an argument names an object by path (``HEAD:file``); pytest-benchmark runs ``git
-# rev-parse --git-dir`` and ``git config --local remote.origin.url`` in every session
-_GIT_READS_NO_FILE = frozenset({"rev-parse", "config", "symbolic-ref", "version"})
-# the same for Mercurial, which pytest-benchmark asks next (``hg path default``)
-_HG_READS_NO_FILE = frozenset({"path", "paths", "root", "version", "config", "showconfig"})
+# Version-control queries of the repository's metadata (config, refs, the commit id, whether the
+# work tree is dirty), never a tracked file's bytes, unless an argument names an object by path
+# (``HEAD:file``); pytest-benchmark runs ``git rev-parse``, ``git config``, ``hg path``, ``git
+# describe --dirty`` and ``git show -s`` in every pytest session. What depends on the commit id
+# itself is outside what a record models (docs/change-impact.md).
+_GIT_READS_NO_FILE = frozenset({"rev-parse", "config", "symbolic-ref", "version", "describe"})
+_HG_READS_NO_FILE = frozenset(
+    {"path", "paths", "root", "version", "config", "showconfig", "id", "identify", "tip", "branch"}
+)
 _PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 
@@ -172,10 +175,12 @@ def _can_start(program: str) -> bool:
 def _reads_vcs_metadata(name: str, args: list[str]) -> bool:
     """A git or Mercurial query of the repository's own metadata (config, refs, paths) that names
     no object by path (``HEAD:file``)."""
-    if any(":" in arg for arg in args[1:]):
-        return False
+    if any(":" in arg and not arg.startswith("-") for arg in args[1:]):
+        return False  # an object named by path (HEAD:file); an option's value may hold a colon
     if name == "git":
-        return _git_subcommand(args) in _GIT_READS_NO_FILE
+        command = _git_subcommand(args)
+        no_patch = command == "show" and ("-s" in args or "--no-patch" in args)
+        return command in _GIT_READS_NO_FILE or no_patch
     if name == "hg":
         return _git_subcommand(args) in _HG_READS_NO_FILE  # hg's own options take values too
     return False

@@ -133,8 +133,14 @@ GIT_OPTIONS = st.lists(
 ).map(lambda groups: [arg for group in groups for arg in group])
 
 
-METADATA_ONLY = st.sampled_from(
-    [["rev-parse", "--git-dir"], ["config", "--local", "remote.origin.url"], ["version"]]
+METADATA_ONLY = st.sampled_from(  # pytest-benchmark's queries, run in every pytest session
+    [
+        ["rev-parse", "--git-dir"],
+        ["config", "--local", "remote.origin.url"],
+        ["describe", "--dirty", "--always", "--long", "--abbrev=40"],
+        ["show", "-s", '--pretty=format:"%cI"'],
+        ["rev-parse", "--abbrev-ref", "HEAD"],
+    ]
 )
 READS_CONTENT = st.sampled_from(
     [["status"], ["diff"], ["ls-files"], ["show", "HEAD"], ["rev-parse", "HEAD:setup.py"]]
