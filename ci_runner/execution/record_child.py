@@ -50,6 +50,8 @@ _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false
 # describe --dirty`` and ``git show -s`` in every pytest session. What depends on the commit id
 # itself is outside what a record models (docs/change-impact.md).
 _GIT_READS_NO_FILE = frozenset({"rev-parse", "config", "symbolic-ref", "version", "describe"})
+_GIT_VALUED_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+_HG_VALUED_OPTIONS = frozenset({"-R", "--repository", "--cwd", "--config"})
 _HG_READS_NO_FILE = frozenset(
     {"path", "paths", "root", "version", "config", "showconfig", "id", "identify", "tip", "branch"}
 )
@@ -178,19 +180,21 @@ def _reads_vcs_metadata(name: str, args: list[str]) -> bool:
     if any(":" in arg and not arg.startswith("-") for arg in args[1:]):
         return False  # an object named by path (HEAD:file); an option's value may hold a colon
     if name == "git":
-        command = _git_subcommand(args)
+        command = _subcommand(args, _GIT_VALUED_OPTIONS)
         no_patch = command == "show" and ("-s" in args or "--no-patch" in args)
         return command in _GIT_READS_NO_FILE or no_patch
     if name == "hg":
-        return _git_subcommand(args) in _HG_READS_NO_FILE  # hg's own options take values too
+        return _subcommand(args, _HG_VALUED_OPTIONS) in _HG_READS_NO_FILE
     return False
 
 
-def _git_subcommand(args: list[str]) -> str:
-    """The subcommand of a ``git`` argv, past git's own options (``-C DIR``, ``-c K=V``, ...)."""
+def _subcommand(args: list[str], valued_options: frozenset[str]) -> str:
+    """The subcommand of a git or hg argv, past the tool's own options (``-C DIR``, ``-R REPO``,
+    ...). The value of an unlisted option that takes one is read as the subcommand, which names
+    a metadata query only by coincidence: the program then stays unbounded."""
     rest = iter(args[1:])
     for arg in rest:
-        if arg in ("-C", "-c", "--git-dir", "--work-tree", "--namespace"):
+        if arg in valued_options:
             next(rest, None)  # the option's value
         elif not arg.startswith("-"):
             return arg

@@ -167,6 +167,7 @@ def test_mercurial_queries_and_programs_that_cannot_start_read_no_file(tmp_path)
     (tmp_path / "data.txt").write_text("x")
     notes = record_child._Notes(str(tmp_path), str(tmp_path))
     record_child._program(notes, "hg", ["hg", "path", "default"], tmp_path, None)
+    record_child._program(notes, "hg", ["hg", "-R", ".", "path", "default"], tmp_path, None)
     record_child._program(notes, None, ["no-such-program-7f3a", "data.txt"], tmp_path, None)
     assert notes.unbounded == []
     record_child._program(notes, None, ["cat", "data.txt"], tmp_path, None)
