@@ -23,7 +23,8 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
 Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
 exits (``atexit``; ``os._exit`` wrapped, as forked children leave through it; before an
 ``exec``). A process killed by a signal writes nothing, and the runner then knows its record
-is incomplete. Standard library only: it runs in every child.
+is incomplete. Standard library only: it runs in every child. The audit hook returns at once
+for the events it does not note, which are nearly all of them.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ _HG_READS_NO_FILE = frozenset(
     {"path", "paths", "root", "version", "config", "showconfig", "id", "identify", "tip", "branch"}
 )
 _PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+# The audit events the hook notes; pytest raises others (``builtins.id``, ``object.__getattr__``,
+# ``exec``, ``compile``, ...) tens of thousands of times a file.
+_EVENTS = frozenset(
+    {"open", "os.listdir", "os.scandir", "import", "subprocess.Popen", "os.posix_spawn", "os.exec"}
+)
 
 
 class _Notes:
@@ -231,6 +237,8 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
 
 
 def _hook(event: str, args: tuple) -> None:
+    if event not in _EVENTS:
+        return
     notes = _notes
     if notes is None:
         return
