@@ -8,8 +8,9 @@ tree, with :mod:`ci_runner.execution.record_child` as its plugin) and ``JIT_KERN
 compiler read, hashed). The child's pytest plugin and unittest hook measure each test case
 under a coverage context named by its id (:mod:`ci_runner_case_context`). After the file's last
 attempt its executed lines become blocks (:mod:`ci_runner.impact.blocks`, hashed from the tree
-as it is now, the recorded commit), split into what ran outside every case and what each case
-ran; its opened files are hashed, and the record is written under ``DIR/tests/``.
+as it is now, the recorded commit; each source content is cut once, and kept across runs by
+:mod:`ci_runner.execution.block_cache`), split into what ran outside every case and what each
+case ran; its opened files are hashed, and the record is written under ``DIR/tests/``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import os
 import subprocess
 from pathlib import Path
 
+from ci_runner.execution.block_cache import BlockCache
 from ci_runner.file_safety import read_regular_text
-from ci_runner.impact.blocks import MODULE, Block, parse_blocks
+from ci_runner.impact.blocks import MODULE, Block
 from ci_runner.impact.record_format import (
     CaseRecord,
     FileRecord,
@@ -75,6 +77,8 @@ class DepRecorder:
         self.root = root.resolve()
         # (file, sha256) -> its blocks and each line's block: many files run the same modules
         self._blocks: dict[tuple[str, str], tuple[list[Block], dict[int, Block]] | None] = {}
+        self._block_cache = BlockCache()  # and across runs, on disk
+        self._sources: dict[str, str | None] = {}  # measured path -> relative source path
         self.commit = head_commit(self.root)
         try:
             write_meta(directory, self.commit)
@@ -93,6 +97,14 @@ class DepRecorder:
                     f"data_file = {scratch / 'coverage' / 'data'}",
                     "parallel = true",
                     f"include = {self.root}/*",
+                    # An environment inside the root (``.venv/``) is not the repository's
+                    # code (SKIPPED_PARTS drops it from the record): not tracing it saves time.
+                    "omit = "
+                    + ", ".join(
+                        f"{self.root}/{deep}{part}/*"
+                        for part in ("site-packages", "dist-packages")
+                        for deep in ("", "**/")
+                    ),
                     "patch = subprocess, fork, execv, _exit",
                     # sys.monitoring (Python >= 3.12) reports a line once, until the case
                     # context restarts its events (ci_runner_case_context); older
@@ -179,6 +191,14 @@ class DepRecorder:
                 return "" if relative == "." else relative
         return None
 
+    def _source(self, measured: str) -> str | None:
+        """The root-relative path of a measured Python file, None for one outside the root;
+        remembered, as every file of a run measures the same sources."""
+        if measured not in self._sources:
+            relative = self._relative(measured)
+            self._sources[measured] = relative if relative and relative.endswith(".py") else None
+        return self._sources[measured]
+
     def _code(
         self, directory: Path
     ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, tuple[str, ...]]], list[str]]:
@@ -195,18 +215,27 @@ class DepRecorder:
         )
         if not files:
             return {}, {}, ["coverage recorded no process of this file (is coverage installed?)"]
-        for data_file in files:
-            data = CoverageData(basename=str(data_file))
-            try:
-                data.read()
-                for measured in data.measured_files():
-                    relative = self._relative(measured)
-                    if relative is not None and relative.endswith(".py"):
-                        into = lines.setdefault(relative, {})
-                        for line, contexts in data.contexts_by_lineno(measured).items():
-                            into.setdefault(line, set()).update(contexts or ("",))
-            except Exception as exc:  # a damaged data file: coverage raises its own errors
-                return {}, {}, [f"cannot read coverage data {data_file.name}: {exc}"]
+        # The processes' data combined in memory: one query per measured file, not one per
+        # file and process, each opening its data file again.
+        combined = CoverageData(no_disk=True)
+        try:
+            for data_file in files:
+                data = CoverageData(basename=str(data_file))
+                try:
+                    data.read()
+                    combined.update(data)
+                except Exception as exc:  # a damaged data file: coverage raises its own errors
+                    return {}, {}, [f"cannot read coverage data {data_file.name}: {exc}"]
+                finally:
+                    data.close()
+            for measured in combined.measured_files():
+                relative = self._source(measured)
+                if relative is not None:
+                    into = lines.setdefault(relative, {})
+                    for line, contexts in combined.contexts_by_lineno(measured).items():
+                        into.setdefault(line, set()).update(contexts or ("",))
+        finally:
+            combined.close(force=True)
         code: dict[str, dict[str, str]] = {}
         by_context: dict[str, dict[str, set[str]]] = {}
         problems: list[str] = []
@@ -218,7 +247,7 @@ class DepRecorder:
                 continue
             key = (relative, hashlib.sha256(source).hexdigest())
             if key not in self._blocks:
-                blocks = parse_blocks(source)
+                blocks = self._block_cache.blocks(source, key[1])
                 owner = {n: b for b in (blocks or [])[1:] for n in b.lines}
                 self._blocks[key] = None if blocks is None else (blocks, owner)
             parsed = self._blocks[key]
