@@ -3,11 +3,14 @@ what each test ran, opened, listed and started, on a generated repository record
 (once per module) and on synthetic records."""
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from coverage import CoverageData
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -172,6 +175,29 @@ def test_mercurial_queries_and_programs_that_cannot_start_read_no_file(tmp_path)
     assert notes.unbounded == []
     record_child._program(notes, None, ["cat", "data.txt"], tmp_path, None)
     assert notes.unbounded == ["ran cat data.txt"]
+
+
+def test_an_environment_inside_the_root_is_not_traced(tmp_path):
+    """A virtual environment inside the repository (``.venv/``) is not the repository's code:
+    coverage does not trace it (the record drops it anyway), the repository's own module is."""
+    root = tmp_path / "repo"
+    site = root / ".venv" / "lib" / "python3.12" / "site-packages"
+    (site / "vendored").mkdir(parents=True)
+    (site / "vendored" / "deep.py").write_text("X = 1\n")
+    (root / "mine.py").write_text("Y = 2\n")
+    recorder = DepRecorder(tmp_path / "record", root)
+    env = {**os.environ, **recorder.environment(tmp_path / "scratch")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(root)])
+    subprocess.run(
+        [sys.executable, "-c", "import vendored.deep, mine"], cwd=root, env=env, check=True
+    )
+    measured = set()
+    for data_file in (tmp_path / "scratch" / "coverage").iterdir():
+        data = CoverageData(basename=str(data_file))
+        data.read()
+        measured |= set(data.measured_files())
+    assert str(root.resolve() / "mine.py") in measured
+    assert not [m for m in measured if "site-packages" in m]
 
 
 def test_a_missing_or_foreign_directory_is_an_error_naming_the_flag(tmp_path):
