@@ -6,7 +6,8 @@ and loads this module as a plugin there, so the one startup that measures execut
 installs an audit hook (PEP 578) that notes, for paths under the repository root:
 
 * ``open``: files opened by anything but the import system, pytest's assertion rewriter (an
-  import loader) and the interpreter starting its script (imported and run code is coverage's);
+  import loader), the interpreter starting its script (imported and run code is coverage's) and
+  ``shutil.rmtree`` (it opens directories by name relative to a descriptor, to delete them);
 * ``os.listdir`` / ``os.scandir``: directories listed, except by the import system (its own
   caches), by pytest's collection (the directory of each test file it runs: a file added there
   matters only as a ``conftest.py``, which runs everything by rule, an ``__init__.py`` or an
@@ -149,6 +150,17 @@ def _caller() -> str:
         return ""
 
 
+def _removing_a_tree() -> bool:
+    """The audited ``open`` is shutil's tree removal opening a directory to delete it: it names
+    the directory relative to its parent's descriptor (``dir_fd``, which the audit event does not
+    carry), so the path would resolve against the working directory, and it reads no file."""
+    try:
+        code = sys._getframe(2).f_code
+    except ValueError:
+        return False
+    return code.co_name.startswith("_rmtree") and code.co_filename == shutil.__file__
+
+
 def _main_script() -> str | None:
     """The script this interpreter was started with (``python file.py``): opened from C, with
     no Python caller, to run it as code, which coverage measures."""
@@ -249,6 +261,7 @@ def _hook(event: str, args: tuple) -> None:
             and (path := notes.path(args[0])) is not None
             and not (caller == "" and path == _main_script())
             and not _read_to_import(path)
+            and not _removing_a_tree()
         ):
             notes.opened.add(path)
     elif event in ("os.listdir", "os.scandir"):

@@ -177,6 +177,31 @@ def test_mercurial_queries_and_programs_that_cannot_start_read_no_file(tmp_path)
     assert notes.unbounded == ["ran cat data.txt"]
 
 
+def test_a_tree_removal_is_no_read_and_a_plain_read_is(tmp_path):
+    """shutil.rmtree opens each directory by name relative to its parent's descriptor: that is
+    neither a read nor a path under the working directory; open() of a file still is."""
+    root = tmp_path / "root"
+    (root / "doomed" / "inner" / "deeper").mkdir(parents=True)
+    (root / "doomed" / "inner" / "deeper" / "f.txt").write_text("x")
+    (root / "data.txt").write_text("data")
+    script = (
+        "import shutil, sys\n"
+        "from ci_runner.execution import record_child as r\n"
+        f"r._notes = r._Notes({str(root)!r}, {str(tmp_path)!r})\n"
+        "sys.addaudithook(r._hook)\n"
+        "shutil.rmtree('doomed')\n"
+        "open('data.txt').read()\n"
+        "print('\\n'.join(sorted(r._notes.opened)))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    opened = run.stdout.split()
+    assert str(root / "data.txt") in opened
+    assert not [p for p in opened if p.endswith(("inner", "deeper", "f.txt"))], opened
+
+
 def test_an_environment_inside_the_root_is_not_traced(tmp_path):
     """A virtual environment inside the repository (``.venv/``) is not the repository's code:
     coverage does not trace it (the record drops it anyway), the repository's own module is."""
