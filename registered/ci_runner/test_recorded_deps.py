@@ -58,7 +58,9 @@ def recorded(tmp_path_factory):
     """The generated repository and its record, made once: (root, record dir)."""
     base = tmp_path_factory.mktemp("recorded")
     root = make_recorded_repo(base / "repo")
-    assert record(root, base / "record") == 0
+    with pytest.MonkeyPatch.context() as patch:  # the per-test cache fixture is not active yet
+        patch.setenv("CI_RUNNER_CACHE_DIR", str(base / "cache"))
+        assert record(root, base / "record") == 0
     return root, base / "record"
 
 
