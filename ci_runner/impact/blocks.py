@@ -47,6 +47,11 @@ def _dump(node: object, top: ast.AST) -> str:
     return repr(node)
 
 
+def stub_dump(node: ast.AST) -> str:
+    """``node``'s position-free dump with the bodies of the functions nested in it stubbed."""
+    return _dump(node, node)
+
+
 def _digest(node: ast.AST) -> str:
     return hashlib.sha256(_dump(node, node).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -57,11 +62,11 @@ def _body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
     return set(range(first.lineno, (node.end_lineno or first.lineno) + 1))
 
 
-def blocks_of(tree: ast.Module) -> list[Block]:
-    """The blocks of a parsed file, the module-level block first."""
-    found: list[Block] = []
+def function_nodes(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function of a parsed file (nested ones included) with its block key, in source
+    order."""
+    found: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
     counts: dict[str, int] = {}
-    owned: dict[int, str] = {}  # line -> key of the innermost function whose body holds it
 
     def walk(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
@@ -69,9 +74,7 @@ def blocks_of(tree: ast.Module) -> list[Block]:
                 name = prefix + child.name
                 counts[name] = counts.get(name, 0) + 1
                 key = name if counts[name] == 1 else f"{name}#{counts[name]}"
-                for line in _body_lines(child):
-                    owned[line] = key
-                found.append(Block(key, _digest(child), frozenset()))
+                found.append((key, child))
                 walk(child, key + ".")
             elif isinstance(child, ast.ClassDef):
                 walk(child, prefix + child.name + ".")
@@ -79,6 +82,17 @@ def blocks_of(tree: ast.Module) -> list[Block]:
                 walk(child, prefix)
 
     walk(tree, "")
+    return found
+
+
+def blocks_of(tree: ast.Module) -> list[Block]:
+    """The blocks of a parsed file, the module-level block first."""
+    owned: dict[int, str] = {}  # line -> key of the innermost function whose body holds it
+    found = []
+    for key, node in function_nodes(tree):
+        for line in _body_lines(node):
+            owned[line] = key
+        found.append(Block(key, _digest(node), frozenset()))
     lines_of: dict[str, set[int]] = {}
     for line, key in owned.items():
         lines_of.setdefault(key, set()).add(line)

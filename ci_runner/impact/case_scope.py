@@ -25,15 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ci_runner.impact.binding import ModuleLevel
 from ci_runner.impact.blocks import MODULE
 from ci_runner.impact.changes import MODIFIED, Change
 from ci_runner.impact.record_format import FileRecord
 
 
 class BlockSource(Protocol):
-    """The tree as it is now: each file's blocks."""
+    """The tree as it is now: each file's blocks, and the binding-only module-level changes."""
 
     root: Path
+    module_level: ModuleLevel | None
 
     def blocks(self, path: str) -> dict[str, str] | None: ...
 
@@ -76,6 +78,8 @@ def case_scope(
     if record.unbounded:
         return _whole(f"it {record.unbounded[0]}, whose reads are not recorded", record)
     changed: dict[str, set[str]] = {}
+    binding: list[str] = []  # changed files whose module-level change only binds names
+    level = tree.module_level
     for change in changes:
         how = touched(change)
         if how is None:
@@ -85,6 +89,9 @@ def case_scope(
         if now is None or not _code_only(record, path):
             return _whole(f"{path}: {how}, not only through code its cases ran", record)
         keys = {key for key, digest in record.code[path].items() if now.get(key) != digest}
+        if MODULE in keys and level is not None and not level.change(path).effect:
+            keys.discard(MODULE)
+            binding.append(path)
         shared = keys & ({MODULE} | set(record.file_code.get(path, ())))
         if shared:
             key = min(shared)
@@ -92,6 +99,16 @@ def case_scope(
             return _whole(f"{path}: {ran(key)} {where}", record)
         changed[path] = keys
     kept: dict[str, str] = {}
+    if binding and level is not None:
+        text = "; ".join(f"{p}: {level.change(p).text()}" for p in binding)
+        for code in (record.file_code, *(c.code for c in record.cases.values())):
+            if how := level.effect_ran(code):
+                return _whole(f"{text}; {how} (its state is shared by every case)", record)
+        if how := level.reads(record.file_code):
+            return _whole(f"{text}; {how} outside every test case", record)
+        for case, data in sorted(record.cases.items()):
+            if how := level.reads(data.code):
+                kept[case] = f"{text}; case {how}"
     reached: dict[str, set[str]] = {}
     for case, data in sorted(record.cases.items()):
         for path, keys in sorted(changed.items()):

@@ -34,6 +34,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ci_runner.catalog import Catalog
+from ci_runner.impact.binding import ModuleLevel
 from ci_runner.impact.blocks import MODULE, block_hashes
 from ci_runner.impact.case_scope import CaseScope, case_scope, ran
 from ci_runner.impact.changes import ADDED, DELETED, MODIFIED, RENAMED, Change, ChangeSet
@@ -82,6 +83,7 @@ class _Tree:
         self.root = config.root
         self._digests: dict[str, str | None] = {}
         self._blocks: dict[str, dict[str, str] | None] = {}
+        self.module_level: ModuleLevel | None = None  # binding-only module-level changes
 
     def digest(self, path: str) -> str | None:
         if path not in self._digests:
@@ -109,9 +111,10 @@ def _changed_block(record: dict[str, str], now: dict[str, str] | None) -> str | 
     return None
 
 
-def _input_differs(record: FileRecord, path: str, tree: _Tree) -> str | None:
-    """How ``path``, an input of ``record``, differs now (None when it does not, or is none)."""
-    if path in record.code and record.sources.get(path) != tree.digest(path):
+def _input_differs(record: FileRecord, path: str, tree: _Tree, code: bool = True) -> str | None:
+    """How ``path``, an input of ``record``, differs now (None when it does not, or is none;
+    ``code``: whether the code it ran counts)."""
+    if code and path in record.code and record.sources.get(path) != tree.digest(path):
         key = _changed_block(record.code[path], tree.blocks(path))
         if key is not None:
             return ran(key)
@@ -131,10 +134,38 @@ def _built(record: FileRecord, path: str) -> str | None:
     return None
 
 
+def _code_touched(record: FileRecord, path: str, tree: _Tree) -> str | None:
+    """How the code ``record`` ran of the changed file ``path`` differs now; a module-level
+    change that only binds names (:mod:`.binding`) counts only where ran code reads them."""
+    if path not in record.code or record.sources.get(path) == tree.digest(path):
+        return None
+    now = tree.blocks(path)
+    if now is None:
+        return ran(MODULE)
+    keys = sorted(k for k, digest in record.code[path].items() if now.get(k) != digest)
+    functions = [k for k in keys if k != MODULE]
+    if functions:
+        return ran(functions[0])
+    if not keys:
+        return None
+    level = tree.module_level
+    if level is None:
+        return ran(MODULE)
+    change = level.change(path)
+    if change.effect:
+        return f"{ran(MODULE)}, where {change.text()}"
+    how = level.touches(record.code)
+    return None if how is None else f"{change.text()}; {how}"
+
+
 def _touched(record: FileRecord, change: Change, tree: _Tree) -> str | None:
     """How ``change`` reaches the recorded test, or None."""
     for path in filter(None, (change.path, change.old_path)):
-        how = _input_differs(record, path, tree) or _built(record, path)
+        how = (
+            (_code_touched(record, path, tree) if change.status == MODIFIED else None)
+            or _input_differs(record, path, tree, code=change.status != MODIFIED)
+            or _built(record, path)
+        )
         if how is not None:
             return how
     added = change.status in (ADDED, RENAMED)
@@ -288,6 +319,14 @@ class RecordLayer:
         )
         kernel_change = any(_kernel_file(c.path, config) for c in self.changes)
         tree = _Tree(config)
+        tree.module_level = ModuleLevel(
+            config.root,
+            config.python_roots,
+            records.commit,
+            {path for r in records.tests.values() for path in r.code},
+            {c.path for c in self.changes if c.status == MODIFIED and c.path.endswith(".py")},
+            set(records.tests),
+        )
         for test, record in records.tests.items():
             if record.problems:
                 self.why_static[test] = record.problems[0]

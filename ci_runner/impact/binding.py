@@ -1,0 +1,527 @@
+"""A module-level change whose only effect is binding names: which recorded code can see it.
+
+Every test that imported a module ran its module-level code, so without this analysis a change
+there keeps every importer. Here the change is cut into the module-level statements present on
+one side and not the other (:mod:`.module_facts`, old side from git at the recorded commit). When
+each of them provably only binds names (a plain ``def``; an import of a module whose own module
+level only binds names, or of one outside the repository that exists; an assignment of a
+constant, a name already bound or a container of these; a class of such statements whose bases
+run no hook), the change can be seen only by code that reads one of those names:
+
+* the names reach further through unchanged module-level code: a statement of any recorded
+  module that reads one is reached itself; if it too only binds names, its names join, else it
+  is an effect and every test that imported its module is kept;
+* a recorded test (or case) is kept when a function it ran reads a reached name: a name of the
+  function's own module, or any module's name as an attribute, an imported name or a string
+  constant; or when the function reads names dynamically (``getattr`` with a computed name,
+  ``globals()``, ``vars()``, ``dir()``, ``__dict__``, ``inspect``, ``importlib``, ``import *``).
+
+A change to a class body reaches the class's name too: its instances are made by code that
+reads it. Whatever cannot be proven (an effect, a name that may be unbound, an import that may
+fail, an old side git cannot give) keeps every importer, as before, with the reason.
+"""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_runner.impact.blocks import MODULE
+from ci_runner.impact.module_facts import (
+    BUILTINS,
+    Import,
+    ModuleFacts,
+    Statement,
+    module_facts,
+)
+
+GIT_TIMEOUT = 120
+BASETYPE = 1 << 10  # Py_TPFLAGS_BASETYPE: the builtin type can be subclassed
+NEW, OLD = "new", "old"
+DYNAMIC_TOKENS = (
+    b"getattr", b"hasattr", b"setattr", b"delattr", b"globals", b"vars", b"locals", b"dir",
+    b"__import__", b"eval", b"exec", b"inspect", b"importlib", b"attrgetter", b"methodcaller",
+    b"getmembers", b"import_module", b"__dict__", b"import *", b"__getattribute__",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ModuleChange:
+    """A changed module's module-level change: the names it binds, or why it keeps every
+    importer (``effect``)."""
+
+    path: str
+    binds: tuple[str, ...] = ()
+    effect: str = ""
+
+    def text(self) -> str:
+        if self.effect:
+            return f"{self.effect}: every importer kept"
+        names = ", ".join(self.binds[:3]) + (", ..." if len(self.binds) > 3 else "")
+        return f"module-level change binds only {names}"
+
+
+class ModuleLevel:
+    """The binding analysis of one change set against the records of ``commit``.
+
+    ``universe``: every file some record ran code of; ``changed``: the modified Python files."""
+
+    def __init__(
+        self, root: Path, python_roots: tuple[str, ...], commit: str | None,
+        universe: set[str], changed: set[str], tests: set[str],
+    ) -> None:  # fmt: skip
+        self.root = root
+        self.tests = tests
+        self.bases = ("", *python_roots)
+        self.commit = commit
+        self.universe = {p for p in universe | changed if p.endswith(".py")}
+        self.changed = changed
+        self._texts: dict[tuple[str, str], bytes | None] = {}
+        self._facts: dict[tuple[str, str], ModuleFacts | None] = {}
+        self._pure_modules: dict[tuple[str, str], str | None] = {}
+        self._changes: dict[str, ModuleChange] = {}
+        self._done = False
+        self.reached: dict[str, set[str]] = {}  # module -> its reached names
+        self.attrs: set[str] = set()  # every reached name
+        self.effects: dict[str, str] = {}  # module -> why every importer of it is kept
+
+    # ------------------------------------------------------------------ sources and facts
+
+    def _text(self, path: str, side: str) -> bytes | None:
+        key = (path, side)
+        if key not in self._texts:
+            self._texts[key] = self._read(path, side)
+        return self._texts[key]
+
+    def _read(self, path: str, side: str) -> bytes | None:
+        if side == OLD and path in self.changed:
+            if self.commit is None:
+                return None
+            try:
+                result = subprocess.run(
+                    ["git", "-C", str(self.root), "show", f"{self.commit}:./{path}"],
+                    capture_output=True, timeout=GIT_TIMEOUT, check=False,
+                )  # fmt: skip
+            except (OSError, subprocess.TimeoutExpired):
+                return None
+            return result.stdout if result.returncode == 0 else None
+        try:
+            return (self.root / path).read_bytes()
+        except OSError:
+            return None
+
+    def facts(self, path: str, side: str = NEW) -> ModuleFacts | None:
+        key = (path, side if path in self.changed else NEW)
+        if key not in self._facts:
+            text = self._text(*key)
+            self._facts[key] = None if text is None else module_facts(text)
+        return self._facts[key]
+
+    # ------------------------------------------------------------------ the change itself
+
+    def change(self, path: str) -> ModuleChange:
+        """The module-level change of ``path`` (a modified Python file)."""
+        if path not in self._changes:
+            self._changes[path] = self._change(path)
+        return self._changes[path]
+
+    def _change(self, path: str) -> ModuleChange:
+        if path in self.tests:
+            return ModuleChange(
+                path, effect="it is a test file (its runner finds its cases by listing its names)"
+            )
+        if self._text(path, OLD) is None:
+            why = (
+                "the record has no commit"
+                if self.commit is None
+                else f"git cannot show it at the recorded commit {self.commit}"
+            )
+            return ModuleChange(path, effect=f"its module-level code changed and {why}")
+        old, new = self.facts(path, OLD), self.facts(path, NEW)
+        if old is None or new is None:
+            return ModuleChange(path, effect="one side does not parse")
+        binds: set[str] = set()
+        for side, facts, indexes in _unmatched(old, new):
+            for index in indexes:
+                statement = facts.statements[index]
+                why = self._effect(path, side, facts, index)
+                if why:
+                    where = "removed" if side == OLD else "line"
+                    return ModuleChange(path, effect=f"{why} ({where} {statement.line})")
+                binds |= _names_of(statement)
+        return ModuleChange(path, tuple(sorted(binds)))
+
+    # ------------------------------------------------------------------ what one statement does
+
+    def _effect(self, path: str, side: str, facts: ModuleFacts, index: int) -> str:
+        """Why running statement ``index`` may do more than bind names; empty when it cannot."""
+        statement = facts.statements[index]
+        if statement.effect:
+            return statement.effect
+        for header in _enclosing(facts, index):
+            if why := self._effect(path, side, facts, header):
+                return f"in a class that is {why}"
+        visible, star = _visible(facts, index)
+        for name in sorted(statement.needs):
+            if name not in visible and (name not in BUILTINS or star):
+                return f"it reads {name}, which may be unbound there"
+        module_names = {n for s in facts.statements if not s.scope for n in s.binds}
+        for name in statement.decorators:
+            if name in module_names or name in visible or star:
+                return f"@{name} is not the builtin there"
+        for base in statement.bases:
+            if why := self._hooked(facts, index, base, set()):
+                return why
+        for imported in statement.imports:
+            if why := self._import_problem(path, side, imported):
+                return why
+        return ""
+
+    def _hooked(self, facts: ModuleFacts, index: int, base: str, seen: set[int]) -> str:
+        """Why subclassing ``base`` (as statement ``index`` sees it) may run a hook or fail."""
+        statement = facts.statements[index]
+        hook = f"its base {base} may run a hook (__init_subclass__ or a metaclass)"
+        if statement.scope and any(
+            base in s.binds for s in facts.statements[:index] if s.scope == statement.scope
+        ):
+            return hook
+        earlier = [
+            i for i, s in enumerate(facts.statements[:index]) if s.scope == "" and base in s.binds
+        ]
+        if not earlier:
+            value = getattr(builtins, base, None)
+            if isinstance(value, type) and value.__flags__ & BASETYPE:
+                return ""
+            return hook
+        last = earlier[-1]
+        header = facts.statements[last]
+        if not header.is_class or header.effect or header.hooks:
+            return hook
+        if last in seen:
+            return ""
+        seen.add(last)
+        for inner in header.bases:
+            if why := self._hooked(facts, last, inner, seen):
+                return why
+        return ""
+
+    def _import_problem(self, path: str, side: str, imported: Import) -> str:
+        """Why running ``imported`` may fail or do more than bind names; empty when it cannot."""
+        module = imported.module
+        if imported.level:
+            parts = path.split("/")[:-1]
+            if imported.level - 1 > len(parts):
+                return f"from {'.' * imported.level}{module} import ... goes above the root"
+            parts = parts[: len(parts) - (imported.level - 1)]
+            dotted = [p for p in module.split(".") if p]
+            return self._first_party_problem(["/".join(parts)], dotted, imported, side)
+        top = module.split(".")[0]
+        bases = [b for b in self.bases if self._exists_top(b, top)]
+        if bases:
+            return self._first_party_problem(bases, module.split("."), imported, side)
+        return _outside_problem(imported)
+
+    def _star_source(self, path: str, imported: Import) -> str | None:
+        """The repository file ``from x import *`` reads, when it is one file."""
+        parts = [p for p in imported.module.split(".") if p]
+        if imported.level:
+            own = path.split("/")[:-1]
+            if imported.level - 1 > len(own):
+                return None
+            bases = ["/".join(own[: len(own) - (imported.level - 1)])]
+        else:
+            bases = [b for b in self.bases if parts and self._exists_top(b, parts[0])]
+        found = {files for b in bases if (files := self._module_files(b, parts)) is not None}
+        if len(found) != 1:
+            return None
+        files = next(iter(found))
+        return files[-1] if files else None
+
+    def _exists_top(self, base: str, top: str) -> bool:
+        directory = self.root / base if base else self.root
+        return (directory / top).is_dir() or (directory / f"{top}.py").is_file()
+
+    def _first_party_problem(
+        self, bases: list[str], parts: list[str], imported: Import, side: str
+    ) -> str:
+        name = ".".join(parts) or "."
+        found = {files for b in bases if (files := self._module_files(b, parts)) is not None}
+        if len(found) != 1:
+            return f"import of {name}: {'not found' if not found else 'found in several roots'}"
+        files = next(iter(found))
+        for file in files:
+            if why := self._module_problem(file, side):
+                return f"import of {name}: {file} {why}"
+        names = [n for n in imported.names if n != "*"]
+        if not names:
+            return ""
+        facts = self.facts(files[-1], side) if files else None
+        bound = {n for s in facts.statements if not s.scope for n in s.binds} if facts else set()
+        package = (
+            files[-1].rsplit("/", 1)[0] if files and files[-1].endswith("__init__.py") else None
+        )
+        for n in names:
+            if n in bound:
+                continue
+            sub = self._module_files(package, [n]) if package is not None else None
+            if sub is None:
+                return f"from {name} import {n}: {n} may not be bound there"
+            for file in sub:
+                if why := self._module_problem(file, side):
+                    return f"from {name} import {n}: {file} {why}"
+        return ""
+
+    def _module_files(self, base: str, parts: list[str]) -> tuple[str, ...] | None:
+        """The files ``import a.b`` runs from ``base`` (packages' ``__init__.py`` first), or None
+        when the module is not there."""
+        files: list[str] = []
+        prefix = base.strip("/")
+        for i, part in enumerate(parts):
+            here = f"{prefix}/{part}" if prefix else part
+            last = i == len(parts) - 1
+            if (self.root / here).is_dir():
+                init = f"{here}/__init__.py"
+                if (self.root / init).is_file():
+                    files.append(init)
+                prefix = here
+            elif last and (self.root / f"{here}.py").is_file():
+                files.append(f"{here}.py")
+            else:
+                return None
+        return tuple(files)
+
+    def _module_problem(self, file: str, side: str) -> str | None:
+        """Why importing ``file`` for the first time may do more than bind names, else None
+        (cycle-safe: a module being checked counts as binding only)."""
+        key = (file, side if file in self.changed else NEW)
+        if key in self._pure_modules:
+            return self._pure_modules[key]
+        self._pure_modules[key] = None
+        facts = self.facts(file, side)
+        why: str | None = None
+        if facts is None:
+            why = "cannot be read or parsed"
+        else:
+            for index, statement in enumerate(facts.statements):
+                if problem := self._effect(file, side, facts, index):
+                    why = f"line {statement.line}: {problem}"
+                    break
+        self._pure_modules[key] = why
+        return why
+
+    # ------------------------------------------------------------------ closure
+
+    def close(self) -> None:
+        """Reach through unchanged module-level code from every binding-only change."""
+        if self._done:
+            return
+        self._done = True
+        for path in sorted(self.changed):
+            change = self.change(path)
+            if change.effect:
+                continue
+            old, new = self.facts(path, OLD), self.facts(path, NEW)
+            assert old is not None and new is not None
+            for _side, facts, indexes in _unmatched(old, new):
+                for index in indexes:
+                    self._reach(path, facts.statements[index])
+        grown = True
+        while grown:
+            grown = False
+            for path in sorted(self.universe):
+                if path in self.effects or not self._may_read(path):
+                    continue
+                for side in (NEW, OLD) if path in self.changed else (NEW,):
+                    facts = self.facts(path, side)
+                    if facts is None:
+                        continue
+                    for index, statement in enumerate(facts.statements):
+                        star = next((i for i in statement.imports if "*" in i.names), None)
+                        if star is not None:  # binds the reached names of what it reads
+                            source = self._star_source(path, star)
+                            if source is None:
+                                line = statement.line
+                                self.effects[path] = (
+                                    f"line {line} is a star import of an unknown module"
+                                )
+                                grown = True
+                                break
+                            names = self.reached.get(source, set())
+                            mine = self.reached.setdefault(path, set())
+                            grown |= not names <= mine
+                            mine |= names
+                            continue
+                        if not self._reads_reached(path, statement):
+                            continue
+                        why = self._reached_effect(path, side, facts, index)
+                        if why:
+                            self.effects[path] = f"line {statement.line} reads {why}"
+                            grown = True
+                            break
+                        grown |= self._reach(path, statement)
+                    if path in self.effects:
+                        break
+
+    def _reached_effect(self, path: str, side: str, facts: ModuleFacts, index: int) -> str:
+        statement = facts.statements[index]
+        names = sorted(
+            (statement.reads.names & self.reached.get(path, set()))
+            | (statement.reads.attrs & self.attrs)
+        )
+        what = names[0] if names else "names dynamically"
+        if statement.reads.dynamic and not names:
+            return f"names dynamically ({statement.reads.dynamic}): every importer kept"
+        why = self._effect(path, side, facts, index)
+        return f"{what}, and is {why}: every importer kept" if why else ""
+
+    def _reach(self, path: str, statement: Statement) -> bool:
+        """Add what a reached statement binds; whether anything was new."""
+        names = self.reached.setdefault(path, set())
+        before = (len(names), len(self.attrs))
+        new = _names_of(statement)
+        names |= {statement.scope.split(".")[0]} if statement.scope else new
+        self.attrs |= new
+        return (len(names), len(self.attrs)) != before
+
+    def _reads_reached(self, path: str, statement: Statement) -> bool:
+        reads = statement.reads
+        return bool(
+            reads.dynamic or reads.names & self.reached.get(path, set()) or reads.attrs & self.attrs
+        )
+
+    def _may_read(self, path: str) -> bool:
+        """Whether ``path``'s text holds a reached name or a dynamic read (else no code of it can
+        read one: it is not parsed)."""
+        text = self._text(path, NEW) or b""
+        old = self._text(path, OLD) if path in self.changed else b""
+        return any(
+            token in blob
+            for blob in (text, old or b"")
+            for token in (*DYNAMIC_TOKENS, *(n.encode() for n in self.attrs))
+        )
+
+    # ------------------------------------------------------------------ what a test ran
+
+    def effect_ran(self, code: Mapping[str, object]) -> str | None:
+        """The module-level code of an effect reached by a binding-only change that ran in
+        ``code`` (``{file: block keys}``), or None."""
+        self.close()
+        for path in sorted(code):
+            if path in self.effects and MODULE in code[path]:  # type: ignore[operator]
+                return f"ran {path}'s module-level code, whose {self.effects[path]}"
+        return None
+
+    def reads(self, code: Mapping[str, object]) -> str | None:
+        """A function in ``code`` (``{file: block keys}``) that reads a reached name, or reads
+        names dynamically; None when none does."""
+        self.close()
+        for path in sorted(code):
+            if not path.endswith(".py") or not self._may_read(path):
+                continue
+            facts = self.facts(path, NEW)
+            if facts is None:
+                return f"ran {path}, which does not parse now"
+            own = self.reached.get(path, set())
+            for key in sorted(k for k in code[path] if k != MODULE):  # type: ignore[attr-defined]
+                reads = facts.blocks.get(key)
+                if reads is None:
+                    continue  # gone: the change to that function keeps it
+                if reads.dynamic:
+                    return f"ran {path}:{key}() which reads names dynamically ({reads.dynamic})"
+                hit = sorted((reads.names & own) | (reads.attrs & self.attrs))
+                if hit:
+                    return f"ran {path}:{key}() which reads {hit[0]}"
+        return None
+
+    def touches(self, code: Mapping[str, object]) -> str | None:
+        """How code that ran can see the binding-only changes (:meth:`effect_ran`,
+        :meth:`reads`), or None."""
+        return self.effect_ran(code) or self.reads(code)
+
+
+def _outside_problem(imported: Import) -> str:
+    """Why an import from outside the repository may fail; empty when it cannot."""
+    module = imported.module
+    names = [n for n in imported.names if n != "*"]
+    if not names:
+        if module in sys.modules:
+            return ""
+        if "." not in module and importlib.util.find_spec(module) is not None:
+            return ""
+        return f"import {module} may fail (it is not found here)"
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        return f"from {module} import {names[0]} may fail ({module} is not loaded here to check)"
+    for n in names:
+        if not hasattr(loaded, n) and f"{module}.{n}" not in sys.modules:
+            return f"from {module} import {n} may fail"
+    return ""
+
+
+def _unmatched(old: ModuleFacts, new: ModuleFacts) -> list[tuple[str, ModuleFacts, list[int]]]:
+    """The statements on each side that the other side lacks (by scope, digest and order)."""
+    a = [(s.scope, s.digest) for s in old.statements]
+    b = [(s.scope, s.digest) for s in new.statements]
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    kept_a: set[int] = set()
+    kept_b: set[int] = set()
+    for block in matcher.get_matching_blocks():
+        kept_a.update(range(block.a, block.a + block.size))
+        kept_b.update(range(block.b, block.b + block.size))
+    return [
+        (OLD, old, [i for i in range(len(a)) if i not in kept_a]),
+        (NEW, new, [i for i in range(len(b)) if i not in kept_b]),
+    ]
+
+
+def _names_of(statement: Statement) -> set[str]:
+    """The names a changed statement reaches: its bindings, and for a class-body statement the
+    outermost class too."""
+    names = set(statement.binds)
+    if statement.scope:
+        names.add(statement.scope.split(".")[0])
+    return names
+
+
+def _enclosing(facts: ModuleFacts, index: int) -> list[int]:
+    """The class headers whose bodies hold statement ``index``, outermost first."""
+    scope = facts.statements[index].scope
+    found: list[int] = []
+    if not scope:
+        return found
+    parts = scope.split(".")
+    for depth in range(1, len(parts) + 1):
+        outer = ".".join(parts[: depth - 1])
+        name = parts[depth - 1]
+        for i in range(index - 1, -1, -1):
+            s = facts.statements[i]
+            if s.scope == outer and name in s.binds and s.is_class:
+                found.append(i)
+                break
+    return found
+
+
+def _visible(facts: ModuleFacts, index: int) -> tuple[set[str], bool]:
+    """The names bound before statement ``index`` where it runs (its class body's, then the
+    module's before the outermost class), and whether a star import came before."""
+    statement = facts.statements[index]
+    scope = statement.scope
+    top = index
+    if scope:
+        for i in range(index - 1, -1, -1):
+            if facts.statements[i].scope == "" and scope.split(".")[0] in facts.statements[i].binds:
+                top = i
+                break
+    visible: set[str] = set()
+    star = False
+    for i, s in enumerate(facts.statements):
+        if (s.scope == "" and i < top) or (scope and s.scope == scope and i < index):
+            visible |= s.binds
+            star |= any("*" in imp.names for imp in s.imports)
+    return visible, star

@@ -1,0 +1,347 @@
+"""What a Python file's module-level code binds and reads, statement by statement, and which
+names each function block reads.
+
+Module-level code (:data:`~ci_runner.impact.blocks.MODULE`) is cut into statements: the
+top-level statements, and the statements of each class body (a class statement itself is its
+header: name, bases, keywords, decorators). A statement's digest is its position-free dump with
+function bodies left out, as :mod:`.blocks` hashes blocks, so an edit is the statements present on
+one side and not the other.
+
+Each statement says what it binds, what it reads, and whether running it can do more than bind
+names (:attr:`Statement.effect`): a call, a decorator, a subscript, an ``if`` or ``try`` block, a
+star import, a module-level ``__all__`` or ``__getattr__`` are effects this analysis cannot bound.
+What it cannot decide from the statement alone (a name that must already be bound, an import
+that must succeed, a base class that must run no hook) is listed for :mod:`.binding` to prove.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+from dataclasses import dataclass, field
+
+from ci_runner.impact.blocks import function_nodes, stub_dump
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Reading these reads names that no source text spells: the namespace of a module or object.
+DYNAMIC_NAMES = frozenset(
+    {"globals", "vars", "locals", "dir", "__import__", "eval", "exec", "inspect", "importlib",
+     "attrgetter", "methodcaller", "getmembers", "import_module"}
+)  # fmt: skip
+DYNAMIC_ATTRS = frozenset({"__dict__", "getmembers", "import_module", "__getattribute__"})
+NAME_ARGUMENT = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+BUILTIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
+BUILTINS = frozenset(dir(builtins))
+MAX_STRING = 300  # longer string constants name no attribute
+
+
+@dataclass(frozen=True)
+class Reads:
+    """The names a piece of code reads: as names of its own module (``names``), as attributes,
+    imported names or identifiers in string constants (``attrs``), or dynamically (``dynamic``:
+    what, with its line; empty when none)."""
+
+    names: frozenset[str] = frozenset()
+    attrs: frozenset[str] = frozenset()
+    dynamic: str = ""
+
+
+@dataclass(frozen=True)
+class Import:
+    """An import a statement runs: ``import module`` (``names`` empty) or ``from module import
+    names`` (``level``: the leading dots; ``"*"`` for a star import)."""
+
+    module: str
+    level: int = 0
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One module-level statement (see the module docstring)."""
+
+    scope: str  # "" for the module's top level; "C" or "C.D" for a class body
+    digest: str
+    line: int
+    binds: frozenset[str]
+    reads: Reads
+    effect: str = ""  # what else running it may do; empty when it only binds names
+    needs: frozenset[str] = frozenset()  # names it evaluates when it runs
+    imports: tuple[Import, ...] = ()
+    bases: tuple[str, ...] = ()  # a class header: the names of its bases
+    decorators: tuple[str, ...] = ()  # builtin decorators it relies on (staticmethod, ...)
+    hooks: bool = False  # a class header whose body defines __init_subclass__
+    is_class: bool = False  # a class header
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    """The statements of a file's module-level code, and each function block's reads."""
+
+    statements: tuple[Statement, ...]
+    blocks: dict[str, Reads] = field(default_factory=dict)
+    star_import: bool = False  # some top-level statement is ``from x import *``
+
+
+def module_facts(source: str | bytes) -> ModuleFacts | None:
+    """The facts of ``source``; None when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    future = any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "__future__"
+        and any(alias.name == "annotations" for alias in node.names)
+        for node in tree.body
+    )
+    statements: list[Statement] = []
+    _statements(tree.body, "", future, statements)
+    blocks = {key: _reads(node, own=node) for key, node in function_nodes(tree)}
+    star = any(
+        isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+        for node in tree.body
+    )
+    return ModuleFacts(tuple(statements), blocks, star)
+
+
+def _statements(body: list[ast.stmt], scope: str, future: bool, out: list[Statement]) -> None:
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            out.append(_class_header(node, scope, future))
+            _statements(node.body, f"{scope}.{node.name}" if scope else node.name, future, out)
+        else:
+            out.append(_statement(node, scope, future))
+
+
+def _class_header(node: ast.ClassDef, scope: str, future: bool) -> Statement:
+    header = ast.ClassDef(
+        name=node.name,
+        bases=node.bases,
+        keywords=node.keywords,
+        body=[],
+        decorator_list=node.decorator_list,
+        type_params=getattr(node, "type_params", []),
+    )
+    effect = ""
+    if node.decorator_list:
+        effect = "a decorated class (the decorator may do anything)"
+    elif node.keywords:
+        effect = "a class with keywords (a metaclass= or a hook's arguments)"
+    elif getattr(node, "type_params", None):
+        effect = "a generic class"
+    elif not all(isinstance(base, ast.Name) for base in node.bases):
+        effect = "a class whose base is not a plain name"
+    elif len(node.bases) > 1:
+        effect = "a class of several bases (its method order may not resolve)"
+    hooks = any(
+        isinstance(child, _FUNCTIONS) and child.name == "__init_subclass__" for child in node.body
+    ) or any(
+        isinstance(child, (ast.Assign, ast.AnnAssign))
+        and "__init_subclass__" in _target_names(child)
+        for child in node.body
+    )
+    bases = tuple(base.id for base in node.bases if isinstance(base, ast.Name))
+    return Statement(
+        scope,
+        _hash(header),
+        node.lineno,
+        frozenset({node.name}),
+        _reads(header),
+        effect,
+        needs=frozenset(bases),
+        bases=bases,
+        hooks=hooks,
+        is_class=True,
+    )
+
+
+def _hash(node: ast.AST) -> str:
+    return hashlib.sha256(stub_dump(node).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _statement(node: ast.stmt, scope: str, future: bool) -> Statement:
+    needs: set[str] = set()
+    binds: set[str] = set()
+    imports: tuple[Import, ...] = ()
+    decorators: tuple[str, ...] = ()
+    effect = ""
+    if isinstance(node, ast.Pass) or (
+        isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    ):
+        pass
+    elif isinstance(node, ast.Import):
+        binds = {(a.asname or a.name.split(".")[0]) for a in node.names}
+        imports = tuple(Import(a.name) for a in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        names = tuple(a.name for a in node.names)
+        imports = (Import(node.module or "", node.level, names),)
+        if "*" in names:
+            effect = "a star import (it binds names no source text spells)"
+        binds = {a.asname or a.name for a in node.names if a.name != "*"}
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not all(isinstance(t, ast.Name) for t in targets):
+            effect = "an assignment to something other than a name"
+        elif node.value is not None and not _pure(node.value, needs, in_class=bool(scope)):
+            effect = "an assignment of a computed value (a call, subscript or operator)"
+        elif isinstance(node, ast.AnnAssign) and not future and not _pure(node.annotation, needs):
+            effect = "an annotation that is evaluated and may run code"
+        binds = _target_names(node) if node.value is not None else set()
+        if isinstance(node, ast.AnnAssign):
+            binds.add("__annotations__")
+    elif isinstance(node, _FUNCTIONS):
+        binds = {node.name}
+        effect, decorators = _def_effect(node, scope, future, needs)
+    else:
+        effect = _describe(node)
+    if not effect and not scope:
+        dunder = sorted(n for n in binds if n.startswith("__") and n.endswith("__"))
+        if dunder and dunder != ["__annotations__"]:
+            effect = f"it binds {dunder[0]} (module-level dunders change what importers see)"
+    return Statement(
+        scope,
+        _hash(node),
+        node.lineno,
+        frozenset(binds),
+        _reads(node),
+        effect,
+        frozenset(needs),
+        imports,
+        decorators=decorators,
+    )
+
+
+def _def_effect(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, scope: str, future: bool, needs: set[str]
+) -> tuple[str, tuple[str, ...]]:
+    decorators = []
+    for decorator in node.decorator_list:
+        if scope and isinstance(decorator, ast.Name) and decorator.id in BUILTIN_DECORATORS:
+            decorators.append(decorator.id)
+        else:
+            return "a decorated function (the decorator may do anything)", ()
+    if getattr(node, "type_params", None):
+        return "a generic function", ()
+    args = node.args
+    defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    if not all(_pure(d, needs, in_class=False) for d in defaults):
+        return "a default value that is computed (a call, subscript or operator)", ()
+    if not future:
+        annotations = [
+            a.annotation
+            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+            if a is not None and a.annotation is not None
+        ]
+        if node.returns is not None:
+            annotations.append(node.returns)
+        if not all(_pure(a, needs) for a in annotations):
+            return "an annotation that is evaluated and may run code", ()
+    return "", tuple(decorators)
+
+
+def _describe(node: ast.stmt) -> str:
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        return "a module-level call"
+    names = {
+        ast.If: "an if block",
+        ast.Try: "a try block",
+        ast.For: "a loop",
+        ast.While: "a loop",
+        ast.With: "a with block",
+        ast.Global: "a global statement",
+        ast.Delete: "a del statement",
+        ast.AugAssign: "an augmented assignment",
+        ast.Assert: "an assert",
+        ast.Raise: "a raise",
+    }
+    return names.get(type(node), f"a {type(node).__name__} statement")
+
+
+def _target_names(node: ast.stmt) -> set[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return {t.id for t in targets if isinstance(t, ast.Name)}
+
+
+def _pure(node: ast.expr, needs: set[str], in_class: bool = False) -> bool:
+    """Whether evaluating ``node`` can neither raise (given ``needs`` bound) nor run code. In a
+    class body a name may hold an object with ``__set_name__``: only constants are pure there."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not in_class:
+        needs.add(node.id)
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(not isinstance(e, ast.Starred) and _pure(e, needs, in_class) for e in node.elts)
+    if isinstance(node, ast.Set):
+        return all(_hashable(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _hashable(k) for k in node.keys) and all(
+            _pure(v, needs, in_class) for v in node.values
+        )
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = node.operand
+        return isinstance(operand, ast.Constant) and type(operand.value) in (int, float, complex)
+    if isinstance(node, ast.Lambda):
+        args = node.args
+        defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+        return all(_pure(d, needs, in_class) for d in defaults)
+    return False
+
+
+def _hashable(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant)
+
+
+def _reads(node: ast.AST, own: ast.AST | None = None) -> Reads:
+    """What ``node`` reads, the bodies of functions nested in it left out (``own``: the function
+    whose body is read)."""
+    names: set[str] = set()
+    attrs: set[str] = set()
+    dynamic: list[str] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _FUNCTIONS) and item is not own:
+            stack.extend(item.decorator_list)
+            stack.append(item.args)
+            if item.returns is not None:
+                stack.append(item.returns)
+            continue
+        if isinstance(item, ast.Name):
+            if isinstance(item.ctx, ast.Load):
+                names.add(item.id)
+                if item.id in DYNAMIC_NAMES:
+                    dynamic.append(f"{item.id} (line {item.lineno})")
+        elif isinstance(item, ast.Attribute):
+            attrs.add(item.attr)
+            if item.attr in DYNAMIC_ATTRS:
+                dynamic.append(f".{item.attr} (line {item.lineno})")
+        elif isinstance(item, ast.alias):
+            for part in item.name.split("."):
+                attrs.add(part)
+            if item.name == "*":
+                dynamic.append(f"import * (line {getattr(item, 'lineno', 0)})")
+        elif isinstance(item, (ast.Import, ast.ImportFrom)):
+            module = getattr(item, "module", None) or ""
+            attrs.update(p for p in module.split(".") if p)
+        elif isinstance(item, ast.Constant) and isinstance(item.value, str):
+            if len(item.value) <= MAX_STRING:
+                attrs.update(p for p in item.value.split(".") if p.isidentifier())
+        elif isinstance(item, ast.Call) and (
+            isinstance(item.func, ast.Name)
+            and item.func.id in NAME_ARGUMENT
+            and not (len(item.args) >= 2 and isinstance(item.args[1], ast.Constant))
+        ):
+            dynamic.append(f"{item.func.id} with a computed name (line {item.lineno})")
+        stack.extend(ast.iter_child_nodes(item))
+    return Reads(frozenset(names), frozenset(attrs), min(dynamic, key=_line) if dynamic else "")
+
+
+def _line(text: str) -> int:
+    return int(text.rsplit("line ", 1)[1].rstrip(")"))
+
+
+def builtin_name(name: str) -> bool:
+    return name in BUILTINS
