@@ -63,6 +63,8 @@ class ModuleChange:
     def text(self) -> str:
         if self.effect:
             return f"{self.effect}: every importer kept"
+        if not self.binds:
+            return "module-level change binds no name"
         names = ", ".join(self.binds[:3]) + (", ..." if len(self.binds) > 3 else "")
         return f"module-level change binds only {names}"
 

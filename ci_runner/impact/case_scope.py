@@ -96,6 +96,8 @@ def case_scope(
         if shared:
             key = min(shared)
             where = "every case shares it" if key == MODULE else "outside every test case"
+            if key == MODULE and level is not None:
+                where = f"({level.change(path).text()}); {where}"
             return _whole(f"{path}: {ran(key)} {where}", record)
         changed[path] = keys
     kept: dict[str, str] = {}

@@ -1,0 +1,303 @@
+"""Module-level changes that only bind names (ci_runner/impact/binding.py): the statement
+classification and name reads, selections end to end on a generated repository recorded for
+real, and a property test of soundness: every case whose outcome a random module-level edit
+changes is kept."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from impact_tree import git_repo
+from recorded_tree import record, select
+from tree_builder import catalog_toml, suite_toml, write_tree
+
+from ci_runner import register_cpu_ci
+from ci_runner.impact.binding import ModuleLevel
+from ci_runner.impact.module_facts import module_facts
+
+register_cpu_ci(est_time=60, suite="base-a-test-cpu")
+
+TEST = "registered/test_mod.py"
+MODULE_TEXT = [
+    "import os",
+    "A = 1",
+    "B = [A, 2]",
+    "def f():\n    return A",
+    "def g(x=B):\n    return len(x)",
+    "class K:\n    size = 3\n\n    def m(self):\n        return self.size",
+    "def h():\n    return K().m()",
+]
+CASES = {
+    "test_f": "assert mod.f() == 1",
+    "test_g": "assert mod.g() == 2",
+    "test_k": "assert mod.K().m() == 3",
+    "test_h": "from pkg.mod import h\n    assert h() == 3",
+    "test_literal": 'assert getattr(mod, "A") == 1',
+    "test_dir": 'assert "zz" not in dir(mod)',
+    "test_os": 'assert mod.os.sep == "/"',
+    "test_env": 'assert "ZZ_SET" not in os.environ',
+    "test_plain": "assert 1 + 1 == 2",
+}
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/other.py": "X = 1\n",
+    "pkg/effectful.py": "import os\n\nos.environ['ZZ_SET'] = '1'\n",
+    "pkg/mod.py": "\n\n\n".join(MODULE_TEXT) + "\n",
+    TEST: (
+        "import os\nimport sys\n\nimport pytest\n\nfrom ci_runner import register_cpu_ci\n"
+        "from pkg import mod\n\nregister_cpu_ci(est_time=9, suite='unit-cpu')\n\n\n"
+        + "".join(f"def {name}():\n    {body}\n\n\n" for name, body in CASES.items())
+        + "if __name__ == '__main__':\n"
+        "    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """The generated repository and its record: (root, record dir)."""
+    base = tmp_path_factory.mktemp("binding")
+    catalog = catalog_toml(
+        suite_toml("unit-cpu", "cpu", gpus_per_file=0, timeout_per_file=300),
+        registered_dir="registered",
+    )
+    root = git_repo(write_tree(base / "repo", catalog, FILES))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CI_RUNNER_CACHE_DIR", str(base / "cache"))
+        assert record(root, base / "record") == 0
+    return root, base / "record"
+
+
+@pytest.fixture
+def repo(recorded):
+    root, records = recorded
+    yield root, records
+    (root / "pkg" / "mod.py").write_text(FILES["pkg/mod.py"])
+
+
+def kept(root: Path, records: Path) -> tuple[set[str] | None, str]:
+    """The cases of the test file the selection runs (None: every case) and the reason text."""
+    code, impact = select(root, records, "pkg/mod.py")
+    assert code == 0
+    entry = next((e for e in impact["kept"] if e["path"] == TEST), None)
+    if entry is None:
+        return set(), ""
+    cases = entry["cases"]
+    if cases is None or cases["run"] is None:
+        return None, (cases or {}).get("every_case_because", "") + str(entry["chain"])
+    return {c["id"].split("::")[-1] for c in cases["run"]}, str(cases["run"])
+
+
+def write_module(root: Path, statements: list[str]) -> None:
+    (root / "pkg" / "mod.py").write_text("\n\n\n".join(statements) + "\n")
+
+
+# ---------------------------------------------------------------------- classification
+
+
+@pytest.mark.parametrize(
+    ("source", "effect"),
+    [
+        ("def f(x=1, *, y=(2, 'a')):\n    return x", ""),
+        ("import os", ""),
+        ("from . import x", ""),
+        ("A = B = [1, {'k': None}]", ""),
+        ("A = -1", ""),
+        ("f = lambda x=1: x", ""),
+        ("x: int = 3", ""),
+        ("class K(Exception):\n    '''doc'''\n    n = 1", ""),
+        ("print(1)", "a module-level call"),
+        ("@deco\ndef f():\n    pass", "a decorated function"),
+        ("A = f()", "an assignment of a computed value"),
+        ("A = x[0]", "an assignment of a computed value"),
+        ("A = x.y", "an assignment of a computed value"),
+        ("A = 1 + x", "an assignment of a computed value"),
+        ("def f(x=g()):\n    pass", "a default value that is computed"),
+        ("if X:\n    A = 1", "an if block"),
+        ("try:\n    import a\nexcept ImportError:\n    a = None", "a try block"),
+        ("from m import *", "a star import"),
+        ("__all__ = ['a']", "it binds __all__"),
+        ("def __getattr__(name):\n    pass", "it binds __getattr__"),
+        ("class K(metaclass=M):\n    pass", "a class with keywords"),
+        ("@dataclass\nclass K:\n    pass", "a decorated class"),
+        ("class K:\n    x = y", "an assignment of a computed value"),
+        ("o.attr = 1", "an assignment to something other than a name"),
+        ("def f(x: Opt[int]):\n    pass", "an annotation that is evaluated"),
+    ],
+)
+def test_statements_are_classified(source, effect):
+    facts = module_facts(source)
+    assert facts is not None
+    found = [s.effect for s in facts.statements if s.effect]
+    assert (found[0] if found else "").startswith(effect)
+    if not effect:
+        assert found == []
+
+
+def test_future_annotations_are_not_evaluated():
+    facts = module_facts("from __future__ import annotations\ndef f(x: Opt[int]) -> g():\n pass")
+    assert facts is not None and not any(s.effect for s in facts.statements)
+
+
+def test_the_reads_of_each_block():
+    facts = module_facts(
+        "import pkg.ops\n\n"
+        "def a():\n    return helper(1) + pkg.ops.other\n\n"
+        "def b():\n    from pkg.ops import third\n    return mock('pkg.ops.fourth')\n\n"
+        "def c(o, n):\n    return getattr(o, n)\n\n"
+        "def d(o):\n    return getattr(o, 'fifth')\n\n"
+        "class K:\n    def e(self):\n        return vars(self)\n\n"
+        "def outer():\n    def inner(x=default):\n        return hidden\n    return inner\n"
+    )
+    assert facts is not None
+    blocks = facts.blocks
+    assert {"helper"} <= blocks["a"].names and "other" in blocks["a"].attrs
+    assert {"third", "fourth"} <= blocks["b"].attrs and not blocks["b"].dynamic
+    assert blocks["c"].dynamic.startswith("getattr with a computed name")
+    assert not blocks["d"].dynamic and "fifth" in blocks["d"].attrs
+    assert blocks["K.e"].dynamic.startswith("vars")
+    assert "default" in blocks["outer"].names and "hidden" not in blocks["outer"].names
+    assert "hidden" in blocks["outer.inner"].names
+
+
+def test_without_the_old_side_every_importer_is_kept(tmp_path):
+    (tmp_path / "m.py").write_text("def f():\n    pass\n")
+    level = ModuleLevel(tmp_path, (), None, {"m.py"}, {"m.py"}, set())
+    assert level.change("m.py").effect == (
+        "its module-level code changed and the record has no commit"
+    )
+
+
+# ---------------------------------------------------------------------- end to end
+
+
+def test_an_added_function_nobody_reads_keeps_nothing(repo):
+    root, records = repo
+    write_module(root, [*MODULE_TEXT, "def spare():\n    return 0"])
+    cases, _ = kept(root, records)
+    assert cases == {"test_dir"}  # dir(mod) reads every name
+
+
+def test_a_changed_constant_keeps_its_readers(repo):
+    root, records = repo
+    write_module(root, [s.replace("A = 1", "A = 2") for s in MODULE_TEXT])
+    cases, why = kept(root, records)
+    assert cases == {"test_f", "test_g", "test_literal", "test_dir"}
+    assert "pkg/mod.py: module-level change binds only A" in why
+    assert "ran pkg/mod.py:f() which reads A" in why
+
+
+def test_a_class_body_change_keeps_the_class_readers(repo):
+    root, records = repo
+    write_module(root, [s.replace("size = 3", "size = 4") for s in MODULE_TEXT])
+    cases, _ = kept(root, records)
+    assert cases == {"test_k", "test_h", "test_dir"}
+
+
+@pytest.mark.parametrize(
+    ("statement", "why"),
+    [
+        ("print('loaded')", "a module-level call (line"),
+        ("from pkg import effectful", "from pkg import effectful: pkg/effectful.py line 3"),
+        ("C = undefined", "it reads undefined, which may be unbound there"),
+    ],
+)
+def test_an_effect_keeps_every_importer(repo, statement, why):
+    root, records = repo
+    write_module(root, [*MODULE_TEXT, statement])
+    cases, text = kept(root, records)
+    assert cases is None
+    assert why in text and "every importer kept" in text
+
+
+# ---------------------------------------------------------------------- soundness
+
+EDITS = [
+    "def spare():\n    return 0",
+    "NEW = 5",
+    "A = 2",
+    "import json",
+    "from pkg import other",
+    "from pkg.other import X",
+    "from pkg import effectful",
+    "print('side effect')",
+    "os.environ.setdefault('ZZ_SET', '1')",
+    "os.environ['ZZ_SET'] = '1'",
+    "C = undefined",
+    "def deco(fn):\n    return fn\n\n\n@deco\ndef spare2():\n    return 1",
+    "class New:\n    pass",
+    "class K2(K):\n    size = 9",
+    "class K:\n    size = 4\n\n    def m(self):\n        return self.size",
+    "def g(x=(1,)):\n    return len(x)",
+    "def f():\n    return 1",
+    "zz = 1",
+]
+OPERATIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["insert", "delete", "replace"]),
+        st.integers(0, len(MODULE_TEXT)),
+        st.sampled_from(EDITS),
+    ),
+    min_size=1,
+    max_size=2,
+)
+
+
+def outcomes(root: Path) -> dict[str, str]:
+    """Each case of the test file run for real: ``{name: PASSED | FAILED | ERROR}``."""
+    env = {k: v for k, v in os.environ.items() if k != "ZZ_SET"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", TEST, "-q", "-rA", "-p", "no:cacheprovider"],
+        cwd=root, capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    found = dict.fromkeys(CASES, "ERROR")  # a module that fails to import runs no case
+    for state, name in re.findall(r"^(PASSED|FAILED|ERROR) \S+::(\w+)", result.stdout, re.M):
+        found[name] = state
+    return found
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(operations=OPERATIONS)
+@example(operations=[("insert", 7, "os.environ.setdefault('ZZ_SET', '1')")])
+@example(operations=[("delete", 1, "")])
+@example(operations=[("insert", 1, "from pkg import effectful")])
+@example(
+    operations=[
+        ("replace", 5, "class K:\n    size = 4\n\n    def m(self):\n        return self.size")
+    ]
+)
+def test_every_case_whose_outcome_changes_is_kept(repo, operations):
+    root, records = repo
+    statements = list(MODULE_TEXT)
+    for operation, index, text in operations:
+        index = min(index, len(statements) - (operation != "insert"))
+        if operation == "insert":
+            statements.insert(index, text)
+        elif operation == "delete" and len(statements) > 1:
+            del statements[index]
+        else:
+            statements[index] = text
+    write_module(root, statements)
+    try:
+        cases, why = kept(root, records)
+        changed = {name for name, state in outcomes(root).items() if state != "PASSED"}
+    finally:
+        write_module(root, MODULE_TEXT)
+    missed = changed if cases == set() else (changed - cases if cases is not None else set())
+    assert not missed, f"dropped {sorted(missed)} whose outcome changed; kept {cases}: {why}"
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
