@@ -92,6 +92,7 @@ class ModuleLevel:
         self.reached: dict[str, set[str]] = {}  # module -> its reached names
         self.attrs: set[str] = set()  # every reached name
         self.effects: dict[str, str] = {}  # module -> why every importer of it is kept
+        self.loads: set[str] = set()  # other packages a binding-only change newly imports
 
     # ------------------------------------------------------------------ sources and facts
 
@@ -227,7 +228,7 @@ class ModuleLevel:
         bases = [b for b in self.bases if self._exists_top(b, top)]
         if bases:
             return self._first_party_problem(bases, module.split("."), imported, side)
-        return _outside_problem(imported)
+        return _outside_problem(imported, self.loads)
 
     def _star_source(self, path: str, imported: Import) -> str | None:
         """The repository file ``from x import *`` reads, when it is one file."""
@@ -410,6 +411,18 @@ class ModuleLevel:
 
     # ------------------------------------------------------------------ what a test ran
 
+    def unloaded(self, imported: tuple[str, ...]) -> str | None:
+        """A package a binding-only change imports that a test (``imported``: what its record
+        loaded) never loaded: its first import runs its code. None when there is none."""
+        self.close()
+        missing = sorted(self.loads - set(imported))
+        if missing:
+            return (
+                f"imports {missing[0]}, which the test never loaded (its first import runs "
+                "its code): every importer kept"
+            )
+        return None
+
     def effect_ran(self, code: Mapping[str, object]) -> str | None:
         """The module-level code of an effect reached by a binding-only change that ran in
         ``code`` (``{file: block keys}``), or None."""
@@ -447,23 +460,39 @@ class ModuleLevel:
         return self.effect_ran(code) or self.reads(code)
 
 
-def _outside_problem(imported: Import) -> str:
-    """Why an import from outside the repository may fail; empty when it cannot."""
+def _outside_problem(imported: Import, loads: set[str]) -> str:
+    """Why an import from outside the repository may fail or run code that was not run before;
+    empty when it cannot. The standard library is trusted to only define names; another
+    package's plain ``import x`` is added to ``loads`` (a test that never loaded it is kept)."""
     module = imported.module
     names = [n for n in imported.names if n != "*"]
-    if not names:
-        if module in sys.modules:
-            return ""
-        if "." not in module and importlib.util.find_spec(module) is not None:
-            return ""
-        return f"import {module} may fail (it is not found here)"
-    loaded = sys.modules.get(module)
-    if loaded is None:
-        return f"from {module} import {names[0]} may fail ({module} is not loaded here to check)"
-    for n in names:
-        if not hasattr(loaded, n) and f"{module}.{n}" not in sys.modules:
-            return f"from {module} import {n} may fail"
+    top = module.split(".")[0]
+    if top in sys.stdlib_module_names:
+        loaded = sys.modules.get(module)
+        if not names:
+            return "" if loaded is not None or _found(module) else f"import {module} may fail"
+        if loaded is None:
+            return f"from {module} import {names[0]} may fail ({module} is not loaded to check)"
+        for n in names:
+            if not hasattr(loaded, n) and f"{module}.{n}" not in sys.modules:
+                return f"from {module} import {n} may fail"
+        return ""
+    if names or "." in module:
+        return f"{'from ' if names else ''}import {module} may fail or run code (another package)"
+    if not _found(module):
+        return f"import {module} may fail (it is not installed here)"
+    loads.add(module)
     return ""
+
+
+def _found(module: str) -> bool:
+    """A top-level module the import system finds (its code is not run)."""
+    if "." in module:
+        return False
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _unmatched(old: ModuleFacts, new: ModuleFacts) -> list[tuple[str, ModuleFacts, list[int]]]:

@@ -103,6 +103,8 @@ def case_scope(
     kept: dict[str, str] = {}
     if binding and level is not None:
         text = "; ".join(f"{p}: {level.change(p).text()}" for p in binding)
+        if how := level.unloaded(record.imported):
+            return _whole(f"{text}; {how}", record)
         for code in (record.file_code, *(c.code for c in record.cases.values())):
             if how := level.effect_ran(code):
                 return _whole(f"{text}; {how} (its state is shared by every case)", record)

@@ -318,14 +318,16 @@ def _reads(node: ast.AST, own: ast.AST | None = None) -> Reads:
             attrs.add(item.attr)
             if item.attr in DYNAMIC_ATTRS:
                 dynamic.append(f".{item.attr} (line {item.lineno})")
-        elif isinstance(item, ast.alias):
-            for part in item.name.split("."):
-                attrs.add(part)
-            if item.name == "*":
-                dynamic.append(f"import * (line {getattr(item, 'lineno', 0)})")
-        elif isinstance(item, (ast.Import, ast.ImportFrom)):
-            module = getattr(item, "module", None) or ""
-            attrs.update(p for p in module.split(".") if p)
+        elif isinstance(item, ast.Import):  # a top-level module is no module's name
+            attrs.update(p for a in item.names for p in a.name.split(".")[1:])
+            continue
+        elif isinstance(item, ast.ImportFrom):
+            parts = [p for p in (item.module or "").split(".") if p]
+            attrs.update(parts if item.level else parts[1:])
+            attrs.update(a.name for a in item.names if a.name != "*")
+            if any(a.name == "*" for a in item.names):
+                dynamic.append(f"import * (line {item.lineno})")
+            continue
         elif isinstance(item, ast.Constant) and isinstance(item.value, str):
             if len(item.value) <= MAX_STRING:
                 attrs.update(p for p in item.value.split(".") if p.isidentifier())

@@ -186,6 +186,16 @@ def test_an_added_function_nobody_reads_keeps_nothing(repo):
     assert cases == {"test_dir"}  # dir(mod) reads every name
 
 
+@pytest.mark.parametrize(
+    "statement", ["import json", "import pytest", "import hypothesis", "from typing import Any"]
+)
+def test_an_import_of_a_loaded_module_only_binds(repo, statement):
+    root, records = repo
+    write_module(root, [*MODULE_TEXT, statement])
+    cases, _ = kept(root, records)
+    assert cases == {"test_dir"}
+
+
 def test_a_changed_constant_keeps_its_readers(repo):
     root, records = repo
     write_module(root, [s.replace("A = 1", "A = 2") for s in MODULE_TEXT])
@@ -208,6 +218,8 @@ def test_a_class_body_change_keeps_the_class_readers(repo):
         ("print('loaded')", "a module-level call (line"),
         ("from pkg import effectful", "from pkg import effectful: pkg/effectful.py line 3"),
         ("C = undefined", "it reads undefined, which may be unbound there"),
+        ("import junitparser", "imports junitparser, which the test never loaded"),
+        ("from hypothesis import given", "from import hypothesis may fail or run code"),
     ],
 )
 def test_an_effect_keeps_every_importer(repo, statement, why):
@@ -225,6 +237,7 @@ EDITS = [
     "NEW = 5",
     "A = 2",
     "import json",
+    "import junitparser",
     "from pkg import other",
     "from pkg.other import X",
     "from pkg import effectful",
