@@ -93,6 +93,8 @@ class ModuleLevel:
         self.attrs: set[str] = set()  # every reached name
         self.effects: dict[str, str] = {}  # module -> why every importer of it is kept
         self.loads: set[str] = set()  # other packages a binding-only change newly imports
+        # repository modules it newly imports whose module level does more than bind names
+        self.first_runs: dict[str, str] = {}
 
     # ------------------------------------------------------------------ sources and facts
 
@@ -174,10 +176,22 @@ class ModuleLevel:
         for name in sorted(statement.needs):
             if name not in visible and (name not in BUILTINS or star):
                 return f"it reads {name}, which may be unbound there"
-        module_names = {n for s in facts.statements if not s.scope for n in s.binds}
-        for name in statement.decorators:
-            if name in module_names or name in visible or star:
-                return f"@{name} is not the builtin there"
+        for name in statement.builtins:
+            if _binders(facts, name, statement.scope) or star:
+                return f"{name} may not be the builtin there"
+        for name, attribute in statement.modules:
+            if why := _standard_attribute(facts, index, name, attribute):
+                return why
+        for name in statement.constants:
+            if not self._constant(path, side, facts, index, name, 0):
+                return f"{name} may not hold an immutable constant there"
+        for name, module in statement.froms:
+            binders = _binders(facts, name, statement.scope)
+            if not binders or not all(
+                any(i.module == module and name in i.names for i in facts.statements[b].imports)
+                for b in binders
+            ):
+                return f"{name} may not be {module}.{name} there"
         for base in statement.bases:
             if why := self._hooked(facts, index, base, set()):
                 return why
@@ -185,6 +199,35 @@ class ModuleLevel:
             if why := self._import_problem(path, side, imported):
                 return why
         return ""
+
+    def _constant(
+        self, path: str, side: str, facts: ModuleFacts, index: int, name: str, depth: int
+    ) -> bool:
+        """Whether ``name`` holds an immutable constant wherever statement ``index`` reads it:
+        bound only by ``name = <constant>`` at the top level (not in its class body), or
+        imported from a repository module where that holds."""
+        scope = facts.statements[index].scope
+        if depth > 8 or any(
+            name in s.binds for s in facts.statements if scope and s.scope == scope
+        ):
+            return False
+        binders = _binders(facts, name, "")
+        if not binders:
+            return False
+        for b in binders:
+            statement = facts.statements[b]
+            if statement.constant:
+                continue
+            source = next(iter(statement.imports), None)
+            if source is None or name not in source.names or len(statement.imports) != 1:
+                return False
+            origin = self._star_source(path, source)
+            origin_facts = self.facts(origin, side) if origin else None
+            if origin is None or origin_facts is None:
+                return False
+            if not self._constant(origin, side, origin_facts, 0, name, depth + 1):
+                return False
+        return True
 
     def _hooked(self, facts: ModuleFacts, index: int, base: str, seen: set[int]) -> str:
         """Why subclassing ``base`` (as statement ``index`` sees it) may run a hook or fail."""
@@ -223,7 +266,8 @@ class ModuleLevel:
                 return f"from {'.' * imported.level}{module} import ... goes above the root"
             parts = parts[: len(parts) - (imported.level - 1)]
             dotted = [p for p in module.split(".") if p]
-            return self._first_party_problem(["/".join(parts)], dotted, imported, side)
+            shown = "." * imported.level + module
+            return self._first_party_problem(["/".join(parts)], dotted, imported, side, shown)
         top = module.split(".")[0]
         bases = [b for b in self.bases if self._exists_top(b, top)]
         if bases:
@@ -251,40 +295,47 @@ class ModuleLevel:
         return (directory / top).is_dir() or (directory / f"{top}.py").is_file()
 
     def _first_party_problem(
-        self, bases: list[str], parts: list[str], imported: Import, side: str
+        self, bases: list[str], parts: list[str], imported: Import, side: str, shown: str = ""
     ) -> str:
-        name = ".".join(parts) or "."
+        """Why importing a repository module may fail; a module it runs whose own module level
+        does more than bind names goes to :attr:`first_runs` (a test that never ran it is kept)."""
+        name = shown or ".".join(parts)
         found = {files for b in bases if (files := self._module_files(b, parts)) is not None}
         if len(found) != 1:
             return f"import of {name}: {'not found' if not found else 'found in several roots'}"
         files = next(iter(found))
-        for file in files:
-            if why := self._module_problem(file, side):
-                return f"import of {name}: {file} {why}"
+        self._first_run(files, side)
         names = [n for n in imported.names if n != "*"]
         if not names:
             return ""
-        facts = self.facts(files[-1], side) if files else None
+        last = files[-1] if files and files[-1].endswith(".py") else None
+        facts = self.facts(last, side) if last else None
         bound = {n for s in facts.statements if not s.scope for n in s.binds} if facts else set()
-        package = (
-            files[-1].rsplit("/", 1)[0] if files and files[-1].endswith("__init__.py") else None
+        package = next(
+            (d for b in bases if (self.root / (d := "/".join(filter(None, [b, *parts])))).is_dir()),
+            None,
         )
         for n in names:
             if n in bound:
                 continue
             sub = self._module_files(package, [n]) if package is not None else None
-            if sub is None:
+            if not sub:
                 return f"from {name} import {n}: {n} may not be bound there"
-            for file in sub:
-                if why := self._module_problem(file, side):
-                    return f"from {name} import {n}: {file} {why}"
+            self._first_run(sub, side)
         return ""
+
+    def _first_run(self, files: tuple[str, ...], side: str) -> None:
+        for file in files:
+            if why := self._module_problem(file, side):
+                self.first_runs.setdefault(file, why)
 
     def _module_files(self, base: str, parts: list[str]) -> tuple[str, ...] | None:
         """The files ``import a.b`` runs from ``base`` (packages' ``__init__.py`` first), or None
         when the module is not there."""
         files: list[str] = []
         prefix = base.strip("/")
+        if not parts and (self.root / prefix / "__init__.py").is_file():
+            return (f"{prefix}/__init__.py" if prefix else "__init__.py",)
         for i, part in enumerate(parts):
             here = f"{prefix}/{part}" if prefix else part
             last = i == len(parts) - 1
@@ -298,6 +349,11 @@ class ModuleLevel:
             else:
                 return None
         return tuple(files)
+
+    def first_import_effect(self, file: str) -> str | None:
+        """Why running ``file``'s module level (as it is now) may do more than bind names
+        (``line N: why``), or None."""
+        return self._module_problem(file, NEW)
 
     def _module_problem(self, file: str, side: str) -> str | None:
         """Why importing ``file`` for the first time may do more than bind names, else None
@@ -411,9 +467,10 @@ class ModuleLevel:
 
     # ------------------------------------------------------------------ what a test ran
 
-    def unloaded(self, imported: tuple[str, ...]) -> str | None:
-        """A package a binding-only change imports that a test (``imported``: what its record
-        loaded) never loaded: its first import runs its code. None when there is none."""
+    def unloaded(self, imported: tuple[str, ...], code: Mapping[str, object]) -> str | None:
+        """A module a binding-only change imports that a test never loaded (``imported``: the
+        packages its record loaded; ``code``: what it ran): its first import would run code that
+        does more than bind names. None when there is none."""
         self.close()
         missing = sorted(self.loads - set(imported))
         if missing:
@@ -421,6 +478,9 @@ class ModuleLevel:
                 f"imports {missing[0]}, which the test never loaded (its first import runs "
                 "its code): every importer kept"
             )
+        for file, why in sorted(self.first_runs.items()):
+            if MODULE not in code.get(file, ()):  # type: ignore[operator]
+                return f"imports {file}, which the test never ran (its {why}): every importer kept"
         return None
 
     def effect_ran(self, code: Mapping[str, object]) -> str | None:
@@ -509,6 +569,37 @@ def _unmatched(old: ModuleFacts, new: ModuleFacts) -> list[tuple[str, ModuleFact
         (OLD, old, [i for i in range(len(a)) if i not in kept_a]),
         (NEW, new, [i for i in range(len(b)) if i not in kept_b]),
     ]
+
+
+def _binders(facts: ModuleFacts, name: str, scope: str) -> list[int]:
+    """The statements that bind ``name`` at the module's top level or in class body ``scope``."""
+    return [
+        i
+        for i, s in enumerate(facts.statements)
+        if name in s.binds and (s.scope == "" or (scope and s.scope == scope))
+    ]
+
+
+def _standard_attribute(facts: ModuleFacts, index: int, name: str, attribute: str) -> str:
+    """Why ``name.attribute`` may fail or run code at statement ``index``; empty when ``name``
+    is only ever ``import name`` of a loaded standard module that has the attribute."""
+    scope = facts.statements[index].scope
+    binders = _binders(facts, name, scope)
+    if not binders or not all(
+        any(i.module == name and not i.level and not i.names for i in facts.statements[b].imports)
+        and facts.statements[b].scope == ""
+        for b in binders
+    ):
+        return f"{name}.{attribute} may run code (not a standard module's attribute)"
+    module = sys.modules.get(name)
+    if name not in sys.stdlib_module_names or module is None:
+        return f"{name}.{attribute} may run code (not a standard module's attribute)"
+    value: object = module
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            return f"{name}.{attribute} may fail"
+        value = getattr(value, part)
+    return ""
 
 
 def _names_of(statement: Statement) -> set[str]:

@@ -103,7 +103,7 @@ def case_scope(
     kept: dict[str, str] = {}
     if binding and level is not None:
         text = "; ".join(f"{p}: {level.change(p).text()}" for p in binding)
-        if how := level.unloaded(record.imported):
+        if how := level.unloaded(record.imported, record.code):
             return _whole(f"{text}; {how}", record)
         for code in (record.file_code, *(c.code for c in record.cases.values())):
             if how := level.effect_ran(code):

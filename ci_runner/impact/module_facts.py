@@ -70,7 +70,12 @@ class Statement:
     needs: frozenset[str] = frozenset()  # names it evaluates when it runs
     imports: tuple[Import, ...] = ()
     bases: tuple[str, ...] = ()  # a class header: the names of its bases
-    decorators: tuple[str, ...] = ()  # builtin decorators it relies on (staticmethod, ...)
+    builtins: tuple[str, ...] = ()  # names that must be the builtins (staticmethod, frozenset)
+    # (name, attribute path): ``name`` must be a standard module imported as ``import name``
+    modules: tuple[tuple[str, str], ...] = ()
+    froms: tuple[tuple[str, str], ...] = ()  # (name, module): bound by ``from module import name``
+    constants: tuple[str, ...] = ()  # names that must hold immutable constants
+    constant: bool = False  # ``name = <immutable constant>``
     hooks: bool = False  # a class header whose body defines __init_subclass__
     is_class: bool = False  # a class header
 
@@ -125,8 +130,11 @@ def _class_header(node: ast.ClassDef, scope: str, future: bool) -> Statement:
         type_params=getattr(node, "type_params", []),
     )
     effect = ""
+    uses = _Uses(needs=set(_base_names(node)))
     if node.decorator_list:
-        effect = "a decorated class (the decorator may do anything)"
+        effect = _dataclass_problem(node, future, uses)
+    if effect:
+        pass
     elif node.keywords:
         effect = "a class with keywords (a metaclass= or a hook's arguments)"
     elif getattr(node, "type_params", None):
@@ -142,19 +150,148 @@ def _class_header(node: ast.ClassDef, scope: str, future: bool) -> Statement:
         and "__init_subclass__" in _target_names(child)
         for child in node.body
     )
-    bases = tuple(base.id for base in node.bases if isinstance(base, ast.Name))
+    reads = _reads(header)
+    if node.decorator_list:  # a dataclass reads the names its annotations may spell
+        reads = Reads(reads.names | _DATACLASS_NAMES, reads.attrs, reads.dynamic)
     return Statement(
         scope,
         _hash(header),
         node.lineno,
         frozenset({node.name}),
-        _reads(header),
+        reads,
         effect,
-        needs=frozenset(bases),
-        bases=bases,
+        needs=frozenset(uses.needs),
+        bases=_base_names(node),
         hooks=hooks,
         is_class=True,
+        modules=tuple(sorted(uses.modules)),
+        froms=tuple(sorted(uses.froms)),
+        constants=tuple(sorted(uses.constants)),
     )
+
+
+def _base_names(node: ast.ClassDef) -> tuple[str, ...]:
+    return tuple(base.id for base in node.bases if isinstance(base, ast.Name))
+
+
+_DATACLASS_NAMES = frozenset({"ClassVar", "InitVar", "KW_ONLY", "typing", "dataclasses"})
+_DATACLASS_FLAGS = frozenset(
+    {"init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "slots",
+     "weakref_slot"}
+)  # fmt: skip
+# Methods a dataclass refuses to overwrite with some flags, or a layout it must own.
+_DATACLASS_CLASHES = frozenset(
+    {"__setattr__", "__delattr__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__",
+     "__slots__", "__eq__", "__init__", "__repr__", "__match_args__", "__weakref__"}
+)  # fmt: skip
+_FIELD_FLAGS = frozenset({"init", "repr", "hash", "compare", "kw_only"})
+
+
+def _dataclass_problem(node: ast.ClassDef, future: bool, uses: _Uses) -> str:
+    """Why a decorated class may do more than define a class: empty only for one
+    ``@dataclass`` (``dataclasses.dataclass``, with constant flags) of no base whose fields
+    provably make no error (no field without a default after one with, no mutable default,
+    no method the flags clash with)."""
+    unknown = "a decorated class (the decorator may do anything)"
+    if len(node.decorator_list) != 1 or node.bases or node.keywords:
+        return unknown
+    decorator = node.decorator_list[0]
+    flags: dict[str, object] = {}
+    if isinstance(decorator, ast.Call):
+        if decorator.args or not all(
+            k.arg in _DATACLASS_FLAGS and isinstance(k.value, ast.Constant)
+            for k in decorator.keywords
+        ):
+            return unknown
+        flags = {k.arg: k.value.value for k in decorator.keywords if k.arg}  # type: ignore[attr-defined]
+        decorator = decorator.func
+    if isinstance(decorator, ast.Name) and decorator.id == "dataclass":
+        uses.froms.add(("dataclass", "dataclasses"))
+        uses.needs.add("dataclass")
+    elif isinstance(decorator, ast.Attribute) and _chain(decorator) == ["dataclasses", "dataclass"]:
+        uses.modules.add(("dataclasses", "dataclass"))
+        uses.needs.add("dataclasses")
+    else:
+        return unknown
+    kw_only = bool(flags.get("kw_only"))
+    defaulted = False
+    for child in node.body:
+        bound = (
+            set(_target_names(child)) if isinstance(child, (ast.Assign, ast.AnnAssign)) else set()
+        )
+        if isinstance(child, (*_FUNCTIONS, ast.ClassDef)):
+            bound = {child.name}
+        if bound & _DATACLASS_CLASHES:
+            return f"a dataclass that defines {sorted(bound & _DATACLASS_CLASHES)[0]}"
+        if not isinstance(child, ast.AnnAssign):
+            continue
+        text = ast.unparse(child.annotation)
+        if "ClassVar" in text:
+            continue
+        if not isinstance(child.target, ast.Name):
+            return unknown
+        if "KW_ONLY" in text:
+            kw_only = True
+            continue
+        default, field_kw_only, init = _field_default(child.value, uses)
+        if default is None:
+            return "a dataclass field whose default may be mutable or fail"
+        if not init or kw_only or field_kw_only:
+            continue
+        if defaulted and not default:
+            return f"a dataclass field without a default after one with ({child.target.id})"
+        defaulted = defaulted or default
+    return ""
+
+
+def _field_default(value: ast.expr | None, uses: _Uses) -> tuple[bool | None, bool, bool]:
+    """(has a default, or None when it may fail or be mutable; kw_only; init) of a field."""
+    if value is None:
+        return False, False, True
+    if _immutable(value):
+        return True, False, True
+    if isinstance(value, ast.Name):
+        uses.constants.add(value.id)
+        return True, False, True
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return None, False, True
+    if value.func.id != "field" or value.args:
+        return None, False, True
+    given = {k.arg: k.value for k in value.keywords}
+    if None in given or {"default", "default_factory"} <= set(given):
+        return None, False, True
+    if "default" in given and not _immutable(given["default"]):
+        return None, False, True
+    flags = {k: v for k, v in given.items() if k in _FIELD_FLAGS}
+    if not all(isinstance(v, ast.Constant) for v in flags.values()):
+        return None, False, True
+    kw_only = bool(getattr(flags.get("kw_only"), "value", False))
+    init = bool(getattr(flags.get("init"), "value", True))
+    return ("default" in given or "default_factory" in given), kw_only, init
+
+
+def _immutable(value: ast.expr | None) -> bool:
+    """A constant, a signed number or a tuple of these."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+        return isinstance(value.operand, ast.Constant) and type(value.operand.value) in (
+            int,
+            float,
+            complex,
+        )
+    return isinstance(value, ast.Constant) or (
+        isinstance(value, ast.Tuple) and all(_immutable(e) for e in value.elts)
+    )
+
+
+@dataclass
+class _Uses:
+    """What evaluating a statement relies on (see :class:`Statement`)."""
+
+    needs: set[str] = field(default_factory=set)
+    builtins: set[str] = field(default_factory=set)
+    modules: set[tuple[str, str]] = field(default_factory=set)
+    froms: set[tuple[str, str]] = field(default_factory=set)
+    constants: set[str] = field(default_factory=set)
 
 
 def _hash(node: ast.AST) -> str:
@@ -162,10 +299,9 @@ def _hash(node: ast.AST) -> str:
 
 
 def _statement(node: ast.stmt, scope: str, future: bool) -> Statement:
-    needs: set[str] = set()
+    uses = _Uses()
     binds: set[str] = set()
     imports: tuple[Import, ...] = ()
-    decorators: tuple[str, ...] = ()
     effect = ""
     if isinstance(node, ast.Pass) or (
         isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
@@ -184,21 +320,27 @@ def _statement(node: ast.stmt, scope: str, future: bool) -> Statement:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if not all(isinstance(t, ast.Name) for t in targets):
             effect = "an assignment to something other than a name"
-        elif node.value is not None and not _pure(node.value, needs, in_class=bool(scope)):
+        elif node.value is not None and not _pure(node.value, uses, in_class=bool(scope)):
             effect = "an assignment of a computed value (a call, subscript or operator)"
-        elif isinstance(node, ast.AnnAssign) and not future and not _pure(node.annotation, needs):
+        elif isinstance(node, ast.AnnAssign) and not future and not _pure(node.annotation, uses):
             effect = "an annotation that is evaluated and may run code"
         binds = _target_names(node) if node.value is not None else set()
         if isinstance(node, ast.AnnAssign):
             binds.add("__annotations__")
+        if binds >= {"__all__"} and not scope and not effect:
+            binds |= _exported(node.value)
     elif isinstance(node, _FUNCTIONS):
         binds = {node.name}
-        effect, decorators = _def_effect(node, scope, future, needs)
+        effect = _def_effect(node, scope, future, uses)
+    elif _type_checking_only(node):
+        uses.froms.add(("TYPE_CHECKING", "typing"))
     else:
         effect = _describe(node)
     if not effect and not scope:
-        dunder = sorted(n for n in binds if n.startswith("__") and n.endswith("__"))
-        if dunder and dunder != ["__annotations__"]:
+        dunder = sorted(
+            n for n in binds if n.startswith("__") and n.endswith("__") and n not in _PLAIN_DUNDERS
+        )
+        if dunder:
             effect = f"it binds {dunder[0]} (module-level dunders change what importers see)"
     return Statement(
         scope,
@@ -207,27 +349,52 @@ def _statement(node: ast.stmt, scope: str, future: bool) -> Statement:
         frozenset(binds),
         _reads(node),
         effect,
-        frozenset(needs),
+        frozenset(uses.needs),
         imports,
-        decorators=decorators,
+        builtins=tuple(sorted(uses.builtins)),
+        modules=tuple(sorted(uses.modules)),
+        froms=tuple(sorted(uses.froms)),
+        constants=tuple(sorted(uses.constants)),
+        constant=isinstance(node, ast.Assign) and _immutable(node.value) and not effect,
+    )
+
+
+_PLAIN_DUNDERS = frozenset({"__annotations__", "__all__"})  # __all__: only its strings are read
+
+
+def _exported(value: ast.expr | None) -> set[str]:
+    """The names an ``__all__`` list or tuple of strings exports (a star import binds them)."""
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return {
+            e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        }
+    return set()
+
+
+def _type_checking_only(node: ast.stmt) -> bool:
+    """``if TYPE_CHECKING:`` without ``else``: its body never runs."""
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
+        and not node.orelse
     )
 
 
 def _def_effect(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, scope: str, future: bool, needs: set[str]
-) -> tuple[str, tuple[str, ...]]:
-    decorators = []
+    node: ast.FunctionDef | ast.AsyncFunctionDef, scope: str, future: bool, uses: _Uses
+) -> str:
     for decorator in node.decorator_list:
         if scope and isinstance(decorator, ast.Name) and decorator.id in BUILTIN_DECORATORS:
-            decorators.append(decorator.id)
+            uses.builtins.add(decorator.id)
         else:
-            return "a decorated function (the decorator may do anything)", ()
+            return "a decorated function (the decorator may do anything)"
     if getattr(node, "type_params", None):
-        return "a generic function", ()
+        return "a generic function"
     args = node.args
     defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
-    if not all(_pure(d, needs, in_class=False) for d in defaults):
-        return "a default value that is computed (a call, subscript or operator)", ()
+    if not all(_pure(d, uses) for d in defaults):
+        return "a default value that is computed (a call, subscript or operator)"
     if not future:
         annotations = [
             a.annotation
@@ -236,9 +403,9 @@ def _def_effect(
         ]
         if node.returns is not None:
             annotations.append(node.returns)
-        if not all(_pure(a, needs) for a in annotations):
-            return "an annotation that is evaluated and may run code", ()
-    return "", tuple(decorators)
+        if not all(_pure(a, uses) for a in annotations):
+            return "an annotation that is evaluated and may run code"
+    return ""
 
 
 def _describe(node: ast.stmt) -> str:
@@ -264,21 +431,36 @@ def _target_names(node: ast.stmt) -> set[str]:
     return {t.id for t in targets if isinstance(t, ast.Name)}
 
 
-def _pure(node: ast.expr, needs: set[str], in_class: bool = False) -> bool:
-    """Whether evaluating ``node`` can neither raise (given ``needs`` bound) nor run code. In a
-    class body a name may hold an object with ``__set_name__``: only constants are pure there."""
+# Builtin constructors that run no code and cannot raise on a literal argument.
+_CONTAINERS = frozenset({"frozenset", "set", "tuple", "list"})
+# Standard-library calls without arguments that only make an object.
+_MAKERS = frozenset({("threading", "Lock"), ("threading", "RLock"), ("threading", "Event")})
+
+
+def _pure(node: ast.expr, uses: _Uses, in_class: bool = False) -> bool:
+    """Whether evaluating ``node`` can neither raise (given ``uses``) nor run code. In a class
+    body a value may hold an object whose ``__set_name__`` runs: only values made there count."""
     if isinstance(node, ast.Constant):
         return True
-    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not in_class:
-        needs.add(node.id)
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        uses.needs.add(node.id)
+        if in_class:  # an immutable constant has no __set_name__
+            uses.constants.add(node.id)
+        return True
+    if isinstance(node, ast.Attribute) and not in_class:
+        chain = _chain(node)
+        if chain is None:
+            return False
+        uses.needs.add(chain[0])
+        uses.modules.add((chain[0], ".".join(chain[1:])))
         return True
     if isinstance(node, (ast.Tuple, ast.List)):
-        return all(not isinstance(e, ast.Starred) and _pure(e, needs, in_class) for e in node.elts)
+        return all(not isinstance(e, ast.Starred) and _pure(e, uses, in_class) for e in node.elts)
     if isinstance(node, ast.Set):
         return all(_hashable(e) for e in node.elts)
     if isinstance(node, ast.Dict):
         return all(k is not None and _hashable(k) for k in node.keys) and all(
-            _pure(v, needs, in_class) for v in node.values
+            _pure(v, uses, in_class) for v in node.values
         )
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         operand = node.operand
@@ -286,8 +468,62 @@ def _pure(node: ast.expr, needs: set[str], in_class: bool = False) -> bool:
     if isinstance(node, ast.Lambda):
         args = node.args
         defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
-        return all(_pure(d, needs, in_class) for d in defaults)
+        return all(_pure(d, uses, in_class) for d in defaults)
+    if isinstance(node, ast.Call):
+        return _pure_call(node, uses, in_class)
     return False
+
+
+def _pure_call(node: ast.Call, uses: _Uses, in_class: bool) -> bool:
+    """A call of a builtin container on a literal, or of a standard maker without arguments."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id in _CONTAINERS and not node.keywords:
+        if not node.args:
+            uses.builtins.add(func.id)
+            return True
+        if len(node.args) != 1:
+            return False
+        (arg,) = node.args
+        hashed = func.id in ("frozenset", "set")
+        if isinstance(arg, ast.Set) or (
+            isinstance(arg, (ast.List, ast.Tuple))
+            and (all(_hashable(e) for e in arg.elts) if hashed else _pure(arg, uses, in_class))
+        ):
+            uses.builtins.add(func.id)
+            return True
+        return False
+    if isinstance(func, ast.Name) and func.id == "field" and not node.args:
+        # dataclasses.field() only records its arguments; the factory is called later
+        for keyword in node.keywords:
+            value = keyword.value
+            if keyword.arg == "default_factory" and isinstance(value, (ast.Name, ast.Lambda)):
+                if isinstance(value, ast.Name):
+                    uses.needs.add(value.id)
+            elif keyword.arg is None or not _immutable(value):
+                return False
+        uses.froms.add(("field", "dataclasses"))
+        uses.needs.add("field")
+        return True
+    chain = _chain(func) if isinstance(func, ast.Attribute) else None
+    if chain is not None and len(chain) == 2 and tuple(chain) in _MAKERS:
+        if node.args or node.keywords:
+            return False
+        uses.needs.add(chain[0])
+        uses.modules.add((chain[0], chain[1]))
+        return True
+    return False
+
+
+def _chain(node: ast.Attribute) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]``; None when its root is not a name."""
+    parts: list[str] = []
+    item: ast.expr = node
+    while isinstance(item, ast.Attribute):
+        parts.append(item.attr)
+        item = item.value
+    if not isinstance(item, ast.Name):
+        return None
+    return [item.id, *reversed(parts)]
 
 
 def _hashable(node: ast.expr) -> bool:

@@ -154,7 +154,7 @@ def _code_touched(record: FileRecord, path: str, tree: _Tree) -> str | None:
     change = level.change(path)
     if change.effect:
         return f"{ran(MODULE)}, where {change.text()}"
-    how = level.unloaded(record.imported) or level.touches(record.code)
+    how = level.unloaded(record.imported, record.code) or level.touches(record.code)
     return None if how is None else f"{change.text()}; {how}"
 
 

@@ -134,7 +134,7 @@ def test_a_change_to_one_test_keeps_only_that_case(repo):
         (
             "SCALE = 1",
             "SCALE = 1  # comment\nprint('loaded')",
-            "ran its module-level code every case",
+            "ran its module-level code (a module-level call (line 2): every importer kept); every case",
         ),
         ("return a - b", "return -(b - a)", "ran sub() outside every test case"),
     ],
