@@ -30,6 +30,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ci_runner.impact.blocks import MODULE
@@ -38,8 +39,8 @@ from ci_runner.impact.module_facts import (
     Import,
     ModuleFacts,
     Statement,
-    module_facts,
 )
+from ci_runner.impact.module_facts_cache import ModuleFactsCache
 
 GIT_TIMEOUT = 120
 BASETYPE = 1 << 10  # Py_TPFLAGS_BASETYPE: the builtin type can be subclassed
@@ -88,6 +89,10 @@ class ModuleLevel:
         self._facts: dict[tuple[str, str], ModuleFacts | None] = {}
         self._pure_modules: dict[tuple[str, str], str | None] = {}
         self._changes: dict[str, ModuleChange] = {}
+        self._effect_memo: dict[tuple[str, str, int], str] = {}
+        self.cache = ModuleFactsCache()
+        self._checked: dict[str, tuple[int, bool]] = {}  # path -> (names checked, may read)
+        self._dynamic_text: dict[str, bool] = {}  # path -> its text may read names dynamically
         self._done = False
         self.reached: dict[str, set[str]] = {}  # module -> its reached names
         self.attrs: set[str] = set()  # every reached name
@@ -125,8 +130,12 @@ class ModuleLevel:
         key = (path, side if path in self.changed else NEW)
         if key not in self._facts:
             text = self._text(*key)
-            self._facts[key] = None if text is None else module_facts(text)
+            self._facts[key] = None if text is None else self.cache.facts(text)
         return self._facts[key]
+
+    def save(self) -> None:
+        """Write the facts cache back (what this run parsed)."""
+        self.cache.save()
 
     # ------------------------------------------------------------------ the change itself
 
@@ -166,16 +175,28 @@ class ModuleLevel:
 
     def _effect(self, path: str, side: str, facts: ModuleFacts, index: int) -> str:
         """Why running statement ``index`` may do more than bind names; empty when it cannot."""
+        side = side if path in self.changed else NEW  # an unchanged module is the same
+        key = (path, side, index)
+        if key not in self._effect_memo:
+            self._effect_memo[key] = self._statement_effect(path, side, facts, index)
+        return self._effect_memo[key]
+
+    def _statement_effect(self, path: str, side: str, facts: ModuleFacts, index: int) -> str:
         statement = facts.statements[index]
         if statement.effect:
             return statement.effect
         for header in _enclosing(facts, index):
             if why := self._effect(path, side, facts, header):
                 return f"in a class that is {why}"
-        visible, star = _visible(facts, index)
+        star = facts.first_star < _top(facts, index)
         for name in sorted(statement.needs):
-            if name not in visible and (name not in BUILTINS or star):
+            if not _visible(facts, index, name) and (name not in BUILTINS or star):
                 return f"it reads {name}, which may be unbound there"
+        for name in statement.exports:  # a star import of the module fails on a missing name
+            if not any(
+                name in s.binds for s in facts.statements if s.scope == "" and s is not statement
+            ):
+                return f"__all__ lists {name}, which may not be bound (a star import fails)"
         for name in statement.builtins:
             if _binders(facts, name, statement.scope) or star:
                 return f"{name} may not be the builtin there"
@@ -196,9 +217,68 @@ class ModuleLevel:
             if why := self._hooked(facts, index, base, set()):
                 return why
         for imported in statement.imports:
-            if why := self._import_problem(path, side, imported):
+            if side == OLD:  # the old code imported fine; what its removal takes away counts
+                if why := self._removal_problem(path, imported):
+                    return why
+            elif why := self._import_problem(path, side, imported):
                 return why
         return ""
+
+    def _removal_problem(self, path: str, imported: Import) -> str:
+        """Why no longer running ``imported`` (gone from ``path``'s new side) may change more
+        than names: a module it ran whose module level does more than bind names, or another
+        package, may no longer be loaded."""
+        new = self.facts(path, NEW)
+        if new is not None and any(
+            (i.module, i.level) == (imported.module, imported.level)
+            for s in new.statements
+            if s.scope == ""
+            for i in s.imports
+        ):
+            return ""
+        shown = "." * imported.level + imported.module
+        top = imported.module.split(".")[0]
+        if not imported.level and not any(self._exists_top(b, top) for b in self.bases):
+            if top in sys.stdlib_module_names:
+                return ""
+            return f"it no longer imports {shown}, another package a test may no longer load"
+        files = self._star_source_files(path, imported)
+        if files is None:
+            return f"it no longer imports {shown}, which is not found now"
+        for n in imported.names:
+            if files and files[-1].endswith("__init__.py"):
+                sub = self._module_files(files[-1].rsplit("/", 1)[0], [n])
+                files = (*files, *(sub or ()))
+        for file in files:
+            if why := self._strict_problem(file, set()):
+                return f"it no longer imports {shown}, whose {file} {why}"
+        return ""
+
+    def _strict_problem(self, file: str, seen: set[str]) -> str | None:
+        """Why importing ``file`` may do more than bind names, the modules it imports included
+        (another package's import counts: it may load it)."""
+        if file in seen:
+            return None
+        seen.add(file)
+        if why := self._module_problem(file, OLD):
+            return why
+        facts = self.facts(file, OLD)
+        for statement in facts.statements if facts else ():
+            for imported in statement.imports:
+                top = imported.module.split(".")[0]
+                if not imported.level and not any(self._exists_top(b, top) for b in self.bases):
+                    if top in sys.stdlib_module_names:
+                        continue
+                    return f"line {statement.line} imports another package, {imported.module}"
+                files = self._star_source_files(file, imported) or ()
+                if files and files[-1].endswith("__init__.py"):
+                    package = files[-1].rsplit("/", 1)[0]
+                    for n in imported.names:
+                        files = (*files, *(self._module_files(package, [n]) or ()))
+                for inner in files:
+                    if why := self._strict_problem(inner, seen):
+                        return f"imports {inner}, whose {why}"
+        return None
 
     def _constant(
         self, path: str, side: str, facts: ModuleFacts, index: int, name: str, depth: int
@@ -275,7 +355,12 @@ class ModuleLevel:
         return _outside_problem(imported, self.loads)
 
     def _star_source(self, path: str, imported: Import) -> str | None:
-        """The repository file ``from x import *`` reads, when it is one file."""
+        """The repository file ``from x import ...`` reads, when it is one file."""
+        files = self._star_source_files(path, imported)
+        return files[-1] if files else None
+
+    def _star_source_files(self, path: str, imported: Import) -> tuple[str, ...] | None:
+        """The repository files importing ``imported``'s module runs, when found in one place."""
         parts = [p for p in imported.module.split(".") if p]
         if imported.level:
             own = path.split("/")[:-1]
@@ -285,10 +370,7 @@ class ModuleLevel:
         else:
             bases = [b for b in self.bases if parts and self._exists_top(b, parts[0])]
         found = {files for b in bases if (files := self._module_files(b, parts)) is not None}
-        if len(found) != 1:
-            return None
-        files = next(iter(found))
-        return files[-1] if files else None
+        return next(iter(found)) if len(found) == 1 else None
 
     def _exists_top(self, base: str, top: str) -> bool:
         directory = self.root / base if base else self.root
@@ -390,6 +472,7 @@ class ModuleLevel:
             for _side, facts, indexes in _unmatched(old, new):
                 for index in indexes:
                     self._reach(path, facts.statements[index])
+        done: set[tuple[str, str, int]] = set()  # statements reached (or star imports read)
         grown = True
         while grown:
             grown = False
@@ -400,32 +483,40 @@ class ModuleLevel:
                     facts = self.facts(path, side)
                     if facts is None:
                         continue
-                    for index, statement in enumerate(facts.statements):
-                        star = next((i for i in statement.imports if "*" in i.names), None)
-                        if star is not None:  # binds the reached names of what it reads
-                            source = self._star_source(path, star)
-                            if source is None:
-                                line = statement.line
-                                self.effects[path] = (
-                                    f"line {line} is a star import of an unknown module"
-                                )
-                                grown = True
-                                break
-                            names = self.reached.get(source, set())
-                            mine = self.reached.setdefault(path, set())
-                            grown |= not names <= mine
-                            mine |= names
-                            continue
-                        if not self._reads_reached(path, statement):
-                            continue
-                        why = self._reached_effect(path, side, facts, index)
-                        if why:
-                            self.effects[path] = f"line {statement.line} reads {why}"
-                            grown = True
-                            break
-                        grown |= self._reach(path, statement)
+                    grown |= self._scan(path, side, facts, done)
                     if path in self.effects:
                         break
+
+    def _scan(
+        self, path: str, side: str, facts: ModuleFacts, done: set[tuple[str, str, int]]
+    ) -> bool:
+        """Reach the statements of one module that read a reached name; whether anything grew."""
+        grown = False
+        for index, statement in enumerate(facts.statements):
+            if (path, side, index) in done:
+                continue
+            star = next((i for i in statement.imports if "*" in i.names), None)
+            if star is not None:  # binds the reached names of the module it reads
+                source = self._star_source(path, star)
+                if source is None:
+                    self.effects[path] = (
+                        f"line {statement.line} is a star import of an unknown module"
+                    )
+                    return True
+                names = self.reached.get(source, set())
+                mine = self.reached.setdefault(path, set())
+                grown |= not names <= mine
+                mine |= names
+                continue
+            if not self._reads_reached(path, statement):
+                continue
+            done.add((path, side, index))
+            why = self._reached_effect(path, side, facts, index)
+            if why:
+                self.effects[path] = f"line {statement.line} reads {why}"
+                return True
+            grown |= self._reach(path, statement)
+        return grown
 
     def _reached_effect(self, path: str, side: str, facts: ModuleFacts, index: int) -> str:
         statement = facts.statements[index]
@@ -449,21 +540,52 @@ class ModuleLevel:
         return (len(names), len(self.attrs)) != before
 
     def _reads_reached(self, path: str, statement: Statement) -> bool:
+        """A module-level statement reads a reached name, or reads names dynamically where a
+        change is (its own module's namespace, or a changed module it names)."""
         reads = statement.reads
-        return bool(
-            reads.dynamic or reads.names & self.reached.get(path, set()) or reads.attrs & self.attrs
+        if reads.names & self.reached.get(path, set()) or reads.attrs & self.attrs:
+            return True
+        return bool(reads.dynamic) and (
+            path in self.changed or bool((reads.names | reads.attrs) & self._module_names)
         )
 
-    def _may_read(self, path: str) -> bool:
-        """Whether ``path``'s text holds a reached name or a dynamic read (else no code of it can
-        read one: it is not parsed)."""
-        text = self._text(path, NEW) or b""
-        old = self._text(path, OLD) if path in self.changed else b""
-        return any(
-            token in blob
-            for blob in (text, old or b"")
-            for token in (*DYNAMIC_TOKENS, *(n.encode() for n in self.attrs))
+    def _may_read(self, path: str, dynamic: bool = False) -> bool:
+        """Whether ``path``'s text holds a reached name, a changed module's name, or (with
+        ``dynamic``) a dynamic read: else no code of it can read one, and it is not parsed."""
+        if dynamic and path not in self._dynamic_text:
+            blob = self._text(path, NEW) or b""
+            self._dynamic_text[path] = any(token in blob for token in DYNAMIC_TOKENS)
+        if dynamic and self._dynamic_text[path]:
+            return True
+        checked, found = self._checked.get(path, (-1, False))
+        names = self.attrs
+        if found or checked == len(names):
+            return found
+        blobs = [self._text(path, NEW) or b""]
+        if path in self.changed:
+            blobs.append(self._text(path, OLD) or b"")
+        found = any(name.encode() in blob for blob in blobs for name in names) or (
+            # a dynamic read of a changed module names it
+            any(token in blob for blob in blobs for token in DYNAMIC_TOKENS)
+            and any(name.encode() in blob for blob in blobs for name in self._module_names)
         )
+        self._checked[path] = (len(names), found)
+        return found
+        blobs = [self._text(path, NEW) or b""]
+        if path in self.changed:
+            blobs.append(self._text(path, OLD) or b"")
+        found = any(name.encode() in blob for blob in blobs for name in names)
+        self._checked[path] = (len(names), found)
+        return found
+
+    @cached_property
+    def _module_names(self) -> set[str]:
+        """The names a changed module is imported by (``ops`` of ``pkg/ops.py``)."""
+        return {
+            (p.rsplit("/", 2)[-2] if p.endswith("/__init__.py") else p.rsplit("/", 1)[-1][:-3])
+            for p in self.changed
+            if "/" in p or not p.endswith("/__init__.py")
+        }
 
     # ------------------------------------------------------------------ what a test ran
 
@@ -497,7 +619,7 @@ class ModuleLevel:
         names dynamically; None when none does."""
         self.close()
         for path in sorted(code):
-            if not path.endswith(".py") or not self._may_read(path):
+            if not path.endswith(".py") or not self._may_read(path, dynamic=True):
                 continue
             facts = self.facts(path, NEW)
             if facts is None:
@@ -575,8 +697,8 @@ def _binders(facts: ModuleFacts, name: str, scope: str) -> list[int]:
     """The statements that bind ``name`` at the module's top level or in class body ``scope``."""
     return [
         i
-        for i, s in enumerate(facts.statements)
-        if name in s.binds and (s.scope == "" or (scope and s.scope == scope))
+        for i in facts.binders.get(name, ())
+        if facts.statements[i].scope == "" or (scope and facts.statements[i].scope == scope)
     ]
 
 
@@ -608,6 +730,8 @@ def _names_of(statement: Statement) -> set[str]:
     names = set(statement.binds)
     if statement.scope:
         names.add(statement.scope.split(".")[0])
+    for imported in statement.imports:  # importing a submodule binds it on its package
+        names.update(p for p in imported.module.split(".")[1:] if p)
     return names
 
 
@@ -629,21 +753,19 @@ def _enclosing(facts: ModuleFacts, index: int) -> list[int]:
     return found
 
 
-def _visible(facts: ModuleFacts, index: int) -> tuple[set[str], bool]:
-    """The names bound before statement ``index`` where it runs (its class body's, then the
-    module's before the outermost class), and whether a star import came before."""
-    statement = facts.statements[index]
-    scope = statement.scope
-    top = index
-    if scope:
-        for i in range(index - 1, -1, -1):
-            if facts.statements[i].scope == "" and scope.split(".")[0] in facts.statements[i].binds:
-                top = i
-                break
-    visible: set[str] = set()
-    star = False
-    for i, s in enumerate(facts.statements):
-        if (s.scope == "" and i < top) or (scope and s.scope == scope and i < index):
-            visible |= s.binds
-            star |= any("*" in imp.names for imp in s.imports)
-    return visible, star
+def _visible(facts: ModuleFacts, index: int, name: str) -> bool:
+    """Whether ``name`` is bound before statement ``index`` where it runs: earlier in its class
+    body, or at the top level before the outermost class that holds it."""
+    scope = facts.statements[index].scope
+    top = _top(facts, index)
+    return any(
+        (facts.statements[i].scope == "" and i < top)
+        or (scope and facts.statements[i].scope == scope and i < index)
+        for i in facts.binders.get(name, ())
+    )
+
+
+def _top(facts: ModuleFacts, index: int) -> int:
+    """The top-level statement that holds statement ``index`` (itself at the top level)."""
+    enclosing = _enclosing(facts, index)
+    return enclosing[0] if enclosing else index

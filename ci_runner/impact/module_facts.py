@@ -20,6 +20,7 @@ import ast
 import builtins
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ci_runner.impact.blocks import function_nodes, stub_dump
 
@@ -76,6 +77,7 @@ class Statement:
     froms: tuple[tuple[str, str], ...] = ()  # (name, module): bound by ``from module import name``
     constants: tuple[str, ...] = ()  # names that must hold immutable constants
     constant: bool = False  # ``name = <immutable constant>``
+    exports: tuple[str, ...] = ()  # ``__all__``: the names it lists
     hooks: bool = False  # a class header whose body defines __init_subclass__
     is_class: bool = False  # a class header
 
@@ -87,6 +89,27 @@ class ModuleFacts:
     statements: tuple[Statement, ...]
     blocks: dict[str, Reads] = field(default_factory=dict)
     star_import: bool = False  # some top-level statement is ``from x import *``
+
+    @cached_property
+    def binders(self) -> dict[str, list[int]]:
+        """Each name -> the statements (any scope) that bind it, in order."""
+        found: dict[str, list[int]] = {}
+        for index, statement in enumerate(self.statements):
+            for name in statement.binds:
+                found.setdefault(name, []).append(index)
+        return found
+
+    @cached_property
+    def first_star(self) -> int:
+        """The index of the first top-level star import (the number of statements if none)."""
+        return next(
+            (
+                i
+                for i, s in enumerate(self.statements)
+                if not s.scope and any("*" in imp.names for imp in s.imports)
+            ),
+            len(self.statements),
+        )
 
 
 def module_facts(source: str | bytes) -> ModuleFacts | None:
@@ -301,6 +324,7 @@ def _hash(node: ast.AST) -> str:
 def _statement(node: ast.stmt, scope: str, future: bool) -> Statement:
     uses = _Uses()
     binds: set[str] = set()
+    exports: set[str] = set()
     imports: tuple[Import, ...] = ()
     effect = ""
     if isinstance(node, ast.Pass) or (
@@ -328,7 +352,8 @@ def _statement(node: ast.stmt, scope: str, future: bool) -> Statement:
         if isinstance(node, ast.AnnAssign):
             binds.add("__annotations__")
         if binds >= {"__all__"} and not scope and not effect:
-            binds |= _exported(node.value)
+            exports = _exported(node.value)
+            binds |= exports
     elif isinstance(node, _FUNCTIONS):
         binds = {node.name}
         effect = _def_effect(node, scope, future, uses)
@@ -356,6 +381,7 @@ def _statement(node: ast.stmt, scope: str, future: bool) -> Statement:
         froms=tuple(sorted(uses.froms)),
         constants=tuple(sorted(uses.constants)),
         constant=isinstance(node, ast.Assign) and _immutable(node.value) and not effect,
+        exports=tuple(sorted(exports)),
     )
 
 

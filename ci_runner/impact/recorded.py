@@ -345,6 +345,7 @@ class RecordLayer:
                     )
                     verdict = dataclasses.replace(verdict, scope=scope)
                 self.verdicts[test] = verdict
+        tree.module_level.save()
 
     def opened_paths(self) -> frozenset[str]:
         return self.records.opened_paths()

@@ -121,6 +121,7 @@ def write_module(root: Path, statements: list[str]) -> None:
         ("import threading\nLOCK = threading.Lock()", ""),
         ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import numpy", ""),
         ("__all__ = ['f']\ndef f():\n    pass", ""),
+        ("__all__ = ['f', 'g']\ndef f():\n    pass", "__all__ lists g, which may not be bound"),
         ("N = 2\nclass K:\n    n = N", ""),
         ("from . import other\nclass K:\n    x = other.X", "an assignment of a computed value"),
         (
@@ -356,6 +357,8 @@ def outcomes(root: Path) -> dict[str, str]:
 @given(operations=OPERATIONS)
 @example(operations=[("insert", 7, "os.environ.setdefault('ZZ_SET', '1')")])
 @example(operations=[("delete", 1, "")])
+@example(operations=[("replace", 3, "__all__ = ['f', 'g', 'K']")])
+@example(operations=[("replace", 0, "import json")])
 @example(operations=[("insert", 7, "def spare():\n    return 0")])
 @example(operations=[("insert", 1, "from pkg import effectful")])
 @example(
