@@ -236,22 +236,23 @@ class ModuleLevel:
             for i in s.imports
         ):
             return ""
-        shown = "." * imported.level + imported.module
+        module = "." * imported.level + imported.module
+        shown = f"from {module} import {', '.join(imported.names)}" if imported.names else module
         top = imported.module.split(".")[0]
         if not imported.level and not any(self._exists_top(b, top) for b in self.bases):
             if top in sys.stdlib_module_names:
                 return ""
-            return f"it no longer imports {shown}, another package a test may no longer load"
+            return f"it no longer runs {shown}, another package a test may no longer load"
         files = self._star_source_files(path, imported)
         if files is None:
-            return f"it no longer imports {shown}, which is not found now"
+            return f"it no longer runs {shown}, which is not found now"
         for n in imported.names:
             if files and files[-1].endswith("__init__.py"):
                 sub = self._module_files(files[-1].rsplit("/", 1)[0], [n])
                 files = (*files, *(sub or ()))
         for file in files:
             if why := self._strict_problem(file, set()):
-                return f"it no longer imports {shown}, whose {file} {why}"
+                return f"it no longer runs {shown}, whose {file} {why}"
         return ""
 
     def _strict_problem(self, file: str, seen: set[str]) -> str | None:

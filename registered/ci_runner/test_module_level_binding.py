@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from impact_tree import git_repo
+from impact_tree import git, git_repo
 from recorded_tree import record, select
 from tree_builder import catalog_toml, suite_toml, write_tree
 
@@ -219,6 +219,31 @@ def test_without_the_old_side_every_importer_is_kept(tmp_path):
     assert level.change("m.py").effect == (
         "its module-level code changed and the record has no commit"
     )
+
+
+@pytest.mark.parametrize(
+    ("new", "expected"),
+    [
+        (
+            "import json\nA = 1\n",
+            "it no longer runs from . import effectful, whose pkg/effectful.py line 1",
+        ),
+        ("from . import effectful\nA = 1\n", "binds only json"),  # the standard library
+        ("from . import effectful\nimport json\nA = 1\nB = 2\n", "binds only B"),
+        ("from . import effectful\nimport json\n", "binds only A"),
+    ],
+)
+def test_the_old_side_comes_from_the_recorded_commit(tmp_path, new, expected):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "effectful.py").write_text("print('imported')\n")
+    (package / "m.py").write_text("from . import effectful\nimport json\nA = 1\n")
+    root = git_repo(tmp_path)
+    commit = git(root, "rev-parse", "HEAD").strip()
+    (package / "m.py").write_text(new)
+    level = ModuleLevel(root, (), commit, {"pkg/m.py"}, {"pkg/m.py"}, set())
+    assert expected in level.change("pkg/m.py").text()
 
 
 # ---------------------------------------------------------------------- end to end
