@@ -1,46 +1,60 @@
 """Mutation replay of recorded change impact against pytest-testmon (lab tool, not shipped).
 
     python -m tools.impact_replay run boltons --commits 30 --mutants 210 --out /tmp/replay
+    python -m tools.impact_replay rejudge /tmp/replay boltons
     python -m tools.impact_replay summary /tmp/replay/boltons.jsonl
 
 For each of the newest first-parent commits ``c`` of a project that change the body of a
-function in its source directories, in a scratch tree:
+function in its source directories, in a scratch tree whose git repository keeps every replayed
+commit (tags ``parent-<c>`` and ``commit-<c>``):
 
-1. the tree at ``c``'s parent ``P``, with an overlay that registers every test file with the
-   runner (a ``register_cpu_ci`` call and a ``__main__`` block appended, a catalog appended to
-   ``pyproject.toml``), committed to a git repository of its own;
-2. at ``P``: ``run_suite.py --record-deps`` (the record and each case's time), then
-   ``pytest --testmon`` (testmon's database);
-3. the tree moved to ``c`` (the overlay again), committed; at ``c``, the whole suite under
-   coverage: which files pass, and which lines run;
-4. mutants: one operator, constant or return value changed, on a line that runs at ``c``, in a
-   function whose body ``c`` changed; for each, with ``c``'s changed files as the change:
-   ``run_suite.py --dry-run --changed-files --deps-from`` gives our selection (whole files, or
-   the node ids of the cases a change reaches), which runs with pytest; ``pytest --testmon`` (from ``P``'s database) selects and runs testmon's; if neither
-   fails, the whole suite runs. A mutant is killed when a file that passed at ``c`` fails (or a
-   run times out); a miss is a mutant the whole suite kills and a selection does not (its
-   failing files are run again to rule out flakiness).
+1. the tree at ``c``'s parent ``P`` and at ``c``, each with an overlay that registers every test
+   file with the runner (a ``register_cpu_ci`` call and a ``__main__`` block appended, a catalog
+   appended to ``pyproject.toml``), committed;
+2. at ``c``: the whole suite under coverage: which files pass, which lines run; mutants: one
+   operator, constant or return value changed, on a line that runs, in a function whose body
+   ``c`` changed (none: the commit is skipped before anything else runs);
+3. at ``P``: ``run_suite.py --record-deps`` (the record, kept per commit, and each case's time),
+   then ``pytest --testmon`` (testmon's database);
+4. at ``c``, for each mutant: our selection (the library call of ``--dry-run --changed-files
+   --deps-from``, ``c``'s changed files as the change), testmon's (``pytest --testmon
+   --collect-only`` prints the node ids it would run, from ``P``'s database) and one run of the
+   whole suite (its failing files run once more: a failure that does not repeat is flaky, not
+   the mutant's).
 
-Each mutant is one JSON line in ``<out>/<project>.jsonl``: commit, file, line, operator, our
-and testmon's selection shares of the case time at ``P`` (and ours of the files' wall time),
-who killed it. ``summary`` prints the table of docs/change-impact.md.
+The kill data does not depend on any selection: a mutant is killed when the whole suite fails a
+case or file that passed at ``c``, and a selection misses it when none of its cases is among
+those failures. ``rejudge`` computes our selection again with the current checkout's code for
+every stored mutant and rewrites the verdicts and shares; ``summary`` prints the table of
+docs/change-impact.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
+import dataclasses
 import json
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
+import tempfile
 import time
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from tools.impact_replay_judge import (
+    TABLE_HEAD,
+    case_file,
+    cases_of,
+    failures_of,
+    judge,
+    miss_lines,
+    read_rows,
+    table_row,
+)
+from tools.impact_replay_mutants import Mutant, apply, mutants_of, touched_lines
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNER = REPO / "run_suite.py"
@@ -59,12 +73,11 @@ class Project:
     test_globs: tuple[str, ...]
     sources: tuple[str, ...]  # directories whose functions get mutants
     overlay_tests: bool = True  # register the test files (False: they already are)
-    catalog: str = ""  # text appended to pyproject.toml
-    exclude: tuple[str, ...] = ()  # test files left out of the suite (removed from the tree)
+    catalog: str = ""  # text appended to the [tool.ci-runner] table of pyproject.toml
+    exclude: tuple[str, ...] = ()  # files or directories removed from the tree
     skip_mutant_files: tuple[str, ...] = ()
+    rewrites: tuple[tuple[str, str, str], ...] = ()  # (file, old, new) text replaced
 
-
-SELF_SUBSET_EXCLUDE = ()  # filled from the commit's tree: see _self_catalog
 
 PROJECTS = {
     "boltons": Project(
@@ -74,6 +87,23 @@ PROJECTS = {
         "tests",
         ("tests/test_*.py",),
         ("boltons",),
+    ),
+    "packaging": Project(
+        "packaging",
+        "/work/.mirror/pypa+packaging/repo",
+        "HEAD",
+        "tests",
+        ("tests/test_[!v]*.py",),
+        ("src",),
+        # test_version.py is 51,523 of the 62,435 cases (a cross product of versions, 95 of the
+        # suite's 100 s here): it stays in the tree (test_specifiers imports its VERSIONS) but
+        # not in the suite. The property tests are opt-in upstream (-m "not property").
+        catalog='file-patterns = ["test_[!v]*.py"]\n'
+        '[tool.ci-runner.change-impact]\npython-roots = ["src"]\n',
+        exclude=("tests/__init__.py", "tests/property"),
+        rewrites=(
+            ("tests/test_specifiers.py", "from .test_version import", "from test_version import"),
+        ),
     ),
     "toolz": Project(
         "toolz",
@@ -105,6 +135,10 @@ PROJECTS = {
         overlay_tests=False,
     ),
 }
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix.rstrip("/") + "/")
 
 
 def sh(
@@ -139,9 +173,16 @@ def overlay(work: Path, project: Project) -> list[str]:
     tests = sorted(
         str(p.relative_to(work)) for g in project.test_globs for p in work.glob(g) if p.is_file()
     )
-    tests = [t for t in tests if t not in project.exclude]
+    tests = [t for t in tests if not any(_under(t, x) for x in project.exclude)]
     for left_out in project.exclude:  # the runner collects every test_*.py: remove it
-        (work / left_out).unlink(missing_ok=True)
+        if (work / left_out).is_dir():
+            shutil.rmtree(work / left_out)
+        else:
+            (work / left_out).unlink(missing_ok=True)
+    for path, old, new in project.rewrites:
+        if (work / path).exists():
+            text = (work / path).read_text(encoding="utf-8")
+            (work / path).write_text(text.replace(old, new), encoding="utf-8")
     if project.overlay_tests:
         for test in tests:
             path = work / test
@@ -215,38 +256,40 @@ def extract(project: Project, work: Path, commit: str) -> None:
     index.unlink()
 
 
-def checkout(project: Project, work: Path, commit: str) -> list[str]:
-    """A fresh tree at ``commit`` with the overlay, committed; returns the test files."""
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    extract(project, work, commit)
-    tests = overlay(work, project)
+def init_repo(work: Path) -> None:
+    """The scratch tree's own git repository (kept: it holds every replayed commit)."""
+    if (work / ".git").is_dir():
+        return
+    work.mkdir(parents=True, exist_ok=True)
     local_git(work, "init", "-q", "-b", "main")
     (work / ".git" / "info" / "exclude").write_text(
         "__pycache__/\n.testmondata*\n*.pyc\n.pytest_cache/\n"
     )
-    local_git(work, "add", "-A")
-    local_git(work, "commit", "-q", "-m", f"parent {commit}")
-    return tests
 
 
-def move_to(project: Project, work: Path, commit: str) -> tuple[list[str], list[str]]:
-    """Move the tree to ``commit`` (its own diff against its parent), overlay, commit; returns
-    (test files, changed files)."""
-    status = git(project.git_dir, "diff-tree", "-r", "--no-commit-id", "--name-status",
-                 "--no-renames", f"{commit}^", commit)  # fmt: skip
-    changed = []
-    for line in status.splitlines():
-        code, path = line.split("\t", 1)
-        changed.append(path)
-        if code == "D" and (work / path).exists():
-            (work / path).unlink()
+def snapshot(project: Project, work: Path, commit: str, tag: str) -> list[str]:
+    """The tree at ``commit`` with the overlay, committed and tagged ``tag``; the test files."""
+    for entry in work.iterdir():
+        if entry.name != ".git":
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     extract(project, work, commit)
     tests = overlay(work, project)
     local_git(work, "add", "-A")
-    local_git(work, "commit", "-q", "--allow-empty", "-m", f"commit {commit}")
-    return tests, changed
+    local_git(work, "commit", "-q", "--allow-empty", "-m", tag)
+    local_git(work, "tag", "-f", tag)
+    return tests
+
+
+def switch(work: Path, tag: str) -> None:
+    """The scratch tree at ``tag``, with nothing else in it."""
+    local_git(work, "checkout", "-q", "-f", tag)
+    local_git(work, "clean", "-q", "-ffdx")
+
+
+def changed_files(project: Project, commit: str) -> list[str]:
+    status = git(project.git_dir, "diff-tree", "-r", "--no-commit-id", "--name-only",
+                 "--no-renames", f"{commit}^", commit)  # fmt: skip
+    return status.split("\n")[:-1]
 
 
 # ----------------------------------------------------------------------------- running
@@ -260,278 +303,145 @@ def child_env(work: Path) -> dict[str, str]:
     return env
 
 
-def cases_of(junit: Path) -> dict[tuple[str, str], tuple[str, float, str]]:
-    """(classname, name) -> (outcome, seconds, file) of a JUnit file."""
-    found: dict[tuple[str, str], tuple[str, float, str]] = {}
-    if not junit.exists():
-        return found
-    try:
-        tree = ET.parse(junit)
-    except ET.ParseError:
-        return found
-    for suite in tree.iter("testsuite"):
-        suite_name = suite.get("name", "")
-        for case in suite.iter("testcase"):
-            outcome = "passed"
-            for child in case:
-                if child.tag in ("failure", "error"):
-                    outcome = "failed"
-                elif child.tag == "skipped" and outcome == "passed":
-                    outcome = "skipped"
-            file = case.get("file") or (suite_name if suite_name.endswith(".py") else "")
-            key = (case.get("classname", ""), case.get("name", ""))
-            found[key] = (outcome, float(case.get("time") or 0), file)
-    return found
-
-
-def file_of(classname: str, tests: list[str]) -> str | None:
-    """The test file of a pytest classname (``tests.test_x.TestY`` -> ``tests/test_x.py``)."""
-    parts = classname.split(".")
-    for end in range(len(parts), 0, -1):
-        candidate = "/".join(parts[:end]) + ".py"
-        if candidate in tests:
-            return candidate
-    return None
-
-
 def pytest_run(
-    work: Path, files: list[str], junit: Path, timeout: float, extra: tuple[str, ...] = ()
-) -> tuple[dict, bool]:
-    """Run pytest on ``files``; (cases, timed out)."""
+    work: Path, args: list[str], junit: Path, timeout: float, extra: tuple[str, ...] = ()
+) -> tuple[dict, bool, int]:
+    """Run pytest on ``args`` (files or node ids); (cases, timed out, exit status)."""
     if junit.exists():
         junit.unlink()
     plugins = () if "--testmon" in extra else ("-p", "no:cacheprovider")  # testmon needs it
-    args = [sys.executable, "-m", "pytest", "-q", *plugins, "-o", "junit_family=xunit1",
-            f"--junitxml={junit}", *extra, *files]  # fmt: skip
+    command = [sys.executable, "-m", "pytest", "-q", *plugins, "-o", "junit_family=xunit1",
+               f"--junitxml={junit}", *extra, *args]  # fmt: skip
     try:
-        sh(args, cwd=work, timeout=timeout, env=child_env(work), check=False)
+        done = sh(command, cwd=work, timeout=timeout, env=child_env(work), check=False)
     except subprocess.TimeoutExpired:
-        return cases_of(junit), True
-    return cases_of(junit), False
+        return cases_of(junit), True, -1
+    return cases_of(junit), False, done.returncode
 
 
-def failing_files(cases: dict, tests: list[str], passing: set[str]) -> set[str]:
-    return {
-        f for (cls, _), (outcome, _, file) in cases.items()
-        if outcome == "failed" and (f := (file if file in tests else file_of(cls, tests))) in passing
-    }  # fmt: skip
+def at_commit(work: Path, tests: list[str], scratch: Path) -> tuple[set[str], dict, float]:
+    """The whole suite at the commit, under coverage: (passing files, lines run, seconds)."""
+    data, junit = scratch / "cov.data", scratch / "commit.xml"
+    for stale in (data, junit):
+        stale.unlink(missing_ok=True)
+    started = time.monotonic()
+    env = {
+        **child_env(work),
+        "COVERAGE_CORE": "sysmon" if sys.version_info >= (3, 12) else "ctrace",
+    }
+    sh([sys.executable, "-m", "coverage", "run", f"--data-file={data}", f"--source={work}",
+        "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
+        f"--junitxml={junit}", *tests], cwd=work, env=env, check=False,
+       timeout=3600)  # fmt: skip
+    seconds = time.monotonic() - started
+    cases = cases_of(junit)
+    failed = {f for f, _, _ in failures_of(cases, tests, set(tests))}
+    seen = {case_file(key, file, tests) for key, (_, _, file) in cases.items()}
+    passing = {t for t in tests if t in seen and t not in failed}
+    executed: dict[str, set[int]] = {}
+    if data.exists():
+        from coverage import CoverageData
+
+        cov = CoverageData(basename=str(data))
+        cov.read()
+        for measured in cov.measured_files():
+            try:
+                relative = str(Path(measured).relative_to(work))
+            except ValueError:
+                continue
+            executed[relative] = set(cov.lines(measured) or ())
+    return passing, executed, seconds
 
 
-@dataclass
-class Baseline:
-    """What the parent and the commit give: the record, testmon's database, times, passes."""
-
-    record: Path
-    testmon_db: Path
-    case_time: dict[tuple[str, str], float] = field(default_factory=dict)
-    case_file: dict[tuple[str, str], str] = field(default_factory=dict)
-    file_wall: dict[str, float] = field(default_factory=dict)
-    passing: set[str] = field(default_factory=set)  # files that pass at c
-    executed: dict[str, set[int]] = field(default_factory=dict)  # lines run at c
-    suite_seconds: float = 0.0
-
-
-def at_parent(work: Path, tests: list[str], scratch: Path, base: Baseline) -> None:
-    """The recording run and testmon's database at the parent."""
+def at_parent(work: Path, tests: list[str], record: Path, scratch: Path) -> dict:
+    """The recording run (into ``record``) and testmon's database (into ``scratch``) at the
+    parent; the case times and file wall times of the recording run."""
     junit, timings = scratch / "record.xml", scratch / "timings.jsonl"
     for stale in (junit, timings):
-        if stale.exists():
-            stale.unlink()
-    if base.record.exists():
-        shutil.rmtree(base.record)
+        stale.unlink(missing_ok=True)
+    if record.exists():
+        shutil.rmtree(record)
+    started = time.monotonic()
     sh([sys.executable, str(RUNNER), "--root", str(work), "--hw", "cpu", "--suite", SUITE,
-        "--continue-on-error", "--record-deps", str(base.record), "--junit-xml", str(junit),
-        "--timings-out", str(timings)], env=child_env(work), check=False, timeout=3600)  # fmt: skip
-    for key, (_, seconds, file) in cases_of(junit).items():
-        base.case_time[key] = seconds
-        base.case_file[key] = file if file in tests else (file_of(key[0], tests) or file)
+        "--continue-on-error", "--record-deps", str(record), "--junit-xml", str(junit),
+        "--timings-out", str(timings)], env=child_env(work), check=False, timeout=7200)  # fmt: skip
+    recorded = time.monotonic() - started
+    case_time = [
+        [key[0], key[1], seconds, case_file(key, file, tests) or file]
+        for key, (_, seconds, file) in sorted(cases_of(junit).items())
+    ]
+    file_wall: dict[str, float] = {}
     if timings.exists():
         for line in timings.read_text().splitlines():
             row = json.loads(line)
             if "path" in row and "elapsed" in row:
-                base.file_wall[row["path"]] = float(row["elapsed"])
+                file_wall[row["path"]] = float(row["elapsed"])
     for leftover in work.glob(".testmondata*"):
         leftover.unlink()
+    started = time.monotonic()
     sh([sys.executable, "-m", "pytest", "-q", "--testmon", *tests],
-       cwd=work, env=child_env(work), check=False, timeout=3600)  # fmt: skip
-    for old in base.testmon_db.parent.glob("testmondata*"):
+       cwd=work, env=child_env(work), check=False, timeout=7200)  # fmt: skip
+    for old in scratch.glob("testmondata*"):
         old.unlink()
     for saved in work.glob(".testmondata*"):  # the database and its write-ahead log
-        shutil.copy(saved, base.testmon_db.parent / saved.name[1:])
+        shutil.copy(saved, scratch / saved.name[1:])
+    return {"case_time": case_time, "file_wall": file_wall, "record_seconds": round(recorded, 1),
+            "testmon_seconds": round(time.monotonic() - started, 1)}  # fmt: skip
 
 
-def at_commit(work: Path, tests: list[str], scratch: Path, base: Baseline) -> None:
-    """The whole suite at the commit, under coverage: passing files and executed lines."""
-    data = scratch / "cov.data"
-    junit = scratch / "commit.xml"
-    started = time.monotonic()
-    sh([sys.executable, "-m", "coverage", "run", f"--data-file={data}", f"--source={work}",
-        "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
-        f"--junitxml={junit}", *tests], cwd=work, env=child_env(work), check=False,
-       timeout=3600)  # fmt: skip
-    base.suite_seconds = time.monotonic() - started
-    cases = cases_of(junit)
-    failed = failing_files(cases, tests, set(tests))
-    seen = {
-        file if file in tests else file_of(cls, tests) for (cls, _), (_, _, file) in cases.items()
-    }
-    base.passing = {t for t in tests if t in seen and t not in failed}
-    from coverage import CoverageData
-
-    cov = CoverageData(basename=str(data))
-    cov.read()
-    for measured in cov.measured_files():
-        try:
-            relative = str(Path(measured).relative_to(work))
-        except ValueError:
-            continue
-        base.executed[relative] = set(cov.lines(measured) or ())
-
-
-# ----------------------------------------------------------------------------- mutants
-
-
-@dataclass(frozen=True)
-class Mutant:
-    file: str
-    line: int
-    operator: str
-    before: str  # the whole line
-    after: str
-
-
-_BINOPS = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "+"), ast.Div: ("/", "*"),
-           ast.FloorDiv: ("//", "*"), ast.Mod: ("%", "//"), ast.BitAnd: ("&", "|"),
-           ast.BitOr: ("|", "&"), ast.LShift: ("<<", ">>"), ast.RShift: (">>", "<<")}  # fmt: skip
-_CMPOPS = {ast.Eq: ("==", "!="), ast.NotEq: ("!=", "=="), ast.Lt: ("<", "<="),
-           ast.LtE: ("<=", "<"), ast.Gt: (">", ">="), ast.GtE: (">=", ">"),
-           ast.Is: (" is ", " is not "), ast.IsNot: (" is not ", " is "),
-           ast.In: (" in ", " not in "), ast.NotIn: (" not in ", " in ")}  # fmt: skip
-
-
-def changed_lines(project: Project, commit: str, path: str) -> set[int]:
-    diff = git(project.git_dir, "diff", "-U0", f"{commit}^", commit, "--", path)
-    lines: set[int] = set()
-    for row in diff.splitlines():
-        if row.startswith("@@"):
-            new = row.split("+", 1)[1].split(" ", 1)[0]
-            start, _, count = new.partition(",")
-            count_n = int(count) if count else 1
-            lines.update(range(int(start), int(start) + max(count_n, 1)))
-    return lines
-
-
-def _replace_between(
-    lines: list[str], node_a: ast.AST, node_b: ast.AST, old: str, new: str
-) -> tuple[int, str] | None:
-    """Replace the first ``old`` between the end of ``node_a`` and the start of ``node_b`` when
-    both are on one line."""
-    if node_a.end_lineno != node_b.lineno:
-        return None
-    line = lines[node_b.lineno - 1].encode()
-    start, end = node_a.end_col_offset, node_b.col_offset
-    segment = line[start:end].decode(errors="replace")
-    if old not in segment:
-        return None
-    mutated = line[:start].decode() + segment.replace(old, new, 1) + line[end:].decode()
-    return node_b.lineno, mutated
-
-
-def mutants_of(source: str, path: str, touched: set[int], executed: set[int]) -> list[Mutant]:
-    """Every mutant on an executed line of a function whose body holds a touched line."""
+def testmon_selection(work: Path, passing: list[str], scratch: Path, timeout: float) -> list[str]:
+    """The node ids testmon would run (``--collect-only`` with ``P``'s database); a file that
+    fails to collect counts whole (its run would error)."""
+    for stale in work.glob(".testmondata*"):
+        stale.unlink()
+    for saved in scratch.glob("testmondata*"):
+        shutil.copy(saved, work / ("." + saved.name))
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    lines = source.splitlines()
-    functions = [
-        n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and touched & set(range(n.body[0].lineno, (n.end_lineno or 0) + 1))
-    ]  # fmt: skip
-    found: dict[tuple[int, str], Mutant] = {}
-
-    def add(line: int, operator: str, after: str) -> None:
-        before = lines[line - 1]
-        if after != before and line in executed:
-            found.setdefault((line, after), Mutant(path, line, operator, before, after))
-
-    for function in functions:
-        body = [n for stmt in function.body for n in ast.walk(stmt)]
-        docstring = function.body[0] if isinstance(function.body[0], ast.Expr) else None
-        for node in body:
-            if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-                old, new = _BINOPS[type(node.op)]
-                hit = _replace_between(lines, node.left, node.right, old, new)
-                if hit:
-                    add(hit[0], f"{old.strip()} to {new.strip()}", hit[1])
-            elif (
-                isinstance(node, ast.Compare)
-                and len(node.ops) == 1
-                and type(node.ops[0]) in _CMPOPS
-            ):
-                old, new = _CMPOPS[type(node.ops[0])]
-                hit = _replace_between(lines, node.left, node.comparators[0], old, new)
-                if hit:
-                    add(hit[0], f"{old.strip()} to {new.strip()}", hit[1])
-            elif isinstance(node, ast.BoolOp) and len(node.values) >= 2:
-                old, new = (" and ", " or ") if isinstance(node.op, ast.And) else (" or ", " and ")
-                hit = _replace_between(lines, node.values[0], node.values[1], old, new)
-                if hit:
-                    add(hit[0], f"{old.strip()} to {new.strip()}", hit[1])
-            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-                line = lines[node.lineno - 1].encode()
-                segment = line[node.col_offset : node.operand.col_offset].decode(errors="replace")
-                if node.lineno == node.operand.lineno and segment.strip() == "not":
-                    add(
-                        node.lineno,
-                        "drop not",
-                        (line[: node.col_offset] + line[node.operand.col_offset :]).decode(),
-                    )
-            elif isinstance(node, ast.Constant) and node is not getattr(docstring, "value", None):
-                if node.lineno != node.end_lineno:
-                    continue
-                line = lines[node.lineno - 1].encode()
-                text = line[node.col_offset : node.end_col_offset].decode(errors="replace")
-                replacement = None
-                if node.value is True and text == "True":
-                    replacement = "False"
-                elif node.value is False and text == "False":
-                    replacement = "True"
-                elif type(node.value) is int and text.isdigit():
-                    replacement = str(node.value + 1)
-                if replacement is not None:
-                    mutated = (
-                        line[: node.col_offset].decode()
-                        + replacement
-                        + line[node.end_col_offset :].decode()
-                    )
-                    add(node.lineno, f"{text} to {replacement}", mutated)
-            elif isinstance(node, ast.Return) and node.value is not None:
-                value = node.value
-                if value.lineno == value.end_lineno == node.lineno and not (
-                    isinstance(value, ast.Constant) and value.value is None
-                ):
-                    line = lines[node.lineno - 1].encode()
-                    mutated = (
-                        line[: value.col_offset].decode()
-                        + "None"
-                        + line[value.end_col_offset :].decode()
-                    )
-                    add(node.lineno, "return None", mutated)
-    return list(found.values())
+        done = sh([sys.executable, "-m", "pytest", "-q", "--testmon", "--collect-only", *passing],
+                  cwd=work, env=child_env(work), check=False, timeout=timeout)  # fmt: skip
+        output = done.stdout
+    except subprocess.TimeoutExpired:
+        output = ""
+    finally:
+        for leftover in work.glob(".testmondata*"):
+            leftover.unlink()
+    known = set(passing)
+    selected = []
+    for line in output.splitlines():
+        line = line.strip()
+        if line.partition("::")[0] in known and "::" in line:
+            selected.append(line)
+        elif line.startswith("ERROR ") and line.split()[1] in known:
+            selected.append(line.split()[1])
+    return selected
 
 
-def apply(work: Path, mutant: Mutant) -> str:
-    path = work / mutant.file
-    original = path.read_text(encoding="utf-8")
-    lines = original.split("\n")
-    assert lines[mutant.line - 1] == mutant.before, (mutant.file, mutant.line)
-    lines[mutant.line - 1] = mutant.after
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return original
-
-
-# ----------------------------------------------------------------------------- one mutant
+def whole_suite(
+    work: Path, tests: list[str], passing: list[str], scratch: Path, timeout: float
+) -> tuple[list[list[str]], list[list[str]], str]:
+    """One run of every file that passed at the commit: (failures, flaky failures, note). A
+    run that times out is run file by file (a file that times out fails as a file); a pytest
+    that exits with no JUnit (the mutant broke pytest's own import of the code) fails every
+    file; the failing files run again and a failure that does not repeat is flaky."""
+    cases, timed_out, status = pytest_run(work, passing, scratch / "whole.xml", timeout)
+    note = ""
+    if timed_out:
+        note = "timed out: run file by file"
+        failures = []
+        for path in passing:
+            one, late, _ = pytest_run(work, [path], scratch / "one.xml", timeout)
+            failures += [[path, "", "timed out"]] if late else failures_of(one, tests, {path})
+    elif not cases and status != 0:
+        return [[p, "", f"pytest exited {status} with no JUnit"] for p in passing], [], "crashed"
+    else:
+        failures = failures_of(cases, tests, set(passing))
+    files = sorted({f for f, _, _ in failures})
+    if not failures or timed_out or len(files) > 3:
+        return failures, [], note
+    again, _, _ = pytest_run(work, files, scratch / "again.xml", timeout)
+    repeated = {tuple(f) for f in failures_of(again, tests, set(files))}
+    return [f for f in failures if tuple(f) in repeated], [f for f in failures
+            if tuple(f) not in repeated], note  # fmt: skip
 
 
 class Selector:
@@ -550,15 +460,18 @@ class Selector:
         self.selection = select_files(collection.registrations, self.catalog, request, False)
         self.records = read_records(record)
 
-    def select(
-        self, changed: list[str], scratch: Path
-    ) -> tuple[dict[str, tuple[str, ...]], list[str]]:
-        """Kept file -> the node ids of its cases to run (``()``: every case); the notes."""
+    def select(self, changed: list[str]) -> tuple[dict[str, list[str]], list[str], float]:
+        """Kept file -> the node ids of its cases to run (``[]``: every case); the notes; the
+        seconds it took."""
         from ci_runner.impact import changes_from_list, select_with_records
 
-        listing = scratch / "changed.txt"
-        listing.write_text("\n".join(changed) + "\n")
-        change_set = changes_from_list(self.work, str(listing))
+        started = time.monotonic()
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as listing:
+            listing.write("\n".join(changed) + "\n")
+        try:
+            change_set = changes_from_list(self.work, listing.name)
+        finally:
+            os.unlink(listing.name)
         impact = select_with_records(self.selection, self.catalog, change_set, self.records)
         whole = {
             path: kept.whole or f"keeps every case ({len(kept.cases)} of {kept.total})"
@@ -566,88 +479,45 @@ class Selector:
             if not kept.cases or len(kept.cases) == kept.total
         }
         notes = [*impact.record_lines, *(f"{p}: every case: {w}" for p, w in whole.items())]
-        return {f.path: f.cases for f in impact.selection.files}, notes
+        ours = {f.path: list(f.cases) for f in impact.selection.files}
+        return ours, notes, round(time.monotonic() - started, 3)
 
 
-def junit_key(case_id: str) -> tuple[str, str]:
-    """(classname, name) of a case id as the runner's JUnit writes it (and pytest's xunit1)."""
-    path, _, rest = case_id.partition("::")
-    parts = rest.split("::")
-    return ".".join([path.removesuffix(".py").replace("/", "."), *parts[:-1]]), parts[-1]
+def selector_version() -> str:
+    """The commit of the selection code that judged (with ``+dirty`` for local edits)."""
+    head = sh(["git", "-C", str(REPO), "rev-parse", "--short=10", "HEAD"], check=False).stdout
+    dirty = sh(["git", "-C", str(REPO), "status", "--porcelain", "--", "ci_runner"], check=False)
+    return head.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def replay_mutant(
-    work: Path,
-    tests: list[str],
-    changed: list[str],
-    mutant: Mutant,
-    base: Baseline,
-    scratch: Path,
-    selector: Selector,
+    work: Path, base: dict, mutant: Mutant, scratch: Path, selector: Selector
 ) -> dict:
-    timeout = max(60.0, 6 * base.suite_seconds)
-    passing = sorted(base.passing)
+    """One mutant: the whole suite's failures, testmon's selection, ours, and the verdicts."""
+    timeout = max(120.0, 5 * base["suite_seconds"])
+    passing = base["passing"]
     original = apply(work, mutant)
     try:
+        ours, notes, selection_seconds = selector.select(base["changed"])
         started = time.monotonic()
-        ours, notes = selector.select(changed, scratch)
-        selection_seconds = time.monotonic() - started
-        for stale in work.glob(".testmondata*"):
-            stale.unlink()
-        for saved in scratch.glob("testmondata*"):
-            shutil.copy(saved, work / ("." + saved.name))
-        tm_cases, tm_timeout = pytest_run(
-            work, passing, scratch / "testmon.xml", timeout, ("--testmon",)
-        )
-        tm_kill = tm_timeout or bool(failing_files(tm_cases, tests, base.passing))
-        run_ours = [p for p in ours if p in base.passing]
-        run_args = [arg for p in run_ours for arg in (ours[p] or (p,))]  # node ids or the file
-        ours_cases, ours_timeout = (pytest_run(work, run_args, scratch / "ours.xml", timeout, ("-x",))
-                                    if run_ours else ({}, False))  # fmt: skip
-        ours_kill = ours_timeout or bool(failing_files(ours_cases, tests, base.passing))
-        full_kill, killers, confirmed = ours_kill or tm_kill, [], True
-        rest = [p for p in passing if p not in set(run_ours) or ours[p]]  # a part ran: all again
-        if tm_kill and not ours_kill:  # a miss of ours, unless testmon's failures do not repeat
-            killers = sorted(failing_files(tm_cases, tests, base.passing))
-            again, _ = pytest_run(work, killers, scratch / "again.xml", timeout)
-            confirmed = tm_timeout or bool(failing_files(again, tests, base.passing))
-        elif not ours_kill and rest:
-            rest_cases, rest_timeout = pytest_run(
-                work, rest, scratch / "rest.xml", timeout, ("-x",)
-            )
-            killers = sorted(failing_files(rest_cases, tests, base.passing))
-            full_kill = full_kill or rest_timeout or bool(killers)
-            if killers:  # a miss of ours, unless the failure does not repeat
-                again, _ = pytest_run(work, killers, scratch / "again.xml", timeout)
-                confirmed = bool(failing_files(again, tests, base.passing))
+        testmon = testmon_selection(work, passing, scratch, timeout)
+        testmon_seconds = time.monotonic() - started
+        started = time.monotonic()
+        failures, flaky, note = whole_suite(work, base["tests"], passing, scratch, timeout)
+        whole_seconds = time.monotonic() - started
     finally:
         (work / mutant.file).write_text(original, encoding="utf-8")
-        for leftover in work.glob(".testmondata*"):
-            leftover.unlink()
-    total = sum(base.case_time.values()) or 1.0
-    whole = {p for p, cases in ours.items() if not cases}
-    some = {junit_key(case) for cases in ours.values() for case in cases}
-    ours_share = (
-        sum(t for k, t in base.case_time.items() if base.case_file.get(k) in whole or k in some)
-        / total
-    )
-    tm_share = sum(base.case_time.get(k, 0.0) for k in tm_cases) / total
-    wall_total = sum(base.file_wall.values()) or 1.0
-    return {
-        "file": mutant.file, "line": mutant.line, "operator": mutant.operator,
-        "after": mutant.after.strip()[:160],
-        "ours_files": len(ours), "ours_partial": sum(1 for c in ours.values() if c),
-        "ours_cases": sum(len(c) for c in ours.values()), "tests": len(tests),
-        "ours_share": round(ours_share, 4),
-        "ours_wall_share": round(sum(base.file_wall.get(p, 0.0) for p in ours) / wall_total, 4),
-        "testmon_share": round(tm_share, 4), "testmon_cases": len(tm_cases),
-        "ours_kill": ours_kill, "testmon_kill": tm_kill, "full_kill": full_kill,
-        "confirmed": confirmed, "killers": killers,
-        "ours_miss": full_kill and confirmed and not ours_kill,
-        "testmon_miss": full_kill and confirmed and not tm_kill,
-        "records_used": notes,
-        "selection_seconds": round(selection_seconds, 2),
+    row = {
+        "commit": base["commit"], "file": mutant.file, "line": mutant.line,
+        "operator": mutant.operator, "before": mutant.before, "after": mutant.after,
+        "failures": failures, "flaky": flaky, "whole_note": note,
+        "whole_seconds": round(whole_seconds, 1), "testmon_selected": testmon,
+        "testmon_collect_seconds": round(testmon_seconds, 1), "ours": ours,
+        "records_used": notes, "selection_seconds": selection_seconds,
+        "judged_by": selector_version(),
     }  # fmt: skip
+    row.update(judge(row, base, ours))
+    return row
 
 
 # ----------------------------------------------------------------------------- driver
@@ -655,7 +525,7 @@ def replay_mutant(
 
 def candidate_commits(project: Project, limit: int) -> list[str]:
     commits = git(project.git_dir, "rev-list", "--first-parent", "--no-merges", project.rev,
-                  "--max-count=400").split()  # fmt: skip
+                  "--max-count=600").split()  # fmt: skip
     found = []
     for commit in commits:
         try:
@@ -676,114 +546,189 @@ def _mutable(project: Project, path: str) -> bool:
             and "/tests/" not in path and not path.split("/")[-1].startswith("test_"))  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where a code base's replay keeps its data under ``--out``."""
+
+    out: Path
+    name: str
+
+    @property
+    def results(self) -> Path:  # one JSON line per mutant
+        return self.out / f"{self.name}.jsonl"
+
+    @property
+    def skipped(self) -> Path:  # one JSON line per commit skipped, with why
+        return self.out / f"{self.name}-skipped.jsonl"
+
+    @property
+    def work(self) -> Path:  # the scratch tree; its git repository keeps every commit
+        return self.out / f"{self.name}-work"
+
+    @property
+    def scratch(self) -> Path:
+        return self.out / f"{self.name}-scratch"
+
+    def base(self, commit: str) -> Path:  # per commit: tests, changed files, case times
+        return self.out / f"{self.name}-commits" / f"{commit}.json"
+
+    def record(self, commit: str) -> Path:  # per commit: the parent's record directory
+        return self.out / f"{self.name}-records" / commit
+
+
+def _commits_in(path: Path) -> set[str]:
+    return {row["commit"] for row in read_rows(path)} if path.exists() else set()
+
+
+def _skip(layout: Layout, commit: str, why: str) -> None:
+    print(f"{commit[:10]}: {why}; skipped", flush=True)
+    with layout.skipped.open("a") as handle:
+        handle.write(json.dumps({"commit": commit, "why": why}) + "\n")
+
+
 def run(args: argparse.Namespace) -> int:
     project = PROJECTS[args.project]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    scratch = out / f"{project.name}-scratch"
-    scratch.mkdir(exist_ok=True)
-    work = out / f"{project.name}-work"
-    results = out / f"{project.name}.jsonl"
-    done_commits = set()
-    if results.exists():
-        done_commits = {
-            json.loads(line)["commit"] for line in results.read_text().splitlines() if line
-        }
-    rng = random.Random(args.seed)
-    commits = candidate_commits(project, args.commits + args.spare)
-    total = sum(1 for _ in results.read_text().splitlines()) if results.exists() else 0
-    replayed = len(done_commits)
+    if args.rev:
+        project = dataclasses.replace(project, rev=args.rev)
+    layout = Layout(Path(args.out), project.name)
+    layout.scratch.mkdir(parents=True, exist_ok=True)
+    init_repo(layout.work)
+    done = _commits_in(layout.results)
+    tried = done | _commits_in(layout.skipped)
+    total = len(read_rows(layout.results)) if layout.results.exists() else 0
+    replayed = len(done)
     per_commit = max(1, -(-args.mutants // args.commits))
-    for commit in commits:
+    for commit in candidate_commits(project, args.commits + args.spare):
         if replayed >= args.commits and total >= args.mutants:
             break
-        if commit in done_commits:
+        if commit in tried:
             continue
         started = time.monotonic()
         print(f"{commit[:10]}: replaying", flush=True)
-        base = Baseline(scratch / "record", scratch / "testmondata")
-        tests = checkout(project, work, f"{commit}^")
-        at_parent(work, tests, scratch, base)
-        passed = sum(1 for p in (base.record / "tests").glob("*.json")
-                     if json.loads(p.read_text())["status"] == "passed")  # fmt: skip
-        if passed * 2 < len(tests):
-            print(f"{commit[:10]}: {passed} of {len(tests)} files pass at the parent here "
-                  "(an older Python?); skipped", flush=True)  # fmt: skip
+        parent_tag, commit_tag = f"parent-{commit}", f"commit-{commit}"
+        tests_p = snapshot(project, layout.work, f"{commit}^", parent_tag)
+        tests = snapshot(project, layout.work, commit, commit_tag)
+        changed = changed_files(project, commit)
+        passing, executed, suite_seconds = at_commit(layout.work, tests, layout.scratch)
+        if len(passing) * 2 < len(tests):
+            _skip(layout, commit, f"{len(passing)} of {len(tests)} files pass at the commit here")
             continue
-        tests_c, changed = move_to(project, work, commit)
-        at_commit(work, tests_c, scratch, base)
         candidates: list[Mutant] = []
         for path in changed:
-            if not _mutable(project, path) or not (work / path).exists():
-                continue
-            source = (work / path).read_text(encoding="utf-8")
-            candidates += mutants_of(source, path, changed_lines(project, commit, path),
-                                     base.executed.get(path, set()))  # fmt: skip
-        if not candidates or not base.passing:
-            print(
-                f"{commit[:10]}: no mutant on an executed line of a changed function; skipped",
-                flush=True,
-            )
+            if _mutable(project, path) and (layout.work / path).exists():
+                diff = git(project.git_dir, "diff", "-U0", f"{commit}^", commit, "--", path)
+                source = (layout.work / path).read_text(encoding="utf-8")
+                candidates += mutants_of(source, path, touched_lines(diff),
+                                         executed.get(path, set()))  # fmt: skip
+        if not candidates:
+            _skip(layout, commit, "no mutant on an executed line of a changed function")
             continue
-        rng.shuffle(candidates)
-        chosen = candidates[:per_commit]
-        replayed += 1
-        selector = Selector(work, base.record)
+        chosen = random.Random(f"{args.seed}-{commit}").sample(
+            candidates, min(per_commit, len(candidates))
+        )
+        covered = time.monotonic()
+        switch(layout.work, parent_tag)
+        parent = at_parent(layout.work, tests_p, layout.record(commit), layout.scratch)
+        switch(layout.work, commit_tag)
+        base = {
+            "commit": commit, "parent_tag": parent_tag, "commit_tag": commit_tag,
+            "record": str(layout.record(commit)), "tests": tests, "changed": changed,
+            "passing": sorted(passing), "suite_seconds": round(suite_seconds, 2), **parent,
+        }  # fmt: skip
+        layout.base(commit).parent.mkdir(parents=True, exist_ok=True)
+        layout.base(commit).write_text(json.dumps(base, indent=1) + "\n")
+        selector = Selector(layout.work, layout.record(commit))
+        mutants_started = time.monotonic()
         for mutant in chosen:
-            row = replay_mutant(work, tests_c, changed, mutant, base, scratch, selector)
-            row.update(
-                commit=commit, changed=len(changed), suite_seconds=round(base.suite_seconds, 2)
-            )
-            with results.open("a") as handle:
+            row = replay_mutant(layout.work, base, mutant, layout.scratch, selector)
+            with layout.results.open("a") as handle:
                 handle.write(json.dumps(row) + "\n")
             total += 1
-        print(f"{commit[:10]}: {len(chosen)} mutants in {time.monotonic() - started:.0f}s "
-              f"({replayed} commits, {total} mutants)", flush=True)  # fmt: skip
+        replayed += 1
+        now = time.monotonic()
+        print(f"{commit[:10]}: {len(chosen)} mutants in {now - started:.0f}s (commit under "
+              f"coverage {suite_seconds:.0f}s, record {parent['record_seconds']:.0f}s, testmon "
+              f"{parent['testmon_seconds']:.0f}s, mutants {now - mutants_started:.0f}s; "
+              f"{covered - started:.0f}s to the mutants' choice) ({replayed} commits, {total} "
+              "mutants)", flush=True)  # fmt: skip
+    return 0
+
+
+def rejudge(args: argparse.Namespace) -> int:
+    """Our selection again, with this checkout's code, for every stored mutant; the verdicts
+    and shares rewritten (to ``--to``, else in place: not while a run appends to it)."""
+    layout = Layout(Path(args.out), args.project)
+    if not layout.results.exists():
+        print(f"rejudge: {layout.results}: no such file (run the replay first)", file=sys.stderr)
+        return 2
+    rows = read_rows(layout.results)
+    target = Path(args.to) if args.to else layout.results
+    changed_verdicts = 0
+    with tempfile.TemporaryDirectory(prefix="impact-rejudge-") as temp:
+        tree = Path(temp) / "tree"
+        sh(["git", "clone", "-q", "--no-checkout", str(layout.work), str(tree)])
+        current, selector, base = None, None, {}
+        for row in rows:
+            if row["commit"] != current:
+                current = row["commit"]
+                base = json.loads(layout.base(current).read_text())
+                local_git(tree, "checkout", "-q", "-f", base["commit_tag"])
+                local_git(tree, "clean", "-q", "-ffdx")
+                selector = Selector(tree, Path(base["record"]))
+            assert selector is not None
+            mutant = Mutant(row["file"], row["line"], row["operator"], row["before"], row["after"])
+            original = apply(tree, mutant)
+            try:
+                ours, notes, seconds = selector.select(base["changed"])
+            finally:
+                (tree / mutant.file).write_text(original, encoding="utf-8")
+            before = (row["ours_miss"], row["ours_share"])
+            row.update(ours=ours, records_used=notes, selection_seconds=seconds,
+                       judged_by=selector_version())  # fmt: skip
+            row.update(judge(row, base, ours))
+            changed_verdicts += (row["ours_miss"], row["ours_share"]) != before
+    staged = target.with_suffix(".tmp")
+    staged.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    staged.replace(target)
+    print(f"rejudged {len(rows)} mutants of {args.project} with {selector_version()}: "
+          f"{changed_verdicts} changed their miss or share; written to {target}")  # fmt: skip
     return 0
 
 
 def summary(args: argparse.Namespace) -> int:
-    print(
-        "| code base | commits | mutants | killed by the whole suite | misses: ours / testmon | "
-        "median share of case time: ours / testmon | mean: ours / testmon | "
-        "kept files run in part |"
-    )
+    print(TABLE_HEAD)
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     misses = []
     for name in args.results:
-        rows = [json.loads(line) for line in Path(name).read_text().splitlines() if line]
-        killed = [r for r in rows if r["full_kill"] and r["confirmed"]]
-        ours = [r["ours_share"] for r in rows]
-        theirs = [r["testmon_share"] for r in rows]
-        print(f"| {Path(name).stem} | {len({r['commit'] for r in rows})} | {len(rows)} | "
-              f"{len(killed)} | {sum(r['ours_miss'] for r in rows)} / "
-              f"{sum(r['testmon_miss'] for r in rows)} | {statistics.median(ours):.1%} / "
-              f"{statistics.median(theirs):.1%} | {statistics.fmean(ours):.1%} / "
-              f"{statistics.fmean(theirs):.1%} | "
-              f"{sum(r.get('ours_partial', 0) for r in rows)} of "
-              f"{sum(r['ours_files'] for r in rows)} |")  # fmt: skip
-        misses += [(Path(name).stem, r) for r in rows if r["ours_miss"] or r["testmon_miss"]]
-    for project, r in misses:
-        print(f"miss: {project} {r['commit'][:10]} {r['file']}:{r['line']} {r['operator']}: "
-              f"ours {'missed' if r['ours_miss'] else 'ok'}, testmon "
-              f"{'missed' if r['testmon_miss'] else 'ok'}; killed by {r['killers']}")  # fmt: skip
+        rows = read_rows(Path(name))
+        if not rows:
+            continue
+        print(table_row(Path(name).stem, rows))
+        misses += miss_lines(Path(name).stem, rows)
+    for line in misses:
+        print(line)
     return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    go = commands.add_parser("run")
+    go = commands.add_parser("run", help="replay commits (goes on where the results end)")
     go.add_argument("project", choices=sorted(PROJECTS))
     go.add_argument("--commits", type=int, default=30)
-    go.add_argument("--spare", type=int, default=40, help="more candidate commits to try")
+    go.add_argument("--spare", type=int, default=60, help="more candidate commits to try")
     go.add_argument("--mutants", type=int, default=210)
     go.add_argument("--seed", type=int, default=46)
+    go.add_argument("--rev", help="replay the history of this commit (default: the project's)")
     go.add_argument("--out", default="/tmp/impact-replay")
-    show = commands.add_parser("summary")
+    again = commands.add_parser("rejudge", help="our selection again, with this checkout's code")
+    again.add_argument("out", help="the --out of the run")
+    again.add_argument("project", choices=sorted(PROJECTS))
+    again.add_argument("--to", help="write the rejudged rows here (default: in place)")
+    show = commands.add_parser("summary", help="the table of docs/change-impact.md")
     show.add_argument("results", nargs="+")
     args = parser.parse_args()
-    return run(args) if args.command == "run" else summary(args)
+    return {"run": run, "rejudge": rejudge, "summary": summary}[args.command](args)
 
 
 if __name__ == "__main__":
