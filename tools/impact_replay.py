@@ -390,8 +390,9 @@ def at_parent(work: Path, tests: list[str], record: Path, scratch: Path) -> dict
 
 
 def testmon_selection(work: Path, passing: list[str], scratch: Path, timeout: float) -> list[str]:
-    """The node ids testmon would run (``--collect-only`` with ``P``'s database); a file that
-    fails to collect counts whole (its run would error)."""
+    """The node ids testmon would run (``--collect-only`` with ``P``'s database). A file that
+    fails to collect counts whole (its run would error), and so does every file when pytest
+    cannot start at all (a mutant in code pytest imports itself: any run of it would fail)."""
     for stale in work.glob(".testmondata*"):
         stale.unlink()
     for saved in scratch.glob("testmondata*"):
@@ -399,9 +400,9 @@ def testmon_selection(work: Path, passing: list[str], scratch: Path, timeout: fl
     try:
         done = sh([sys.executable, "-m", "pytest", "-q", "--testmon", "--collect-only", *passing],
                   cwd=work, env=child_env(work), check=False, timeout=timeout)  # fmt: skip
-        output = done.stdout
+        output, status = done.stdout, done.returncode
     except subprocess.TimeoutExpired:
-        output = ""
+        output, status = "", -1
     finally:
         for leftover in work.glob(".testmondata*"):
             leftover.unlink()
@@ -413,6 +414,8 @@ def testmon_selection(work: Path, passing: list[str], scratch: Path, timeout: fl
             selected.append(line)
         elif line.startswith("ERROR ") and line.split()[1] in known:
             selected.append(line.split()[1])
+    if not selected and status not in (0, 5):  # 5: nothing collected, nothing selected
+        return list(passing)
     return selected
 
 
