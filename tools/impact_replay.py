@@ -665,6 +665,12 @@ def rejudge(args: argparse.Namespace) -> int:
         print(f"rejudge: {layout.results}: no such file (run the replay first)", file=sys.stderr)
         return 2
     rows = read_rows(layout.results)
+    lacking = sorted({r["commit"] for r in rows if not layout.base(r["commit"]).exists()})
+    if lacking:
+        print(f"rejudge: {layout.base(lacking[0])}: no such file ({len(lacking)} commit(s) of "
+              f"{layout.results} have no stored baseline: rows of an older replay?)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     target = Path(args.to) if args.to else layout.results
     changed_verdicts = 0
     with tempfile.TemporaryDirectory(prefix="impact-rejudge-") as temp:

@@ -153,17 +153,22 @@ TABLE_HEAD = (
 )
 
 
+def _killed(row: dict) -> bool:
+    """Killed by the whole suite (rows of the earlier format: ``full_kill`` and ``confirmed``)."""
+    return row["killed"] if "killed" in row else row["full_kill"] and row["confirmed"]
+
+
 def table_row(name: str, rows: list[dict]) -> str:
     """One line of the summary table for a code base's judged rows."""
     ours = [r["ours_share"] for r in rows]
     theirs = [r["testmon_share"] for r in rows]
     return (
         f"| {name} | {len({r['commit'] for r in rows})} | {len(rows)} | "
-        f"{sum(r['killed'] for r in rows)} | {sum(r['ours_miss'] for r in rows)} / "
+        f"{sum(_killed(r) for r in rows)} | {sum(r['ours_miss'] for r in rows)} / "
         f"{sum(r['testmon_miss'] for r in rows)} | {statistics.median(ours):.1%} / "
         f"{statistics.median(theirs):.1%} | {statistics.fmean(ours):.1%} / "
         f"{statistics.fmean(theirs):.1%} | "
-        f"{sum(r['ours_partial'] for r in rows)} of {sum(r['ours_files'] for r in rows)} |"
+        f"{sum(r.get('ours_partial', 0) for r in rows)} of {sum(r['ours_files'] for r in rows)} |"
     )
 
 
@@ -172,7 +177,8 @@ def miss_lines(name: str, rows: list[dict]) -> list[str]:
     out = []
     for r in rows:
         if r["ours_miss"] or r["testmon_miss"]:
-            failing = sorted({f"{f}::{n}" if c else f for f, c, n in r["failures"]})[:4]
+            failures = r.get("failures") or [[k, "", ""] for k in r.get("killers", [])]
+            failing = sorted({f"{f}::{n}" if c else f for f, c, n in failures})[:4]
             out.append(
                 f"miss: {name} {r['commit'][:10]} {r['file']}:{r['line']} {r['operator']}: ours "
                 f"{'missed' if r['ours_miss'] else 'ok'}, testmon "
