@@ -319,8 +319,11 @@ def pytest_run(
     return cases_of(junit), False, done.returncode
 
 
-def at_commit(work: Path, tests: list[str], scratch: Path) -> tuple[set[str], dict, float]:
-    """The whole suite at the commit, under coverage: (passing files, lines run, seconds)."""
+def at_commit(
+    work: Path, tests: list[str], measured: list[str], scratch: Path
+) -> tuple[set[str], dict, float]:
+    """The whole suite at the commit, under coverage of the ``measured`` files only (the
+    mutants' candidates: the rest is not traced): (passing files, their lines run, seconds)."""
     data, junit = scratch / "cov.data", scratch / "commit.xml"
     for stale in (data, junit):
         stale.unlink(missing_ok=True)
@@ -329,7 +332,8 @@ def at_commit(work: Path, tests: list[str], scratch: Path) -> tuple[set[str], di
         **child_env(work),
         "COVERAGE_CORE": "sysmon" if sys.version_info >= (3, 12) else "ctrace",
     }
-    sh([sys.executable, "-m", "coverage", "run", f"--data-file={data}", f"--source={work}",
+    include = ",".join(str(work / path) for path in measured)
+    sh([sys.executable, "-m", "coverage", "run", f"--data-file={data}", f"--include={include}",
         "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
         f"--junitxml={junit}", *tests], cwd=work, env=env, check=False,
        timeout=3600)  # fmt: skip
@@ -344,12 +348,12 @@ def at_commit(work: Path, tests: list[str], scratch: Path) -> tuple[set[str], di
 
         cov = CoverageData(basename=str(data))
         cov.read()
-        for measured in cov.measured_files():
+        for traced in cov.measured_files():
             try:
-                relative = str(Path(measured).relative_to(work))
+                relative = str(Path(traced).relative_to(work))
             except ValueError:
                 continue
-            executed[relative] = set(cov.lines(measured) or ())
+            executed[relative] = set(cov.lines(traced) or ())
     return passing, executed, seconds
 
 
@@ -612,17 +616,19 @@ def run(args: argparse.Namespace) -> int:
         tests_p = snapshot(project, layout.work, f"{commit}^", parent_tag)
         tests = snapshot(project, layout.work, commit, commit_tag)
         changed = changed_files(project, commit)
-        passing, executed, suite_seconds = at_commit(layout.work, tests, layout.scratch)
+        measured = [p for p in changed if _mutable(project, p) and (layout.work / p).exists()]
+        if not measured:
+            _skip(layout, commit, "no changed source file is left at the commit")
+            continue
+        passing, executed, suite_seconds = at_commit(layout.work, tests, measured, layout.scratch)
         if len(passing) * 2 < len(tests):
             _skip(layout, commit, f"{len(passing)} of {len(tests)} files pass at the commit here")
             continue
         candidates: list[Mutant] = []
-        for path in changed:
-            if _mutable(project, path) and (layout.work / path).exists():
-                diff = git(project.git_dir, "diff", "-U0", f"{commit}^", commit, "--", path)
-                source = (layout.work / path).read_text(encoding="utf-8")
-                candidates += mutants_of(source, path, touched_lines(diff),
-                                         executed.get(path, set()))  # fmt: skip
+        for path in measured:
+            diff = git(project.git_dir, "diff", "-U0", f"{commit}^", commit, "--", path)
+            source = (layout.work / path).read_text(encoding="utf-8")
+            candidates += mutants_of(source, path, touched_lines(diff), executed.get(path, set()))
         if not candidates:
             _skip(layout, commit, "no mutant on an executed line of a changed function")
             continue
