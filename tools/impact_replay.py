@@ -48,6 +48,7 @@ from tools.impact_replay_judge import (
     TABLE_HEAD,
     case_file,
     cases_of,
+    collected_ids,
     failures_of,
     judge,
     miss_lines,
@@ -410,17 +411,7 @@ def testmon_selection(work: Path, passing: list[str], scratch: Path, timeout: fl
     finally:
         for leftover in work.glob(".testmondata*"):
             leftover.unlink()
-    known = set(passing)
-    selected = []
-    for line in output.splitlines():
-        line = line.strip()
-        if line.partition("::")[0] in known and "::" in line:
-            selected.append(line)
-        elif line.startswith("ERROR ") and line.split()[1] in known:
-            selected.append(line.split()[1])
-    if not selected and status not in (0, 5):  # 5: nothing collected, nothing selected
-        return list(passing)
-    return selected
+    return collected_ids(output, status, passing)
 
 
 def whole_suite(

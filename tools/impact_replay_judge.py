@@ -72,6 +72,23 @@ def junit_key(case_id: str) -> Key:
     return ".".join([path.removesuffix(".py").replace("/", "."), *parts[:-1]]), parts[-1]
 
 
+def collected_ids(output: str, status: int, files: list[str]) -> list[str]:
+    """The node ids ``pytest -q --collect-only`` printed for ``files``; a file it could not
+    collect (``ERROR path``) stands whole, and so does every file when pytest could not start
+    (an exit status other than 0 or 5, nothing printed)."""
+    known = set(files)
+    selected = []
+    for line in output.splitlines():
+        line = line.strip()
+        if "::" in line and line.partition("::")[0] in known:
+            selected.append(line)
+        elif line.startswith("ERROR ") and line.split()[1] in known:
+            selected.append(line.split()[1])
+    if not selected and status not in (0, 5):  # 5: nothing collected (nothing selected)
+        return list(files)
+    return selected
+
+
 def failures_of(
     cases: Mapping[Key, tuple[str, float, str]], tests: Iterable[str], passing: set[str]
 ) -> list[list[str]]:

@@ -12,6 +12,7 @@ from tools.impact_replay_judge import (
     case_file,
     cases_of,
     catches,
+    collected_ids,
     failures_of,
     judge,
     junit_key,
@@ -85,6 +86,19 @@ def test_failures_of_a_junit_file(tmp_path):
     assert failures == [["tests/test_y.py", "", "tests.test_y"],
                         ["tests/test_x.py", "tests.test_x", "test_bad"]]  # fmt: skip
     assert cases_of(tmp_path / "missing.xml") == {}
+
+
+def test_collected_ids_of_testmon():
+    files = ["t/test_a.py", "t/test_b.py"]
+    output = (
+        "t/test_a.py::test_1\nt/test_a.py::TestX::test_2[a::b c]\nother.py::test_9\n"
+        "ERROR t/test_b.py - ImportError\n\n2/9 tests collected (7 deselected) in 1.00s\n"
+    )
+    assert collected_ids(output, 1, files) == [
+        "t/test_a.py::test_1", "t/test_a.py::TestX::test_2[a::b c]", "t/test_b.py"
+    ]  # fmt: skip
+    assert collected_ids("no tests ran\n", 5, files) == []
+    assert collected_ids("ImportError while loading conftest\n", 4, files) == files
 
 
 BASE = {
