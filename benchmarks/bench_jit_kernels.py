@@ -5,8 +5,8 @@ Run on a GPU from the repo root::
     python -m benchmarks.bench_jit_kernels [--only rmsnorm scale ...] [--sglang-src DIR]
         [--decode-only] [--json out.json] [--check]
 
-Each kernel family contributes a module in ``benchmarks/cases/`` (interface:
-``benchmarks/cases/case.py``). Measured side by side in one run:
+Each kernel family contributes a module in ``testing/bench/`` (interface:
+``testing/bench/case.py``). Measured side by side in one run:
 
 * device-to-device copy bandwidth: ``dst.copy_(src)`` of a 1 GiB buffer (bytes read + written),
   the reference every kernel is compared with (the faster of eager loop and graph replay);
@@ -66,9 +66,9 @@ from benchmarks.bench_jit_report import (  # noqa: E402
     decode_table,
     overhead_table,
 )
-from benchmarks.cases.case import BandwidthCase, Call, OverheadCase  # noqa: E402
-from benchmarks.upstream_sglang import kernels as upstream  # noqa: E402
-from benchmarks.upstream_sglang import source as upstream_source  # noqa: E402
+from testing.bench.case import BandwidthCase, Call, OverheadCase  # noqa: E402
+from testing.upstream_sglang import kernels as upstream  # noqa: E402
+from testing.upstream_sglang import source as upstream_source  # noqa: E402
 from jit_kernel.benchmark.marker import do_bench, make_input_sets  # noqa: E402
 from jit_kernel.benchmark.timing import InputSet  # noqa: E402
 from jit_kernel.compiler import ArchError, build_only, get_jit_cuda_arch  # noqa: E402
@@ -408,8 +408,8 @@ def warm_load_ms(repeats: int = 5) -> float:
 
 
 def load_family(stem: str) -> Any:
-    """The family module ``benchmarks.cases.<stem>``."""
-    return importlib.import_module(f"benchmarks.cases.{stem}")
+    """The family module ``testing.bench.<stem>``."""
+    return importlib.import_module(f"testing.bench.{stem}")
 
 
 def family_modules() -> list[str]:
@@ -441,7 +441,7 @@ def collect_cases(
             module = load_family(family)
             listed = module.bandwidth_cases() if memory or decode else []
         except Exception:
-            errors.append(f"benchmarks/cases/{family}.py:\n{traceback.format_exc()}")
+            errors.append(f"testing/bench/{family}.py:\n{traceback.format_exc()}")
             continue
         families.append(module)
         cases += [

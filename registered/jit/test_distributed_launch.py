@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks.all_reduce_harness import combine_rows, default_sizes, format_tables
+from testing.all_reduce_harness import combine_rows, default_sizes, format_tables
 from ci_runner import register_cpu_ci
 from jit_kernel.all_reduce import (
     ALGORITHMS,

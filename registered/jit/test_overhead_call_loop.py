@@ -16,7 +16,7 @@ register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 
 torch = pytest.importorskip("torch")  # bench_jit_kernels imports torch
 from benchmarks import bench_jit_kernels  # noqa: E402
-from benchmarks.cases.case import Call  # noqa: E402
+from testing.bench.case import Call  # noqa: E402
 
 
 class Recorder:

@@ -41,9 +41,9 @@ TOKENS = 16384
 
 
 def bench_case(stem: str) -> Any:
-    """``benchmarks.cases.<stem>``: its shapes, inputs and peers (rope, store_cache)."""
+    """``testing.bench.<stem>``: its shapes, inputs and peers (rope, store_cache)."""
     if stem not in _BENCH_CASES:
-        _BENCH_CASES[stem] = importlib.import_module(f"benchmarks.cases.{stem}")
+        _BENCH_CASES[stem] = importlib.import_module(f"testing.bench.{stem}")
     return _BENCH_CASES[stem]
 
 
@@ -99,7 +99,7 @@ def family_shapes(family: str) -> list[Shape]:
                     core,
                 )
             )
-    elif family == "rope":  # the rows of benchmarks/cases/rope.py
+    elif family == "rope":  # the rows of testing/bench/rope.py
         rope = bench_case("rope")
         for t, hq, hk, dt, is_neox in rope.SPECS:
             d = rope.HEAD_DIM
@@ -114,7 +114,7 @@ def family_shapes(family: str) -> list[Shape]:
                     2 * t * (hq + hk) * d * _size(dt) + t * 8,
                 )
             )
-    elif family == "store_cache":  # the rows of benchmarks/cases/store_cache.py
+    elif family == "store_cache":  # the rows of testing/bench/store_cache.py
         for rows, heads, head_dim, _ in bench_case("store_cache").SPECS:
             row = heads * head_dim
             shapes.append(

@@ -3,7 +3,7 @@
 ``bandwidth_cases()``: memory-bound sizes (N * D >= 2^24 elements, 16384..65536 rows among
 them), ours against torch eager (``torch.nn.functional.rms_norm``), ``torch.compile`` of the
 fp32 formula ours computes, FlashInfer (a reason string, shown as N/A, when it is not
-installed or fails) and upstream SGLang's kernels (:mod:`benchmarks.upstream_sglang.kernels`);
+installed or fails) and upstream SGLang's kernels (:mod:`testing.upstream_sglang.kernels`);
 then decode sizes (1-64 rows; qknorm 16 tokens) against the same peers. ``bytes_moved`` is the
 fewest bytes a call must move: every element read once and written once, plus the weights.
 
@@ -17,22 +17,20 @@ Inputs are built lazily by ``make_inputs`` on the GPU; importing this module nee
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from benchmarks.cases.case import (
-    BandwidthCase,
-    Call,
-    OverheadCase,
-)
-from benchmarks.upstream_sglang import kernels as upstream
+from jit_kernel.benchmark import marker
+from jit_kernel.benchmark.utils import create_random
 from jit_kernel.fused_add_rmsnorm import _jit_fused_add_rmsnorm_module, fused_add_rmsnorm
 from jit_kernel.qknorm import _jit_qknorm_module, fused_inplace_qknorm
 from jit_kernel.rmsnorm import _jit_rmsnorm_module, rmsnorm
 from testing import references
+from testing.bench import peers
+from testing.bench.case import Axis, BandwidthCase, Call, OverheadCase, Sweep, runnable
+from testing.bench.peers import upstream
 
 EPS = 1e-6
 BF16 = torch.bfloat16
@@ -55,9 +53,9 @@ def _torch_fused_add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: to
 
 
 def _fp32_fused_add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor):
-    total = (x.float() + residual.float()).to(x.dtype)
+    total, out = references.fused_add_rmsnorm(x, residual, weight, EPS)
     residual.copy_(total)
-    x.copy_(_fp32_rmsnorm(total, weight))
+    x.copy_(out.to(x.dtype))
 
 
 def _torch_qknorm(q, k, q_weight, k_weight):
@@ -70,43 +68,11 @@ def _fp32_qknorm(q, k, q_weight, k_weight):
     k.copy_(_fp32_rmsnorm(k, k_weight))
 
 
-@functools.cache
-def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-    return torch.compile(fn, dynamic=False)
-
-
-@functools.cache
-def _flashinfer_norm() -> Any:
-    """``flashinfer.norm``, or the reason it cannot be used (a str)."""
-    try:
-        import flashinfer.norm as norm  # optional peer, imported lazily
-    except Exception as error:  # ImportError, or a broken install raising anything
-        return f"FlashInfer is not available ({type(error).__name__}: {error})"
-    return norm
-
-
-def _flashinfer_peer(make: Callable[[Any], Callable[..., Any]]) -> Callable[..., Any] | str:
-    norm = _flashinfer_norm()
-    return norm if isinstance(norm, str) else make(norm)
-
-
-@functools.cache
-def _flashinfer_peers() -> dict[str, Callable[..., Any] | str]:
-    def qknorm(norm):
-        def call(q, k, q_weight, k_weight):
-            norm.rmsnorm(q, q_weight, EPS, out=q)
-            norm.rmsnorm(k, k_weight, EPS, out=k)
-
-        return call
-
-    return {
-        "rmsnorm": _flashinfer_peer(lambda norm: lambda x, w: norm.rmsnorm(x, w, EPS)),
-        "fused_add_rmsnorm": _flashinfer_peer(
-            lambda norm: lambda x, r, w: norm.fused_add_rmsnorm(x, r, w, EPS)
-        ),
-        "qknorm": _flashinfer_peer(qknorm),
-    }
+FLASHINFER = {
+    "rmsnorm": peers.flashinfer_rmsnorm,
+    "fused_add_rmsnorm": peers.flashinfer_fused_add_rmsnorm,
+    "qknorm": peers.flashinfer_qknorm,
+}
 
 
 def _peers(
@@ -115,8 +81,8 @@ def _peers(
     """torch eager, torch.compile of the fp32 formula, FlashInfer and upstream for ``kernel``."""
     return {
         "torch": torch_fn,
-        "torch_compile": _compiled(fp32_fn),
-        "flashinfer": _flashinfer_peers()[kernel],
+        "torch_compile": peers.compiled(fp32_fn),
+        "flashinfer": FLASHINFER[kernel](EPS),
         "upstream": upstream_peer,
     }
 
@@ -312,3 +278,105 @@ def overhead_cases() -> list[OverheadCase]:
             torch_eager=_torch_qknorm,
         ),
     ]
+
+
+# --------------------------------------------------------------------------- registered sweeps
+# registered/jit/benchmark/bench_{rmsnorm,fused_add_rmsnorm,qknorm}.py. Lines: ``jit`` (ours),
+# ``torch`` (eager ``torch.nn.functional.rms_norm``; + ``residual.add_`` and ``copy_`` in place),
+# ``torch_compile`` (the fp32 formula ours computes) and ``flashinfer`` (``flashinfer.norm``;
+# qknorm: two ``rmsnorm(..., out=)`` calls, it has no fused q/k kernel; N/A with the reason
+# when unavailable). Full sweep locally (decode to memory-bound sizes); CI: bf16, 16 and 16384
+# rows (tokens) of 4096 (qknorm: 32 q + 8 k heads of 128).
+
+_SWEEP_IMPLS = ("jit", "torch", "torch_compile", "flashinfer")
+_SWEEP_FNS = {
+    "rmsnorm": {
+        "jit": lambda x, w: rmsnorm(x, w, EPS),
+        "torch": _torch_rmsnorm,
+        "torch_compile": lambda: peers.compiled(_fp32_rmsnorm),
+    },
+    "fused_add_rmsnorm": {
+        "jit": lambda x, r, w: fused_add_rmsnorm(x, r, w, EPS),
+        "torch": _torch_fused_add_rmsnorm,
+        "torch_compile": lambda: peers.compiled(_fp32_fused_add_rmsnorm),
+    },
+    "qknorm": {
+        "jit": lambda q, k, qw, kw: fused_inplace_qknorm(q, k, qw, kw, EPS),
+        "torch": _torch_qknorm,
+        "torch_compile": lambda: peers.compiled(_fp32_qknorm),
+    },
+}
+
+
+def _sweep_fn(kernel: str, impl: str, inputs: tuple[Any, ...]) -> Callable[..., Any]:
+    if impl == "flashinfer":
+        return runnable(FLASHINFER[kernel](EPS), *inputs)
+    if impl == "torch_compile":
+        return _SWEEP_FNS[kernel][impl]()
+    return _SWEEP_FNS[kernel][impl]
+
+
+def _rmsnorm_cell(impl: str, dtype: torch.dtype, hidden_size: int, num_rows: int):
+    x = create_random(num_rows, hidden_size, dtype=dtype)
+    weight = create_random(hidden_size, dtype=dtype)
+    return marker.do_bench(
+        _sweep_fn("rmsnorm", impl, (x, weight)),
+        input_args=(x, weight),
+        graph_clone_args=(0,),  # rotate the input; the weight is small and stays cached
+        # Defaults: memory_args="all" counts x and weight, memory_output="out" the result.
+    )
+
+
+def _fused_add_rmsnorm_cell(impl: str, dtype: torch.dtype, hidden_size: int, num_rows: int):
+    x = create_random(num_rows, hidden_size, dtype=dtype)
+    residual = create_random(num_rows, hidden_size, dtype=dtype)
+    weight = create_random(hidden_size, dtype=dtype)
+    return marker.do_bench(
+        _sweep_fn("fused_add_rmsnorm", impl, (x, residual, weight)),
+        input_args=(x, residual, weight),
+        graph_clone_args=(0, 1),  # both are read (and written): rotate them; not the weight
+        memory_args=(x, residual, weight),
+        memory_output=(x, residual),  # in place: returns None, writes both
+    )
+
+
+def _qknorm_cell(
+    impl: str,
+    dtype: torch.dtype,
+    head_dim: int,
+    num_q_heads: int,
+    num_k_heads: int,
+    num_tokens: int,
+):
+    q = create_random(num_tokens, num_q_heads, head_dim, dtype=dtype)
+    k = create_random(num_tokens, num_k_heads, head_dim, dtype=dtype)
+    q_weight = create_random(head_dim, dtype=dtype)
+    k_weight = create_random(head_dim, dtype=dtype)
+    return marker.do_bench(
+        _sweep_fn("qknorm", impl, (q, k, q_weight, k_weight)),
+        input_args=(q, k, q_weight, k_weight),
+        graph_clone_args=(0, 1),  # q and k are read and written: rotate them
+        memory_args=(q, k, q_weight, k_weight),
+        memory_output=(q, k),  # in place: returns None, writes both
+    )
+
+
+_ROWS_AXES = (
+    Axis("dtype", [torch.bfloat16, torch.float16], ci_vals=[torch.bfloat16]),
+    Axis("hidden_size", [1024, 2048, 4096, 8192, 16384], ci_vals=[4096]),
+    Axis("num_rows", [1, 16, 64, 1024, 16384, 65536], ci_vals=[16, 16384]),
+)
+SWEEPS = {
+    "rmsnorm": Sweep(_ROWS_AXES, _SWEEP_IMPLS, _rmsnorm_cell),
+    "fused_add_rmsnorm": Sweep(_ROWS_AXES, _SWEEP_IMPLS, _fused_add_rmsnorm_cell),
+    "qknorm": Sweep(
+        (
+            Axis("dtype", [torch.bfloat16, torch.float16], ci_vals=[torch.bfloat16]),
+            Axis("head_dim", [64, 128, 256, 512], ci_vals=[128]),
+            Axis("num_q_heads,num_k_heads", [(32, 8), (16, 2)], ci_vals=[(32, 8)]),
+            Axis("num_tokens", [1, 16, 1024, 16384, 65536], ci_vals=[16, 16384]),
+        ),
+        _SWEEP_IMPLS,
+        _qknorm_cell,
+    ),
+}

@@ -6,19 +6,33 @@ from dataclasses import replace
 
 import torch
 
-from benchmarks.cases.case import BandwidthCase, Call, Fn, OverheadCase
-from benchmarks.upstream_sglang import kernels as upstream
 from jit_kernel.add3 import _jit_add3_module, add3
 from jit_kernel.add_constant import _jit_add_constant_module, add_constant
+from jit_kernel.benchmark import marker
+from jit_kernel.benchmark.utils import create_random
 from jit_kernel.scale import _jit_scale_module, scale
+from testing.bench import peers
+from testing.bench.case import Axis, BandwidthCase, Call, Fn, OverheadCase, Sweep
+from testing.bench.peers import upstream
 
 SIZES_LOG2 = (24, 26, 28)
 DECODE_SIZES_LOG2 = (12, 16)  # 16 rows of 256 and of 4096 elements
 
 
+def _scale_out(src: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    return torch.mul(src, 1.5, out=out)
+
+
+def _add_constant_out(src: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    return torch.add(src, 7, out=out)
+
+
+def _add3_out(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    return torch.add(a + b, c, out=out)
+
+
 def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
     n = 1 << log2
-    compiled = torch.compile(lambda src, out: torch.mul(src, 1.5, out=out), dynamic=False)
 
     def make_inputs() -> tuple[torch.Tensor, torch.Tensor]:
         src = torch.randn(n, dtype=dtype, device="cuda")
@@ -34,8 +48,8 @@ def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
         make_inputs=make_inputs,
         ours=lambda src, out: scale(src, 1.5, out=out),
         peers={
-            "torch": lambda src, out: torch.mul(src, 1.5, out=out),
-            "torch_compile": compiled,
+            "torch": _scale_out,
+            "torch_compile": peers.compiled(_scale_out),
             "flashinfer": "FlashInfer has no scale op",
             "upstream": "upstream SGLang has no scale kernel",
         },
@@ -62,10 +76,8 @@ def _add_constant_case(log2: int) -> BandwidthCase:
         make_inputs=make_inputs,
         ours=lambda src, out: add_constant(src, 7, out=out),
         peers={
-            "torch": lambda src, out: torch.add(src, 7, out=out),
-            "torch_compile": torch.compile(
-                lambda src, out: torch.add(src, 7, out=out), dynamic=False
-            ),
+            "torch": _add_constant_out,
+            "torch_compile": peers.compiled(_add_constant_out),
             "flashinfer": "FlashInfer has no add_constant op",
             "upstream": upstream.add_constant(7),
         },
@@ -77,9 +89,6 @@ def _add_constant_case(log2: int) -> BandwidthCase:
 
 def _add3_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
     n = 1 << log2
-
-    def eager(a, b, c, out):
-        return torch.add(a + b, c, out=out)
 
     def make_inputs() -> tuple[torch.Tensor, ...]:
         a, b, c = (torch.randn(n, dtype=dtype, device="cuda") for _ in range(3))
@@ -108,8 +117,8 @@ def _add3_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
         make_inputs=make_inputs,
         ours=lambda a, b, c, out: add3(a, b, c, out=out),
         peers={
-            "torch": eager,
-            "torch_compile": torch.compile(eager, dynamic=False),
+            "torch": _add3_out,
+            "torch_compile": peers.compiled(_add3_out),
             "flashinfer": "FlashInfer has no add3 op",
             "upstream": upstream.add3(dtype),
         },
@@ -192,3 +201,83 @@ def overhead_cases() -> list[OverheadCase]:
         )
     )
     return cases
+
+
+# --------------------------------------------------------------------------- registered sweeps
+# registered/jit/benchmark/bench_{scale,add3,add_constant}.py: ours (``jit``) against torch
+# eager and torch.compile of the same expression, each returning a new tensor. Full sweeps
+# locally (3 dtypes x 1K..16M elements; add_constant: int32 with odd sizes that miss the
+# vectorised path); CI: bf16 at 4K, 64K and 4M elements (add_constant: 4K and 1M).
+
+ADD_CONSTANT = 16  # a template argument of the kernel: one of the constants precompiled
+
+
+def _scale(src: torch.Tensor, factor: float) -> torch.Tensor:
+    return src * factor
+
+
+def _add3(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    return a + b + c  # eager: two kernels; torch.compile fuses them into one
+
+
+def _add_constant(src: torch.Tensor) -> torch.Tensor:
+    return src + ADD_CONSTANT
+
+
+_SWEEP_FNS = {
+    "scale": {"jit": scale, "torch": _scale},
+    "add3": {"jit": add3, "torch": _add3},
+    "add_constant": {"jit": lambda src: add_constant(src, ADD_CONSTANT), "torch": _add_constant},
+}
+
+
+def _sweep_fn(kernel: str, impl: str) -> Fn:
+    if impl == "torch_compile":
+        return peers.compiled(_SWEEP_FNS[kernel]["torch"])
+    return _SWEEP_FNS[kernel][impl]
+
+
+def _scale_cell(impl: str, dtype: torch.dtype, size: int) -> marker.BenchResult:
+    src = create_random(size, dtype=dtype)
+    return marker.do_bench(
+        _sweep_fn("scale", impl),
+        input_args=(src, 2.0),
+        # src is read: rotate clones of it; the factor is a scalar and is shared.
+        graph_clone_args=(0,),
+        # Defaults: memory_args="all" counts src, memory_output="out" the returned tensor.
+    )
+
+
+def _add3_cell(impl: str, dtype: torch.dtype, size: int) -> marker.BenchResult:
+    a, b, c = (create_random(size, dtype=dtype) for _ in range(3))
+    # a, b and c are read: rotate clones of them. The GB/s column counts them and the output.
+    return marker.do_bench(
+        _sweep_fn("add3", impl), input_args=(a, b, c), graph_clone_args=(0, 1, 2)
+    )
+
+
+def _add_constant_cell(impl: str, size: int) -> marker.BenchResult:
+    src = create_random(size, dtype=torch.int32)
+    return marker.do_bench(_sweep_fn("add_constant", impl), input_args=(src,))
+
+
+_IMPLS = ("jit", "torch", "torch_compile")
+_FLOAT_DTYPES = Axis(
+    "dtype", [torch.bfloat16, torch.float16, torch.float32], ci_vals=[torch.bfloat16]
+)
+_POWERS_OF_4 = Axis("size", [2**n for n in range(10, 25, 2)], ci_vals=[2**12, 2**16, 2**22])
+SWEEPS = {
+    "scale": Sweep((_FLOAT_DTYPES, _POWERS_OF_4), _IMPLS, _scale_cell),
+    "add3": Sweep((_FLOAT_DTYPES, _POWERS_OF_4), _IMPLS, _add3_cell),
+    "add_constant": Sweep(
+        (
+            Axis(
+                "size",
+                [128, 1024, 1025, 4096, 4097, 65536, 2**20, 2**22, 2**24],
+                ci_vals=[4096, 2**20],
+            ),
+        ),
+        _IMPLS,
+        _add_constant_cell,
+    ),
+}

@@ -23,13 +23,13 @@ from typing import Any
 
 import torch
 
-from benchmarks.upstream_sglang.build import (
+from testing.upstream_sglang.build import (
     ModuleSpec,
     UpstreamBuildError,
     build_all,
     load,
 )
-from benchmarks.upstream_sglang.source import NOT_GIVEN, UpstreamSource, current
+from testing.upstream_sglang.source import NOT_GIVEN, UpstreamSource, current
 from jit_kernel.compiler import get_jit_cuda_arch, is_arch_support_pdl, make_cpp_args
 
 Fn = Callable[..., Any]
