@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from jit_kernel.compiler import get_jit_cuda_arch, is_arch_support_pdl, make_cpp_args
 from testing.upstream_sglang.build import (
     ModuleSpec,
     UpstreamBuildError,
@@ -30,7 +31,6 @@ from testing.upstream_sglang.build import (
     load,
 )
 from testing.upstream_sglang.source import NOT_GIVEN, UpstreamSource, current
-from jit_kernel.compiler import get_jit_cuda_arch, is_arch_support_pdl, make_cpp_args
 
 Fn = Callable[..., Any]
 HALF_TYPES = (torch.float16, torch.bfloat16)
