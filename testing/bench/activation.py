@@ -101,6 +101,7 @@ def _case(op: str, tokens: int, d: int, dtype: torch.dtype, decode: bool) -> Ban
         rotate_args=(0,),
         check=_checker(op),
         decode=decode,
+        dtype=dtype,
     )
 
 

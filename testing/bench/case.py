@@ -45,7 +45,9 @@ class BandwidthCase:
     itself, computes the right result from those inputs (against ``testing/references``), on
     copies where ``fn`` writes in place. ``decode``: a decode-size row (<= 64 rows or tokens),
     whose target is latency <= the best of upstream SGLang, FlashInfer and torch.compile;
-    otherwise the row is memory-bound (>= 90% of copy, >= every peer).
+    otherwise the row is memory-bound (>= 90% of copy, >= every peer). ``dtype`` (the data's)
+    and ``keywords`` (constants ours takes besides the tensors, e.g. ``is_neox``) let the tuner
+    call a variant's export on the same inputs.
     """
 
     kernel: str
@@ -57,6 +59,13 @@ class BandwidthCase:
     rotate_args: tuple[int, ...] | str = "all"
     check: Callable[[Fn, tuple[Any, ...]], None] | None = None
     decode: bool = False
+    dtype: Any = None
+    keywords: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """``kernel shape``, as the tables print a row."""
+        return f"{self.kernel} {self.shape}"
 
 
 @dataclass(frozen=True)

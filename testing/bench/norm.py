@@ -162,6 +162,7 @@ def _rmsnorm_case(rows: int, dim: int, dtype: torch.dtype, decode: bool) -> Band
         rotate_args=(0,),
         check=_check_rmsnorm,
         decode=decode,
+        dtype=dtype,
     )
 
 
@@ -186,6 +187,7 @@ def _fused_add_rmsnorm_case(rows: int, dim: int, dtype: torch.dtype, decode: boo
         rotate_args=(0, 1),
         check=_check_fused_add_rmsnorm,
         decode=decode,
+        dtype=dtype,
     )
 
 
@@ -208,6 +210,7 @@ def _qknorm_case(
         rotate_args=(0, 1),
         check=_check_qknorm,
         decode=decode,
+        dtype=dtype,
     )
 
 

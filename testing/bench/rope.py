@@ -101,6 +101,8 @@ def _case(
         rotate_args=(0, 1, 3),  # q, k, positions; not the cache
         check=_checker(is_neox),
         decode=decode,
+        dtype=dtype,
+        keywords={"is_neox": is_neox},
     )
 
 

@@ -88,6 +88,7 @@ def bandwidth_cases() -> list[BandwidthCase]:
                 rotate_args=(0, 1, 4),  # k, v, indices; never the caches
                 check=_check,
                 decode=decode,
+                dtype=BF16,
             )
         )
     return cases
