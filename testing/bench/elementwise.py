@@ -1,4 +1,5 @@
-"""scale, add3 (fp16/bf16/fp32) and add_constant (int32): cases for ``bench_jit_kernels.py``."""
+"""scale (fp16/bf16/fp32) and add_constant (int32): their registered sweeps and their cases for
+``benchmarks/bench_jit_kernels.py`` (add3 has its own module, ``add3.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from dataclasses import replace
 
 import torch
 
-from jit_kernel.add3 import _jit_add3_module, add3
 from jit_kernel.add_constant import _jit_add_constant_module, add_constant
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
@@ -25,10 +25,6 @@ def _scale_out(src: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
 
 def _add_constant_out(src: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return torch.add(src, 7, out=out)
-
-
-def _add3_out(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    return torch.add(a + b, c, out=out)
 
 
 def _scale_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
@@ -87,56 +83,13 @@ def _add_constant_case(log2: int) -> BandwidthCase:
     )
 
 
-def _add3_case(dtype: torch.dtype, log2: int) -> BandwidthCase:
-    n = 1 << log2
-
-    def make_inputs() -> tuple[torch.Tensor, ...]:
-        a, b, c = (torch.randn(n, dtype=dtype, device="cuda") for _ in range(3))
-        return a, b, c, torch.empty_like(a)
-
-    def check(fn: Fn, inputs: tuple[torch.Tensor, ...]) -> None:
-        # Ours rounds once (exact, see test_add3.py); upstream's bf16 peer rounds a + b, then
-        # the sum: each rounding errs by at most half a unit in the last place of its result,
-        # so a bound relative to |a + b| + |a + b + c| (a fixed atol fails where they cancel).
-        a, b, c, out = inputs
-        partial = a.float() + b.float()
-        exact = partial + c.float()
-        ulp = torch.finfo(dtype).eps  # one unit in the last place, relative to 1
-        bound = ulp * (partial.abs() + exact.abs()) + torch.finfo(dtype).tiny
-        error = (fn(a, b, c, out).float() - exact).abs()
-        if not bool(torch.all(error <= bound)):
-            worst = int(torch.argmax(error - bound))
-            raise AssertionError(
-                f"add3 element {worst}: error {error[worst].item():.3g} > bound "
-                f"{bound[worst].item():.3g} (a + b + c = {exact[worst].item():.6g})"
-            )
-
-    return BandwidthCase(
-        kernel="add3",
-        shape=f"{str(dtype).removeprefix('torch.')} 2^{log2}",
-        make_inputs=make_inputs,
-        ours=lambda a, b, c, out: add3(a, b, c, out=out),
-        peers={
-            "torch": _add3_out,
-            "torch_compile": peers.compiled(_add3_out),
-            "flashinfer": "FlashInfer has no add3 op",
-            "upstream": upstream.add3(dtype),
-        },
-        bytes_moved=4 * n * torch.empty(0, dtype=dtype).element_size(),
-        rotate_args=(0, 1, 2),
-        check=check,
-    )
-
-
 def bandwidth_cases() -> list[BandwidthCase]:
     cases = []
     for log2 in SIZES_LOG2:
         cases += [_scale_case(d, log2) for d in (torch.float16, torch.bfloat16, torch.float32)]
         cases.append(_add_constant_case(log2))
-        cases += [_add3_case(d, log2) for d in (torch.bfloat16, torch.float32)]
     for log2 in DECODE_SIZES_LOG2:
         decode = [_scale_case(torch.bfloat16, log2), _add_constant_case(log2)]
-        decode.append(_add3_case(torch.bfloat16, log2))
         cases += [replace(case, decode=True) for case in decode]
     return cases
 
@@ -170,27 +123,6 @@ def overhead_cases() -> list[OverheadCase]:
         scale_module.scale(out, x, factor)
         return out
 
-    add3_module = _jit_add3_module()
-
-    def bare_add3(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-        out = torch.empty_like(a)
-        add3_module.add3(out, a, b, c)
-        return out
-
-    def eager_add3(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-        return torch.add(a + b, c)
-
-    cases.append(
-        OverheadCase(
-            name="add3 bf16 4096",
-            make_inputs=lambda: tuple(
-                torch.randn(4096, dtype=torch.bfloat16, device="cuda") for _ in range(3)
-            ),
-            wrapper=add3,
-            bare=bare_add3,
-            torch_eager=eager_add3,
-        )
-    )
     cases.append(
         OverheadCase(
             name="scale bf16 4096",
@@ -204,7 +136,7 @@ def overhead_cases() -> list[OverheadCase]:
 
 
 # --------------------------------------------------------------------------- registered sweeps
-# registered/jit/benchmark/bench_{scale,add3,add_constant}.py: ours (``jit``) against torch
+# registered/jit/benchmark/bench_{scale,add_constant}.py: ours (``jit``) against torch
 # eager and torch.compile of the same expression, each returning a new tensor. Full sweeps
 # locally (3 dtypes x 1K..16M elements; add_constant: int32 with odd sizes that miss the
 # vectorised path); CI: bf16 at 4K, 64K and 4M elements (add_constant: 4K and 1M).
@@ -216,17 +148,12 @@ def _scale(src: torch.Tensor, factor: float) -> torch.Tensor:
     return src * factor
 
 
-def _add3(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-    return a + b + c  # eager: two kernels; torch.compile fuses them into one
-
-
 def _add_constant(src: torch.Tensor) -> torch.Tensor:
     return src + ADD_CONSTANT
 
 
 _SWEEP_FNS = {
     "scale": {"jit": scale, "torch": _scale},
-    "add3": {"jit": add3, "torch": _add3},
     "add_constant": {"jit": lambda src: add_constant(src, ADD_CONSTANT), "torch": _add_constant},
 }
 
@@ -248,14 +175,6 @@ def _scale_cell(impl: str, dtype: torch.dtype, size: int) -> marker.BenchResult:
     )
 
 
-def _add3_cell(impl: str, dtype: torch.dtype, size: int) -> marker.BenchResult:
-    a, b, c = (create_random(size, dtype=dtype) for _ in range(3))
-    # a, b and c are read: rotate clones of them. The GB/s column counts them and the output.
-    return marker.do_bench(
-        _sweep_fn("add3", impl), input_args=(a, b, c), graph_clone_args=(0, 1, 2)
-    )
-
-
 def _add_constant_cell(impl: str, size: int) -> marker.BenchResult:
     src = create_random(size, dtype=torch.int32)
     return marker.do_bench(_sweep_fn("add_constant", impl), input_args=(src,))
@@ -268,7 +187,6 @@ _FLOAT_DTYPES = Axis(
 _POWERS_OF_4 = Axis("size", [2**n for n in range(10, 25, 2)], ci_vals=[2**12, 2**16, 2**22])
 SWEEPS = {
     "scale": Sweep((_FLOAT_DTYPES, _POWERS_OF_4), _IMPLS, _scale_cell),
-    "add3": Sweep((_FLOAT_DTYPES, _POWERS_OF_4), _IMPLS, _add3_cell),
     "add_constant": Sweep(
         (
             Axis(

@@ -2,7 +2,7 @@
 and FlashInfer.
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/activation.py`` (``SWEEPS['activation']``); docs/benchmarks.md explains the columns.
+``testing/bench/activation.py`` (``SWEEPS["activation"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci

@@ -1,7 +1,7 @@
 """Benchmark: jit_kernel.add_constant against torch eager and torch.compile (int32 src + 16).
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/elementwise.py`` (``SWEEPS['add_constant']``); docs/benchmarks.md explains the columns.
+``testing/bench/elementwise.py`` (``SWEEPS["add_constant"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci

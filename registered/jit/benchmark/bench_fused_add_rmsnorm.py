@@ -1,7 +1,7 @@
 """Benchmark: jit_kernel.fused_add_rmsnorm against torch eager, torch.compile and FlashInfer.
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/norm.py`` (``SWEEPS['fused_add_rmsnorm']``); docs/benchmarks.md explains the columns.
+``testing/bench/norm.py`` (``SWEEPS["fused_add_rmsnorm"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci

@@ -2,7 +2,7 @@
 FlashInfer.
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/norm.py`` (``SWEEPS['qknorm']``); docs/benchmarks.md explains the columns.
+``testing/bench/norm.py`` (``SWEEPS["qknorm"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci

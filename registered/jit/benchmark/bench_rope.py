@@ -1,7 +1,7 @@
 """Benchmark: jit_kernel.rope.apply_rope_inplace against torch eager, torch.compile and FlashInfer.
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/rope.py`` (``SWEEPS['rope']``); docs/benchmarks.md explains the columns.
+``testing/bench/rope.py`` (``SWEEPS["rope"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci

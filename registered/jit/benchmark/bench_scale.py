@@ -1,7 +1,7 @@
 """Benchmark: jit_kernel.scale against torch eager and torch.compile (out = src * factor).
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/elementwise.py`` (``SWEEPS['scale']``); docs/benchmarks.md explains the columns.
+``testing/bench/elementwise.py`` (``SWEEPS["scale"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci

@@ -1,7 +1,7 @@
 """Benchmark: jit_kernel.store_cache against torch eager and torch.compile.
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/store_cache.py`` (``SWEEPS['store_cache']``); docs/benchmarks.md explains the columns.
+``testing/bench/store_cache.py`` (``SWEEPS["store_cache"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci
