@@ -384,10 +384,11 @@ def load_family(stem: str) -> Any:
 
 
 def family_modules() -> list[str]:
-    """The family modules in testing/bench/ (``case.py`` is the interface, ``peers.py`` the peer
-    adapters: not families)."""
-    skip = {"case", "peers", "__init__"}
-    return [p.stem for p in sorted(CASES_DIR.glob("*.py")) if p.stem not in skip]
+    """The definition modules in testing/bench/ (not ``case.py``, the interface, ``peers.py``,
+    the peer adapters, nor a ``_`` module shared by several definitions)."""
+    skip = {"case", "peers"}
+    paths = sorted(CASES_DIR.glob("*.py"))
+    return [p.stem for p in paths if p.stem not in skip and not p.stem.startswith("_")]
 
 
 def progress(message: str, t0: float) -> None:

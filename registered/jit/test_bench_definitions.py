@@ -140,20 +140,20 @@ def test_ci_cells_build_rotate_and_count_the_same_inputs(file, on_meta):
 
 def test_a_changed_definition_is_caught(on_meta, monkeypatch):
     """A definition whose CI sizes or inputs change no longer matches the record."""
-    from testing.bench import elementwise
+    from testing.bench import scale as definition
 
-    sweep = elementwise.SWEEPS["scale"]
+    sweep = definition.SWEEPS["scale"]
     dtypes, sizes = sweep.axes
     fewer = dataclasses.replace(sizes, ci_vals=list(sizes.ci_vals)[:-1])
     doubled = dataclasses.replace(
         sweep, cell=lambda impl, dtype, size: sweep.cell(impl, dtype=dtype, size=2 * size)
     )
     monkeypatch.setitem(
-        elementwise.SWEEPS, "scale", dataclasses.replace(sweep, axes=(dtypes, fewer))
+        definition.SWEEPS, "scale", dataclasses.replace(sweep, axes=(dtypes, fewer))
     )
     expected = {k: v for k, v in EXPECTED["bench_scale.py"].items() if k != "ci_cells"}
     assert listing(load("bench_scale.py")) != expected
-    monkeypatch.setitem(elementwise.SWEEPS, "scale", doubled)
+    monkeypatch.setitem(definition.SWEEPS, "scale", doubled)
     bench = load("bench_scale.py")
     assert listing(bench) == expected
     row = bench.rows()[0]

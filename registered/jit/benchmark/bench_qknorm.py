@@ -2,12 +2,12 @@
 FlashInfer.
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/norm.py`` (``SWEEPS["qknorm"]``); docs/benchmarks.md explains the columns.
+``testing/bench/qknorm.py`` (``SWEEPS["qknorm"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci
 from jit_kernel.benchmark import marker
-from testing.bench.norm import SWEEPS
+from testing.bench.qknorm import SWEEPS
 
 register_cuda_ci(est_time=39, suite="base-b-kernel-benchmark-1-gpu-large")
 

@@ -1,12 +1,12 @@
 """Benchmark: jit_kernel.rmsnorm against torch eager, torch.compile and FlashInfer.
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/norm.py`` (``SWEEPS["rmsnorm"]``); docs/benchmarks.md explains the columns.
+``testing/bench/rmsnorm.py`` (``SWEEPS["rmsnorm"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci
 from jit_kernel.benchmark import marker
-from testing.bench.norm import SWEEPS
+from testing.bench.rmsnorm import SWEEPS
 
 register_cuda_ci(est_time=38, suite="base-b-kernel-benchmark-1-gpu-large")
 

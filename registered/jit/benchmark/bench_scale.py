@@ -1,12 +1,12 @@
 """Benchmark: jit_kernel.scale against torch eager and torch.compile (out = src * factor).
 
 Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
-``testing/bench/elementwise.py`` (``SWEEPS["scale"]``); docs/benchmarks.md explains the columns.
+``testing/bench/scale.py`` (``SWEEPS["scale"]``); docs/benchmarks.md explains the columns.
 """
 
 from ci_runner import register_cuda_ci
 from jit_kernel.benchmark import marker
-from testing.bench.elementwise import SWEEPS
+from testing.bench.scale import SWEEPS
 
 register_cuda_ci(est_time=26, suite="base-b-kernel-benchmark-1-gpu-large")
 
