@@ -1,7 +1,8 @@
 """What one kernel's definition holds, and how the harnesses read it.
 
-Each other module in ``testing/bench/`` (except :mod:`.peers`) defines one kernel family, in
-one place, for every harness that measures it:
+Each other module in ``testing/bench/`` (except :mod:`.peers`, and ``_`` modules that several
+definitions share) defines one kernel (``activation.py``: the three gated activations), in one
+place, for every harness that measures it:
 
 * ``SWEEPS: dict[str, Sweep]``: the registered benchmark of each kernel
   (``registered/jit/benchmark/bench_<kernel>.py`` declares itself with ``SWEEPS[kernel]``):
