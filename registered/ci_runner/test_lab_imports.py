@@ -21,7 +21,7 @@ from import_graph import imported, module_name
 
 from ci_runner import register_cpu_ci
 
-register_cpu_ci(est_time=3, suite="base-a-test-cpu")
+register_cpu_ci(est_time=5, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ("benchmarks", "tools", "verification")

@@ -18,6 +18,7 @@ BF16 = torch.bfloat16
 # Memory-bound (rows, hidden) with rows * hidden >= 2^24: 16384..65536 rows, every launch plan.
 ROW_SHAPES = [(65536, 256), (65536, 1024), (16384, 4096), (65536, 4096), (4096, 8192)]
 ROW_SHAPES += [(2048, 16384)]
+ROW_SPECS = [(rows, dim, BF16) for rows, dim in ROW_SHAPES] + [(16384, 4096, torch.float16)]
 # The registered sweeps' implementations, and the row axes of rmsnorm's and fused_add_rmsnorm's
 # (full sweep locally, decode to memory-bound sizes; CI: bf16, 16 and 16384 rows of 4096).
 IMPLS = ("jit", "torch", "torch_compile", "flashinfer")
