@@ -19,7 +19,7 @@ EPS = references.EPS
 # Tuner family -> its kernels' definition modules (testing/bench/). Every memory-bound case is
 # timed unless ROWS names the ones to time (case shape -> core: a row of the lead's table;
 # extras are dropped first when time is short).
-FAMILIES = {
+DEFINITIONS = {
     "activation": ("activation",),
     "norm": ("rmsnorm", "fused_add_rmsnorm"),
     "qknorm": ("qknorm",),
@@ -63,7 +63,7 @@ def family_shapes(family: str) -> list[Shape]:
     """The family's timed cases, core rows first; a row ROWS names must exist."""
     cases = [
         case
-        for module in FAMILIES[family]
+        for module in DEFINITIONS[family]
         for case in importlib.import_module(f"testing.bench.{module}").bandwidth_cases()
     ]
     # store_cache: every row, decode sizes included (its launch plan changes with the row count).
