@@ -121,7 +121,8 @@ def test_every_marker_benchmark_is_recorded():
 @pytest.mark.parametrize("file", sorted(EXPECTED))
 def test_sweep_lists_the_same_cases(file):
     expected = {key: value for key, value in EXPECTED[file].items() if key != "ci_cells"}
-    assert listing(load(file)) == expected
+    observed = listing(load(file))
+    assert observed == expected, f"{file} now lists (JSON for the record):\n{json.dumps(observed)}"
 
 
 @pytest.mark.parametrize("file", sorted(EXPECTED))
@@ -135,7 +136,9 @@ def test_ci_cells_build_rotate_and_count_the_same_inputs(file, on_meta):
                 cells[key] = bench.fn(**row, **{bench.line_arg: impl})
             except BenchSkip:
                 cells[key] = "skipped"
-    assert cells == EXPECTED[file]["ci_cells"]
+    assert cells == EXPECTED[file]["ci_cells"], (
+        f"{file}'s CI cells now are (JSON for the record):\n{json.dumps(cells, indent=1)}"
+    )
 
 
 def test_a_changed_definition_is_caught(on_meta, monkeypatch):
