@@ -32,7 +32,7 @@ from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from testing import references
 from testing.bench import peers
-from testing.bench.case import Axis, BandwidthCase, OverheadCase, Sweep, runnable
+from testing.bench.case import Axis, BandwidthCase, OverheadCase, Sweep, implementation
 from testing.bench.peers import upstream
 
 TOKENS = 16384
@@ -145,20 +145,17 @@ def overhead_cases() -> list[OverheadCase]:
 # CI: silu, bf16, d = 11008 (Llama-2 7B MLP), 16 and 16384 tokens.
 
 
-def _sweep_fn(op: str, impl: str, x: torch.Tensor) -> Callable[..., Any]:
-    if impl == "jit":
-        return OURS[op]
-    if impl == "torch":
-        return torch_fn(op)
-    if impl == "torch_compile":
-        return peers.compiled(torch_fn(op))
-    return runnable(peers.flashinfer_activation(f"{op}_and_mul", x.dtype), x)
-
-
 def _cell(impl: str, op: str, dtype: torch.dtype, d: int, num_tokens: int) -> marker.BenchResult:
     x = create_random(num_tokens, 2 * d, dtype=dtype)
     # Defaults: memory_args="all" counts x, memory_output="out" the returned tensor.
-    return marker.do_bench(_sweep_fn(op, impl, x), input_args=(x,), graph_clone_args=(0,))
+    fn = implementation(
+        impl,
+        OURS[op],
+        torch_fn(op),
+        flashinfer=peers.flashinfer_activation(f"{op}_and_mul", dtype),
+        inputs=(x,),
+    )
+    return marker.do_bench(fn, input_args=(x,), graph_clone_args=(0,))
 
 
 SWEEPS = {

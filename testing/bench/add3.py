@@ -18,7 +18,7 @@ from jit_kernel.add3 import _jit_add3_module, add3
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from testing.bench import peers
-from testing.bench.case import Axis, BandwidthCase, Fn, OverheadCase, Sweep
+from testing.bench.case import Axis, BandwidthCase, Fn, OverheadCase, Sweep, implementation
 from testing.bench.peers import upstream
 
 SIZES_LOG2 = (24, 26, 28)
@@ -107,15 +107,8 @@ def overhead_cases() -> list[OverheadCase]:
     ]
 
 
-_IMPLS = {
-    "jit": lambda: add3,
-    "torch": lambda: torch_add3,
-    "torch_compile": lambda: peers.compiled(torch_add3),
-}
-
-
 def _cell(impl: str, dtype: torch.dtype, size: int) -> marker.BenchResult:
-    fn = _IMPLS[impl]()
+    fn = implementation(impl, add3, torch_add3)
     a, b, c = (create_random(size, dtype=dtype) for _ in range(3))
     # a, b and c are read: rotate clones of them. The GB/s column counts them and the output.
     return marker.do_bench(fn, input_args=(a, b, c), graph_clone_args=(0, 1, 2))
@@ -127,7 +120,7 @@ SWEEPS = {
             Axis("dtype", [torch.bfloat16, torch.float16, torch.float32], ci_vals=[torch.bfloat16]),
             Axis("size", [2**n for n in range(10, 25, 2)], ci_vals=[2**12, 2**16, 2**22]),
         ),
-        tuple(_IMPLS),
+        ("jit", "torch", "torch_compile"),
         _cell,
     )
 }

@@ -20,7 +20,7 @@ from jit_kernel.add_constant import _jit_add_constant_module, add_constant
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from testing.bench import peers
-from testing.bench.case import Axis, BandwidthCase, Call, Fn, OverheadCase, Sweep
+from testing.bench.case import Axis, BandwidthCase, Call, Fn, OverheadCase, Sweep, implementation
 from testing.bench.peers import upstream
 
 SIZES_LOG2 = (24, 26, 28)
@@ -92,16 +92,13 @@ def torch_add_constant(src: torch.Tensor) -> torch.Tensor:
     return src + SWEEP_CONSTANT
 
 
-_IMPLS = {
-    "jit": lambda: lambda src: add_constant(src, SWEEP_CONSTANT),
-    "torch": lambda: torch_add_constant,
-    "torch_compile": lambda: peers.compiled(torch_add_constant),
-}
+def _ours(src: torch.Tensor) -> torch.Tensor:
+    return add_constant(src, SWEEP_CONSTANT)
 
 
 def _cell(impl: str, size: int) -> marker.BenchResult:
     src = create_random(size, dtype=torch.int32)
-    return marker.do_bench(_IMPLS[impl](), input_args=(src,))
+    return marker.do_bench(implementation(impl, _ours, torch_add_constant), input_args=(src,))
 
 
 SWEEPS = {
@@ -113,7 +110,7 @@ SWEEPS = {
                 ci_vals=[4096, 2**20],
             ),
         ),
-        tuple(_IMPLS),
+        ("jit", "torch", "torch_compile"),
         _cell,
     )
 }

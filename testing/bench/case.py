@@ -166,6 +166,34 @@ class Sweep:
         return bench
 
 
+def implementation(
+    impl: str,
+    ours: Fn,
+    eager: Fn,
+    *,
+    compiled: Fn | None = None,
+    flashinfer: Fn | str | None = None,
+    inputs: tuple[Any, ...] = (),
+) -> Fn:
+    """The callable a registered sweep's column ``impl`` times.
+
+    ``jit``: ours; ``torch``: the eager formula; ``torch_compile``: ``compiled`` (default:
+    ``peers.compiled(eager)``); ``flashinfer``: the adapter once it ran on copies of ``inputs``
+    (:func:`runnable`; a reason string skips the cell).
+    """
+    from testing.bench import peers
+
+    if impl == "jit":
+        return ours
+    if impl == "torch":
+        return eager
+    if impl == "torch_compile":
+        return compiled if compiled is not None else peers.compiled(eager)
+    if impl == "flashinfer" and flashinfer is not None:
+        return runnable(flashinfer, *inputs)
+    raise ValueError(f"no implementation {impl!r} (jit, torch, torch_compile, flashinfer)")
+
+
 def runnable(peer: Fn | str, *inputs: Any) -> Fn:
     """``peer`` once it ran on copies of ``inputs``; else the cell is skipped with the reason.
 

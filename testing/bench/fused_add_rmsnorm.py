@@ -39,7 +39,7 @@ from testing.bench._norm import (
     size,
     weight,
 )
-from testing.bench.case import BandwidthCase, Call, OverheadCase, Sweep, runnable
+from testing.bench.case import BandwidthCase, Call, OverheadCase, Sweep, implementation
 from testing.bench.peers import upstream
 
 DECODE_SHAPES = [(16, 4096), (64, 4096)]
@@ -116,21 +116,18 @@ def overhead_cases() -> list[OverheadCase]:
     ]
 
 
-_IMPLS = {
-    "jit": lambda: _ours,
-    "torch": lambda: torch_fused_add_rmsnorm,
-    "torch_compile": lambda: peers.compiled(fp32_fused_add_rmsnorm),
-}
-
-
 def _cell(impl: str, dtype: torch.dtype, hidden_size: int, num_rows: int) -> marker.BenchResult:
     x = create_random(num_rows, hidden_size, dtype=dtype)
     residual = create_random(num_rows, hidden_size, dtype=dtype)
     w = create_random(hidden_size, dtype=dtype)
-    if impl == "flashinfer":
-        fn = runnable(peers.flashinfer_fused_add_rmsnorm(EPS), x, residual, w)
-    else:
-        fn = _IMPLS[impl]()
+    fn = implementation(
+        impl,
+        _ours,
+        torch_fused_add_rmsnorm,
+        compiled=peers.compiled(fp32_fused_add_rmsnorm),
+        flashinfer=peers.flashinfer_fused_add_rmsnorm(EPS),
+        inputs=(x, residual, w),
+    )
     return marker.do_bench(
         fn,
         input_args=(x, residual, w),

@@ -37,7 +37,7 @@ from testing.bench._norm import (
     size,
     weight,
 )
-from testing.bench.case import Axis, BandwidthCase, Call, OverheadCase, Sweep, runnable
+from testing.bench.case import Axis, BandwidthCase, Call, OverheadCase, Sweep, implementation
 from testing.bench.peers import upstream
 
 # (tokens, q heads, k heads, head_dim) with tokens * heads * head_dim >= 2^24.
@@ -121,13 +121,6 @@ def overhead_cases() -> list[OverheadCase]:
     ]
 
 
-_IMPLS = {
-    "jit": lambda: _ours,
-    "torch": lambda: torch_qknorm,
-    "torch_compile": lambda: peers.compiled(fp32_qknorm),
-}
-
-
 def _cell(
     impl: str,
     dtype: torch.dtype,
@@ -141,8 +134,14 @@ def _cell(
     q_weight = create_random(head_dim, dtype=dtype)
     k_weight = create_random(head_dim, dtype=dtype)
     inputs = (q, k, q_weight, k_weight)
-    flashinfer = impl == "flashinfer"
-    fn = runnable(peers.flashinfer_qknorm(EPS), *inputs) if flashinfer else _IMPLS[impl]()
+    fn = implementation(
+        impl,
+        _ours,
+        torch_qknorm,
+        compiled=peers.compiled(fp32_qknorm),
+        flashinfer=peers.flashinfer_qknorm(EPS),
+        inputs=inputs,
+    )
     return marker.do_bench(
         fn,
         input_args=inputs,

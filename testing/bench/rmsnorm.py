@@ -40,7 +40,7 @@ from testing.bench._norm import (
     torch_rmsnorm,
     weight,
 )
-from testing.bench.case import BandwidthCase, Call, OverheadCase, Sweep, runnable
+from testing.bench.case import BandwidthCase, Call, OverheadCase, Sweep, implementation
 from testing.bench.peers import upstream
 
 DECODE_SHAPES = [(1, 4096), (16, 4096), (64, 4096), (16, 256), (16, 1024), (16, 8192)]
@@ -100,17 +100,17 @@ def overhead_cases() -> list[OverheadCase]:
     ]
 
 
-_IMPLS = {
-    "jit": lambda: _ours,
-    "torch": lambda: torch_rmsnorm,
-    "torch_compile": lambda: peers.compiled(fp32_rmsnorm),
-}
-
-
 def _cell(impl: str, dtype: torch.dtype, hidden_size: int, num_rows: int) -> marker.BenchResult:
     x = create_random(num_rows, hidden_size, dtype=dtype)
     w = create_random(hidden_size, dtype=dtype)
-    fn = runnable(peers.flashinfer_rmsnorm(EPS), x, w) if impl == "flashinfer" else _IMPLS[impl]()
+    fn = implementation(
+        impl,
+        _ours,
+        torch_rmsnorm,
+        compiled=peers.compiled(fp32_rmsnorm),
+        flashinfer=peers.flashinfer_rmsnorm(EPS),
+        inputs=(x, w),
+    )
     return marker.do_bench(
         fn,
         input_args=(x, w),

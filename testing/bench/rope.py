@@ -23,7 +23,7 @@ from jit_kernel.benchmark import marker
 from jit_kernel.rope import _jit_rope_module, apply_rope_inplace
 from testing import references
 from testing.bench import peers
-from testing.bench.case import Axis, BandwidthCase, Call, OverheadCase, Sweep, runnable
+from testing.bench.case import Axis, BandwidthCase, Call, OverheadCase, Sweep, implementation
 from testing.bench.peers import upstream
 
 MAX_POSITION = 8192
@@ -134,16 +134,6 @@ def overhead_cases() -> list[OverheadCase]:
 # CI: bf16 NeoX, 32 q / 8 k heads of 128, 16 and 16384 tokens.
 
 
-def _sweep_fn(impl: str, is_neox: bool, inputs: tuple[Any, ...]) -> Callable[..., Any]:
-    if impl == "jit":
-        return _ours(is_neox)
-    if impl == "torch":
-        return _torch(is_neox)
-    if impl == "torch_compile":
-        return _compiled(is_neox)
-    return runnable(peers.flashinfer_rope(inputs[0].dtype, is_neox), *inputs)
-
-
 def _cell(
     impl: str,
     dtype: torch.dtype,
@@ -154,8 +144,16 @@ def _cell(
 ) -> marker.BenchResult:
     inputs = _inputs(num_tokens, num_q_heads, num_k_heads, dtype)
     q, k, _, positions = inputs
+    fn = implementation(
+        impl,
+        _ours(is_neox),
+        _torch(is_neox),
+        compiled=_compiled(is_neox),
+        flashinfer=peers.flashinfer_rope(dtype, is_neox),
+        inputs=inputs,
+    )
     return marker.do_bench(
-        _sweep_fn(impl, is_neox, inputs),
+        fn,
         input_args=inputs,
         graph_clone_args=(0, 1, 3),  # q, k (read and written) and positions; not the cache
         memory_args=(q, k, positions),

@@ -19,7 +19,7 @@ from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.utils import create_random
 from jit_kernel.scale import _jit_scale_module, scale
 from testing.bench import peers
-from testing.bench.case import Axis, BandwidthCase, Call, Fn, OverheadCase, Sweep
+from testing.bench.case import Axis, BandwidthCase, Call, Fn, OverheadCase, Sweep, implementation
 
 SIZES_LOG2 = (24, 26, 28)
 DECODE_SIZES_LOG2 = (12, 16)  # 16 rows of 256 and of 4096 elements
@@ -89,17 +89,10 @@ def overhead_cases() -> list[OverheadCase]:
     ]
 
 
-_IMPLS = {
-    "jit": lambda: scale,
-    "torch": lambda: torch_scale,
-    "torch_compile": lambda: peers.compiled(torch_scale),
-}
-
-
 def _cell(impl: str, dtype: torch.dtype, size: int) -> marker.BenchResult:
     src = create_random(size, dtype=dtype)
     return marker.do_bench(
-        _IMPLS[impl](),
+        implementation(impl, scale, torch_scale),
         input_args=(src, 2.0),
         # src is read: rotate clones of it; the factor is a scalar and is shared.
         graph_clone_args=(0,),
@@ -113,7 +106,7 @@ SWEEPS = {
             Axis("dtype", [torch.bfloat16, torch.float16, torch.float32], ci_vals=[torch.bfloat16]),
             Axis("size", [2**n for n in range(10, 25, 2)], ci_vals=[2**12, 2**16, 2**22]),
         ),
-        tuple(_IMPLS),
+        ("jit", "torch", "torch_compile"),
         _cell,
     )
 }

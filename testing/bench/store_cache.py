@@ -22,7 +22,7 @@ import torch
 from jit_kernel.benchmark import marker
 from jit_kernel.store_cache import _jit_store_cache_module, store_cache
 from testing.bench import peers
-from testing.bench.case import Axis, BandwidthCase, OverheadCase, Sweep
+from testing.bench.case import Axis, BandwidthCase, OverheadCase, Sweep, implementation
 from testing.bench.peers import upstream
 
 BF16 = torch.bfloat16
@@ -115,8 +115,6 @@ def overhead_cases() -> list[OverheadCase]:
 # never the caches (each 256 MiB .. 2 GiB). Full sweep locally; CI: bf16 rows of 8 heads x 128
 # (2 KiB), 16 and 16384 rows.
 
-_SWEEP_FNS = {"jit": store_cache, "torch": torch_store}
-
 
 def _cell(
     impl: str, dtype: torch.dtype, num_heads: int, head_dim: int, num_rows: int
@@ -127,9 +125,8 @@ def _cell(
     if impl != "jit" and dtype.is_floating_point and dtype.itemsize == 1:
         # torch's index_put has no float8 kernels: move the same bytes as uint8.
         args = (*(t.view(torch.uint8) for t in args[:4]), args[4])
-    fn = peers.compiled(torch_store) if impl == "torch_compile" else _SWEEP_FNS[impl]
     return marker.do_bench(
-        fn,
+        implementation(impl, store_cache, torch_store),
         input_args=args,
         graph_clone_args=(0, 1, 4),  # k, v and indices are read; the caches are only written
         memory_args=(args[0], args[1], args[4]),
