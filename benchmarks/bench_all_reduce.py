@@ -10,7 +10,7 @@ For each world size (skipped with the reason when there are fewer GPUs, or no pe
 set of ranks times every (dtype, message size, implementation, mode): ``graph`` = ``--calls``
 calls captured in one CUDA graph and replayed, ``eager`` = launched one by one (host cost
 included); the median time per call over ``--repeats`` repetitions, maximum over ranks
-(:mod:`benchmarks.all_reduce_harness` says how the ranks are aligned). The tables show
+(:mod:`testing.all_reduce_harness` says how the ranks are aligned). The tables show
 microseconds per call, the ratio nccl/auto (> 1: ours is faster) and the algorithm bandwidth
 (message bytes / time, GB/s = 1e9 bytes/s). ``--json`` writes every cell plus the machine's
 peer-access report. Exit status 1 when a correctness check against NCCL failed or nothing ran.
@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.all_reduce_harness import (
+from testing.all_reduce_harness import (
     DTYPES,
     IMPLS,
     MODES,

@@ -5,8 +5,8 @@ Run on a GPU from the repo root::
     python -m benchmarks.bench_jit_kernels [--only rmsnorm scale ...] [--sglang-src DIR]
         [--decode-only] [--json out.json] [--check]
 
-Each kernel family contributes a module in ``benchmarks/cases/`` (interface:
-``benchmarks/cases/case.py``). Measured side by side in one run:
+Each kernel family contributes a module in ``testing/bench/`` (interface:
+``testing/bench/case.py``). Measured side by side in one run:
 
 * device-to-device copy bandwidth: ``dst.copy_(src)`` of a 1 GiB buffer (bytes read + written),
   the reference every kernel is compared with (the faster of eager loop and graph replay);
@@ -55,7 +55,7 @@ from typing import Any
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CASES_DIR = Path(__file__).resolve().parent / "cases"
+CASES_DIR = REPO_ROOT / "testing" / "bench"
 
 from benchmarks import launch_floor  # noqa: E402
 from benchmarks.bench_jit_report import (  # noqa: E402
@@ -66,12 +66,12 @@ from benchmarks.bench_jit_report import (  # noqa: E402
     decode_table,
     overhead_table,
 )
-from benchmarks.cases.case import BandwidthCase, Call, OverheadCase  # noqa: E402
-from benchmarks.upstream_sglang import kernels as upstream  # noqa: E402
-from benchmarks.upstream_sglang import source as upstream_source  # noqa: E402
 from jit_kernel.benchmark.marker import do_bench, make_input_sets  # noqa: E402
 from jit_kernel.benchmark.timing import InputSet  # noqa: E402
 from jit_kernel.compiler import ArchError, build_only, get_jit_cuda_arch  # noqa: E402
+from testing.bench.case import BandwidthCase, CallLoop, OverheadCase  # noqa: E402
+from testing.bench.peers import upstream  # noqa: E402
+from testing.upstream_sglang import source as upstream_source  # noqa: E402
 
 GB = 1e9
 COPY_BYTES = 1 << 30
@@ -298,35 +298,6 @@ def bench_case(
     return row
 
 
-class CallLoop:
-    """``calls`` calls of one callable, written out: ``fn(a0, a1, a2, a3, is_neox=kw_is_neox)``.
-
-    A call as user code makes it: the interpreter's fast paths for plain Python calls apply to
-    a wrapper as they would there, and a bare export builds its argument tuple as it would
-    there (``fn(*args)`` hands it a ready-made tuple and calls a Python wrapper through the slow
-    generic path). Each instance compiles its own loop, so each callable has a call site of its
-    own (a shared one would keep re-specializing between a wrapper and an export).
-    """
-
-    def __init__(self, spec: Callable[..., Any] | Call, inputs: tuple[Any, ...]) -> None:
-        call = spec if isinstance(spec, Call) else Call(spec)  # a plain callable: inputs alone
-        self.call = call
-        self.args = (*inputs, *call.extra)
-        params = [f"a{i}" for i in range(len(self.args))]
-        passed = params + [f"{name}=kw_{name}" for name in call.keywords]
-        lines = ["def loop(fn, args, kwargs, calls):"]
-        if params:
-            lines.append(f"    {', '.join(params)}, = args")
-        lines += [f"    kw_{name} = kwargs[{name!r}]" for name in call.keywords]
-        lines += ["    for _ in range(calls):", f"        fn({', '.join(passed)})"]
-        namespace: dict[str, Any] = {}
-        exec(compile("\n".join(lines) + "\n", "<overhead call loop>", "exec"), namespace)
-        self._loop = namespace["loop"]
-
-    def run(self, calls: int) -> None:
-        self._loop(self.call.fn, self.args, self.call.keywords, calls)
-
-
 def host_us_per_call(loop: CallLoop, calls: int, warmup: int = 20) -> float:
     """Wall-clock microseconds per call of an eager loop of ``calls`` calls (no sync inside).
 
@@ -408,13 +379,16 @@ def warm_load_ms(repeats: int = 5) -> float:
 
 
 def load_family(stem: str) -> Any:
-    """The family module ``benchmarks.cases.<stem>``."""
-    return importlib.import_module(f"benchmarks.cases.{stem}")
+    """The family module ``testing.bench.<stem>``."""
+    return importlib.import_module(f"testing.bench.{stem}")
 
 
 def family_modules() -> list[str]:
-    """The family modules in cases/ (``case.py`` is the interface, not a family)."""
-    return [p.stem for p in sorted(CASES_DIR.glob("*.py")) if p.stem not in {"case", "__init__"}]
+    """The definition modules in testing/bench/ (not ``case.py``, the interface, ``peers.py``,
+    the peer adapters, nor a ``_`` module shared by several definitions)."""
+    skip = {"case", "peers"}
+    paths = sorted(CASES_DIR.glob("*.py"))
+    return [p.stem for p in paths if p.stem not in skip and not p.stem.startswith("_")]
 
 
 def progress(message: str, t0: float) -> None:
@@ -441,7 +415,7 @@ def collect_cases(
             module = load_family(family)
             listed = module.bandwidth_cases() if memory or decode else []
         except Exception:
-            errors.append(f"benchmarks/cases/{family}.py:\n{traceback.format_exc()}")
+            errors.append(f"testing/bench/{family}.py:\n{traceback.format_exc()}")
             continue
         families.append(module)
         cases += [

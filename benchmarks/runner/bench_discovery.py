@@ -17,7 +17,7 @@ Generates ``--files`` registered test files in a temporary repository, then time
   simple shape only, since SGLang-shaped files import ``sglang``).
 
 Shapes: ``simple`` (50 folders, realistic size: imports, one or two registrations, a few tests,
-the ``__main__`` block) and ``sglang`` (``registered/ci_runner/sglang_tree.py``: a tree shaped
+the ``__main__`` block) and ``sglang`` (``testing/sglang_tree.py``: a tree shaped
 like SGLang's ``test/registered/``, every registration style, adopted with ``run_suite.py init``
 before timing).
 """
@@ -40,8 +40,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 from ci_runner.catalog import load_catalog  # noqa: E402
 from ci_runner.cli import main as run_suite_main  # noqa: E402
 from ci_runner.collect import collect  # noqa: E402
-from registered.ci_runner import sglang_tree  # noqa: E402
-from registered.ci_runner.tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
+from testing import sglang_tree  # noqa: E402
+from testing.tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
 
 DEFAULT_FILES = {"simple": 5000, "sglang": 1500}
 TARGET_SECONDS = {"simple": 2.0, "sglang": 1.0}

@@ -1,6 +1,6 @@
 """Multi-GPU helpers: launch ranks (:mod:`.launch`) and probe peer access and topology
 (:mod:`.topology`). The kernel itself is :mod:`jit_kernel.all_reduce`; its checks and benchmark
-live outside the package (``testing/all_reduce_checks.py``, ``benchmarks/all_reduce_harness.py``).
+live outside the package (``testing/all_reduce_checks.py``, ``testing/all_reduce_harness.py``).
 
 Nothing here imports CUDA state at import time; ``python -m jit_kernel precompile`` imports
 this package on machines without a GPU.

@@ -17,7 +17,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tree_builder import REPO_ROOT, catalog_toml, suite_toml, write_tree
+from testing.tree_builder import REPO_ROOT, catalog_toml, suite_toml, write_tree
 
 RUN_SUITE = REPO_ROOT / "run_suite.py"
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tree_builder import REPO_ROOT as REPO_ROOT  # re-exported: the tests import it from here
-from tree_builder import catalog_toml, suite_toml, write_tree
+from testing.tree_builder import (
+    REPO_ROOT as REPO_ROOT,  # re-exported: the tests import it from here
+)
+from testing.tree_builder import catalog_toml, suite_toml, write_tree
 
 CATALOG = catalog_toml(
     suite_toml(

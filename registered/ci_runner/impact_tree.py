@@ -15,9 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tree_builder import catalog_toml, suite_toml, write_tree
-
 from ci_runner.cli import main
+from testing.tree_builder import catalog_toml, suite_toml, write_tree
 
 IMPACT_TABLE = """
 [tool.ci-runner.change-impact]

@@ -24,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from impact_tree import git, git_repo
-from tree_builder import catalog_toml, suite_toml, write_tree
 
 from ci_runner.cli import main
+from testing.tree_builder import catalog_toml, suite_toml, write_tree
 
 
 def _test(imports: str, body: str) -> str:

@@ -17,7 +17,8 @@ from ci_runner.collect import collect
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import make_repo, registered_source
-from tree_builder import REPO_ROOT, catalog_toml, suite_toml
+
+from testing.tree_builder import REPO_ROOT, catalog_toml, suite_toml
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 

@@ -17,7 +17,8 @@ register_cpu_ci(est_time=20, suite="base-a-test-cpu")
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import FLAKY_CASE, pytest_file, run_suite, script_file  # noqa: E402
 from junit_schema import schema_problems  # noqa: E402
-from tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
+
+from testing.tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
 
 HANG = pytest_file(
     "import time\n\n\ndef test_quick():\n    pass\n\n\ndef test_hangs():\n    time.sleep(600)\n",

@@ -25,7 +25,8 @@ register_cpu_ci(est_time=25, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import run_suite, script_file  # noqa: E402
-from tree_builder import REPO_ROOT, catalog_toml, suite_toml, write_tree  # noqa: E402
+
+from testing.tree_builder import REPO_ROOT, catalog_toml, suite_toml, write_tree  # noqa: E402
 
 SUITES = (
     suite_toml("cpu-suite", "cpu", gpus_per_file=0, timeout_per_file=60),

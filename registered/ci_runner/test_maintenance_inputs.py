@@ -14,7 +14,7 @@ from ci_runner import register_cpu_ci
 from ci_runner.maintenance.__main__ import main as maintenance
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tree_builder import catalog_toml, suite_toml, write_tree
+from testing.tree_builder import catalog_toml, suite_toml, write_tree
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 

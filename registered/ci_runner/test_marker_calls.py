@@ -30,7 +30,7 @@ from ci_runner.maintenance.registration_lints import package_offenders
 register_cpu_ci(est_time=6, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
+from testing.tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
 
 CATALOG = catalog_toml(
     suite_toml("s1", "cuda"),

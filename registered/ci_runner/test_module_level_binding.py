@@ -17,11 +17,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from impact_tree import git, git_repo
 from recorded_tree import record, select
-from tree_builder import catalog_toml, suite_toml, write_tree
 
 from ci_runner import register_cpu_ci
 from ci_runner.impact.binding import ModuleLevel
 from ci_runner.impact.module_facts import module_facts
+from testing.tree_builder import catalog_toml, suite_toml, write_tree
 
 register_cpu_ci(est_time=35, suite="base-a-test-cpu")
 

@@ -20,7 +20,8 @@ register_cpu_ci(est_time=12, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import gpu_recorder, make_tree, run_suite  # noqa: E402
-from tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
+
+from testing.tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
 
 
 def records(log: Path) -> dict[str, dict]:

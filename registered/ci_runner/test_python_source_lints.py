@@ -24,7 +24,7 @@ from ci_runner.maintenance.est_time import find_literals, rewrite
 from ci_runner.maintenance.registration_lints import package_offenders
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tree_builder import REPO_ROOT, catalog_toml, suite_toml, write_tree
+from testing.tree_builder import REPO_ROOT, catalog_toml, suite_toml, write_tree
 
 register_cpu_ci(est_time=11, suite="base-a-test-cpu")
 

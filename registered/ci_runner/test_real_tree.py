@@ -21,7 +21,7 @@ from ci_runner.select import SelectionError, select
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
-import sglang_tree  # noqa: E402
+from testing import sglang_tree  # noqa: E402
 
 TREE = sglang_tree.generate(260, seed=7)
 SUITES = sorted(sglang_tree.anchor_suites(TREE))

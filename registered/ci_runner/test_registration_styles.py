@@ -17,7 +17,8 @@ register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_tree import MAIN_BLOCK  # noqa: E402
-from tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
+
+from testing.tree_builder import catalog_toml, suite_toml, write_tree  # noqa: E402
 
 P = "registered/unit/test_a.py"
 SGLANG = RegistrationSyntax(

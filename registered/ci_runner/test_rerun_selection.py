@@ -15,7 +15,8 @@ register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import make_tree, pytest_file, run_suite, script_file  # noqa: E402
 from test_case_retries import COUNTER  # noqa: E402
-from tree_builder import run_maintenance  # noqa: E402
+
+from testing.tree_builder import run_maintenance  # noqa: E402
 
 FILES = {
     "test_mix.py": pytest_file(

@@ -16,7 +16,8 @@ register_cpu_ci(est_time=5, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import make_tree, pytest_file, run_suite  # noqa: E402
-from tree_builder import run_maintenance  # noqa: E402
+
+from testing.tree_builder import run_maintenance  # noqa: E402
 
 COUNTED = """
 from pathlib import Path

@@ -25,7 +25,7 @@ from ci_runner.cli import main
 register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tree_builder import write_tree  # noqa: E402
+from testing.tree_builder import write_tree  # noqa: E402
 
 IMPORT = "import sys\n\nfrom sglang.test.ci.ci_register import *  # noqa\n\n"
 MAIN = '\n\nif __name__ == "__main__":\n    sys.exit(0)\n'

@@ -19,7 +19,7 @@ from ci_runner.maintenance.est_time import main as update_est_time
 from ci_runner.plan.live_estimates import LiveEstimateError, load_live_estimates
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tree_builder import write_tree
+from testing.tree_builder import write_tree
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 

@@ -14,7 +14,7 @@ from ci_runner.maintenance.est_time import find_literals, main, measured_est, p9
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tree_builder import write_tree
+from testing.tree_builder import write_tree
 
 register_cpu_ci(est_time=3, suite="base-a-test-cpu")
 

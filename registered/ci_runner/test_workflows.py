@@ -16,7 +16,7 @@ from ci_runner.maintenance.workflow_coverage import main as dispatch_main
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tree_builder import catalog_toml, run_script, suite_toml, write_tree
+from testing.tree_builder import catalog_toml, run_script, suite_toml, write_tree
 
 register_cpu_ci(est_time=4, suite="base-a-test-cpu")
 

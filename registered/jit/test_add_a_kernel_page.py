@@ -1,10 +1,11 @@
-"""docs/add-a-kernel.md, followed as a newcomer would: its four files alone make a working kernel.
+"""docs/add-a-kernel.md, followed as a newcomer would: its five files alone make a working kernel.
 
-In a copy of the repository without add3 (no kernel, wrapper, test or benchmark), the page's
-four ``file=`` code blocks are written to the paths they name; then the page's commands run
-there: ``precompile --only add3`` compiles the kernel for Hopper with nvcc, ruff and
-clang-format find nothing to change, the registrations validate and the dry runs of the unit
-and benchmark suites list the two files (and warn about nothing), and the test file run as
+In a copy of the repository without add3 (no kernel, wrapper, test, benchmark definition or
+benchmark), the page's five ``file=`` code blocks are written to the paths they name; then the
+page's commands run there: ``precompile --only add3`` compiles the kernel for Hopper with nvcc,
+ruff and clang-format find nothing to change, the benchmark lists its full sweep from the
+definition, the registrations validate and the dry runs of the unit and benchmark suites list
+the two files (and warn about nothing), and the test file run as
 ``python <file>`` on this GPU-less machine is skipped, not failed. (test_docs.py checks that the
 blocks equal the shipped files; the GPU suite runs the shipped test.)
 """
@@ -35,6 +36,7 @@ PAGE = ROOT / "docs" / "add-a-kernel.md"
 KERNEL = "jit_kernel/csrc/elementwise/add3.cuh"
 WRAPPER = "jit_kernel/add3.py"
 TEST = "registered/jit/test_add3.py"
+DEFINITION = "testing/bench/add3.py"
 BENCH = "registered/jit/benchmark/bench_add3.py"
 # The dev extra installs clang-format beside the interpreter, which may not be on PATH.
 CLANG_FORMAT = shutil.which(
@@ -50,10 +52,10 @@ def page_files() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def newcomer_tree(tmp_path_factory) -> Path:
-    """A copy of the repository without add3, then with the page's four files written in."""
+    """A copy of the repository without add3, then with the page's five files written in."""
     tree = tmp_path_factory.mktemp("newcomer") / "repo"
     shutil.copytree(ROOT, tree, ignore=COPY_IGNORE, symlinks=True)
-    for rel in (KERNEL, WRAPPER, TEST, BENCH):
+    for rel in (KERNEL, WRAPPER, TEST, DEFINITION, BENCH):
         (tree / rel).unlink()
     for rel, text in page_files().items():
         (tree / rel).write_text(text, encoding="utf-8")
@@ -70,8 +72,24 @@ def run(tree: Path, *args: str, timeout: float = 300) -> subprocess.CompletedPro
     )
 
 
-def test_the_page_shows_the_four_files():
-    assert sorted(page_files()) == sorted([KERNEL, WRAPPER, TEST, BENCH])
+def test_the_page_shows_the_five_files():
+    assert sorted(page_files()) == sorted([KERNEL, WRAPPER, TEST, DEFINITION, BENCH])
+
+
+def test_the_benchmark_lists_its_sweep_from_the_definition(newcomer_tree):
+    """3 dtypes x 8 sizes (CI: bf16 x 3 sizes), each against jit, torch and torch_compile."""
+    script = (
+        "import importlib.util, os\n"
+        "os.environ.pop('SGLANG_IS_IN_CI', None)  # the full sweep\n"
+        f"spec = importlib.util.spec_from_file_location('bench', {BENCH!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "bench = module.benchmark\n"
+        "print(len(bench.rows()), list(bench.line_vals))\n"
+    )
+    result = run(newcomer_tree, sys.executable, "-c", script)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.split("\n")[0] == "24 ['jit', 'torch', 'torch_compile']"
 
 
 @pytest.mark.skipif(nvcc_missing_reason() is not None, reason=str(nvcc_missing_reason()))
@@ -87,7 +105,7 @@ def test_precompile_only_builds_the_kernel(newcomer_tree):
 
 @pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="ruff is not installed")
 def test_ruff_is_clean(newcomer_tree):
-    python_files = [WRAPPER, TEST, BENCH]
+    python_files = [WRAPPER, TEST, DEFINITION, BENCH]
     for command in (["check"], ["format", "--check"]):
         result = run(newcomer_tree, sys.executable, "-m", "ruff", *command, *python_files)
         assert result.returncode == 0, result.stdout + result.stderr

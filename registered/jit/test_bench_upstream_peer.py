@@ -31,8 +31,8 @@ from benchmarks.bench_jit_report import (  # noqa: E402
     check_targets,
     decode_table,
 )
-from benchmarks.upstream_sglang import build, kernels, source  # noqa: E402
 from jit_kernel.compiler.arch import parse_arch  # noqa: E402
+from testing.upstream_sglang import build, kernels, source  # noqa: E402
 
 needs_nvcc = pytest.mark.skipif(
     nvcc_missing_reason() is not None, reason=str(nvcc_missing_reason())

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks.all_reduce_harness import combine_rows, default_sizes, format_tables
 from ci_runner import register_cpu_ci
 from jit_kernel.all_reduce import (
     ALGORITHMS,
@@ -40,6 +39,7 @@ from testing.all_reduce_checks import (
     _Runner,
     size_grid,
 )
+from testing.all_reduce_harness import combine_rows, default_sizes, format_tables
 from testing.all_reduce_selftest import summarize
 
 register_cpu_ci(est_time=50, suite="base-a-test-cpu")

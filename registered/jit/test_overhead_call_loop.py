@@ -1,4 +1,4 @@
-"""benchmarks/bench_jit_kernels.py's host-overhead loop: each call written out with its constants.
+"""The host-overhead loop (``testing/bench/case.py``): each call written out with its constants.
 
 ``CallLoop`` compiles one loop per callable that calls ``fn(a0, a1, ..., name=kw_name)``; these
 tests check, on the CPU, that every call gets the inputs, the ``Call``'s extra positional
@@ -14,9 +14,8 @@ from ci_runner import register_cpu_ci
 
 register_cpu_ci(est_time=8, suite="base-a-test-cpu")
 
-torch = pytest.importorskip("torch")  # bench_jit_kernels imports torch
-from benchmarks import bench_jit_kernels  # noqa: E402
-from benchmarks.cases.case import Call  # noqa: E402
+torch = pytest.importorskip("torch")  # the definitions import torch
+from testing.bench.case import Call, CallLoop  # noqa: E402
 
 
 class Recorder:
@@ -29,14 +28,14 @@ class Recorder:
 
 def test_call_is_written_out_with_constants_and_keywords():
     recorder = Recorder()
-    loop = bench_jit_kernels.CallLoop(Call(recorder, (1e-6,), {"is_neox": True}), ("q", "k"))
+    loop = CallLoop(Call(recorder, (1e-6,), {"is_neox": True}), ("q", "k"))
     loop.run(3)
     assert recorder.calls == [(("q", "k", 1e-6), {"is_neox": True})] * 3
 
 
 def test_plain_callable_gets_the_inputs_alone():
     recorder = Recorder()
-    loop = bench_jit_kernels.CallLoop(recorder, ("x",))
+    loop = CallLoop(recorder, ("x",))
     loop.run(0)
     assert recorder.calls == []
     loop.run(2)
@@ -44,8 +43,8 @@ def test_plain_callable_gets_the_inputs_alone():
 
 
 def test_each_callable_gets_a_loop_of_its_own():
-    first = bench_jit_kernels.CallLoop(Call(Recorder()), ("x",))
-    second = bench_jit_kernels.CallLoop(Call(Recorder()), ("x",))
+    first = CallLoop(Call(Recorder()), ("x",))
+    second = CallLoop(Call(Recorder()), ("x",))
     assert first._loop.__code__ is not second._loop.__code__
 
 

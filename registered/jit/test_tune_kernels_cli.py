@@ -9,7 +9,7 @@ import pytest
 
 from ci_runner import register_cpu_ci
 
-register_cpu_ci(est_time=15, suite="base-a-test-cpu")
+register_cpu_ci(est_time=20, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "tune_kernels.py"
@@ -106,6 +106,42 @@ def test_build_only_without_any_arch_says_how_to_give_one():
     assert done.returncode == 2
     assert "tune_kernels: cannot determine the CUDA target architecture" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_tuned_shapes_come_from_the_kernels_definitions():
+    """Every family's rows are cases of testing/bench/, with the check and dtype the tuner uses."""
+    pytest.importorskip("torch")
+    from tools.tune.shapes import family_shapes
+    from tools.tune.variants import FAMILIES
+
+    shapes = {family: family_shapes(family) for family in FAMILIES}
+    counts = {family: len(rows) for family, rows in shapes.items()}
+    assert counts == {"activation": 7, "norm": 6, "qknorm": 6, "rope": 6, "store_cache": 8}
+    assert [(s.key, s.core) for s in shapes["norm"]] == [
+        ("rmsnorm 65536x256 bf16", True),
+        ("rmsnorm 65536x1024 bf16", True),
+        ("fused_add_rmsnorm 65536x256 bf16", True),
+        ("fused_add_rmsnorm 65536x1024 bf16", True),
+        ("rmsnorm 16384x4096 bf16", False),
+        ("fused_add_rmsnorm 16384x4096 bf16", False),
+    ]
+    assert [s.kernel for s in shapes["activation"] if not s.core] == [
+        "gelu_and_mul",
+        "gelu_tanh_and_mul",
+    ]
+    for shape in (s for rows in shapes.values() for s in rows):
+        assert shape.case.check is not None and shape.dtype is not None, shape.key
+
+
+def test_a_tuned_row_missing_from_the_definitions_is_named(monkeypatch):
+    pytest.importorskip("torch")
+    from tools.tune import shapes
+
+    monkeypatch.setitem(shapes.ROWS, "norm", {"65536x256 bf16": True, "3x3 bf16": False})
+    with pytest.raises(
+        ValueError, match=r"tools/tune/shapes.py ROWS\['norm'\]: no case \['3x3 bf16'\]"
+    ):
+        shapes.family_shapes("norm")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The timed shapes of each family, their inputs, how ours is called, and the check of a timed
-output against the fp32 references (testing/references.py, the tests' tolerances)."""
+"""The timed shapes of each family: the memory-bound cases of the kernels' definitions
+(``testing/bench/<module>.py``: inputs, bytes moved, peers and the check of a timed output),
+and how a variant's export is called on them."""
 
 from __future__ import annotations
 
@@ -11,183 +12,80 @@ from typing import Any
 import torch
 
 from testing import references
-from tools.tune.variants import SHORT_DTYPE
+from testing.bench.case import BandwidthCase
 
 EPS = references.EPS
+
+# Tuner family -> its kernels' definition modules (testing/bench/). Every memory-bound case is
+# timed unless ROWS names the ones to time (case shape -> core: a row of the lead's table;
+# extras are dropped first when time is short).
+DEFINITIONS = {
+    "activation": ("activation",),
+    "norm": ("rmsnorm", "fused_add_rmsnorm"),
+    "qknorm": ("qknorm",),
+    "rope": ("rope",),
+    "store_cache": ("store_cache",),
+}
+ROWS = {"norm": {"65536x256 bf16": True, "65536x1024 bf16": True, "16384x4096 bf16": False}}
+EXTRA_KERNELS = {"gelu_and_mul", "gelu_tanh_and_mul"}  # timed after the core rows
 
 
 @dataclass(frozen=True)
 class Shape:
-    """One timed case of a family: the kernel, its label and what it needs."""
+    """One timed case of a family: its definition and whether it is a core row."""
 
     family: str
-    kernel: str  # silu_and_mul, rmsnorm, ...
-    label: str
-    dtype: torch.dtype
-    dims: tuple[int, ...]
-    bytes_moved: int
-    core: bool = True  # a row of the lead's table (extras are dropped first when time is short)
+    case: BandwidthCase
+    core: bool = True
+
+    @property
+    def kernel(self) -> str:  # silu_and_mul, rmsnorm, ...
+        return self.case.kernel
+
+    @property
+    def label(self) -> str:
+        return self.case.shape
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.case.dtype
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.case.bytes_moved
 
     @property
     def key(self) -> str:
-        return f"{self.kernel} {self.label}"
-
-
-def _size(dtype: torch.dtype) -> int:
-    return torch.empty(0, dtype=dtype).element_size()
-
-
-TOKENS = 16384
-
-
-def bench_case(stem: str) -> Any:
-    """``benchmarks.cases.<stem>``: its shapes, inputs and peers (rope, store_cache)."""
-    if stem not in _BENCH_CASES:
-        _BENCH_CASES[stem] = importlib.import_module(f"benchmarks.cases.{stem}")
-    return _BENCH_CASES[stem]
-
-
-_BENCH_CASES: dict[str, Any] = {}
+        return self.case.key
 
 
 def family_shapes(family: str) -> list[Shape]:
-    shapes: list[Shape] = []
-    if family == "activation":
-        specs = [
-            ("silu_and_mul", 4096, torch.bfloat16, True),
-            ("silu_and_mul", 11008, torch.bfloat16, True),
-            ("silu_and_mul", 14336, torch.bfloat16, True),
-            ("silu_and_mul", 11008, torch.float16, True),
-            ("silu_and_mul", 11008, torch.float32, True),
-            ("gelu_tanh_and_mul", 11008, torch.bfloat16, False),
-            ("gelu_and_mul", 11008, torch.bfloat16, False),
-        ]
-        for op, d, dt, core in specs:
-            shapes.append(
-                Shape(
-                    family,
-                    op,
-                    f"{TOKENS}x{d} {SHORT_DTYPE[dt]}",
-                    dt,
-                    (TOKENS, d),
-                    3 * TOKENS * d * _size(dt),
-                    core,
-                )
-            )
-    elif family == "norm":
-        for rows, dim, core in [(65536, 256, True), (65536, 1024, True), (16384, 4096, False)]:
-            es = _size(torch.bfloat16)
-            shapes.append(
-                Shape(
-                    family,
-                    "rmsnorm",
-                    f"{rows}x{dim} bf16",
-                    torch.bfloat16,
-                    (rows, dim),
-                    2 * rows * dim * es + dim * es,
-                    core,
-                )
-            )
-            shapes.append(
-                Shape(
-                    family,
-                    "fused_add_rmsnorm",
-                    f"{rows}x{dim} bf16",
-                    torch.bfloat16,
-                    (rows, dim),
-                    4 * rows * dim * es + dim * es,
-                    core,
-                )
-            )
-    elif family == "rope":  # the rows of benchmarks/cases/rope.py
-        rope = bench_case("rope")
-        for t, hq, hk, dt, is_neox in rope.SPECS:
-            d = rope.HEAD_DIM
-            style = "neox" if is_neox else "gptj"
-            shapes.append(
-                Shape(
-                    family,
-                    "rope",
-                    f"{t}x({hq}+{hk})x{d} {SHORT_DTYPE[dt]} {style}",
-                    dt,
-                    (t, hq, hk, int(is_neox)),
-                    2 * t * (hq + hk) * d * _size(dt) + t * 8,
-                )
-            )
-    elif family == "store_cache":  # the rows of benchmarks/cases/store_cache.py
-        for rows, heads, head_dim, _ in bench_case("store_cache").SPECS:
-            row = heads * head_dim
-            shapes.append(
-                Shape(
-                    family,
-                    "store_cache",
-                    f"{rows}x{row * 2}B bf16",
-                    torch.bfloat16,
-                    (rows, row),
-                    2 * 2 * rows * row * 2 + rows * 8,
-                )
-            )
-    else:
-        specs = [
-            (16384, 32, 8, 128, torch.bfloat16),
-            (65536, 32, 8, 128, torch.bfloat16),
-            (65536, 16, 2, 64, torch.bfloat16),
-            (16384, 16, 4, 256, torch.bfloat16),
-            (8192, 16, 4, 512, torch.bfloat16),
-            (16384, 32, 8, 128, torch.float16),
-        ]
-        for t, hq, hk, d, dt in specs:
-            es = _size(dt)
-            shapes.append(
-                Shape(
-                    family,
-                    "qknorm",
-                    f"{t}x({hq}+{hk})x{d} {SHORT_DTYPE[dt]}",
-                    dt,
-                    (t, hq, hk, d),
-                    2 * t * (hq + hk) * d * es + 2 * d * es,
-                )
-            )
-    return shapes
+    """The family's timed cases, core rows first; a row ROWS names must exist."""
+    cases = [
+        case
+        for module in DEFINITIONS[family]
+        for case in importlib.import_module(f"testing.bench.{module}").bandwidth_cases()
+    ]
+    # store_cache: every row, decode sizes included (its launch plan changes with the row count).
+    chosen = [c for c in cases if family == "store_cache" or not c.decode]
+    rows = ROWS.get(family)
+    if rows is not None:
+        missing = set(rows) - {c.shape for c in chosen}
+        if missing:
+            raise ValueError(f"tools/tune/shapes.py ROWS[{family!r}]: no case {sorted(missing)}")
+        chosen = [c for c in chosen if c.shape in rows]
+    shapes = [
+        Shape(family, c, rows[c.shape] if rows else c.kernel not in EXTRA_KERNELS) for c in chosen
+    ]
+    return sorted(shapes, key=lambda shape: not shape.core)
 
 
 def make_inputs(shape: Shape) -> tuple[Any, ...]:
-    dt = shape.dtype
-    if shape.family == "rope":
-        t, hq, hk, _ = shape.dims
-        return bench_case("rope")._inputs(t, hq, hk, dt)
-    if shape.family == "store_cache":
-        return bench_case("store_cache")._inputs(*shape.dims)
-    if shape.family == "activation":
-        rows, d = shape.dims
-        return (torch.randn(rows, 2 * d, dtype=dt, device="cuda"),)
-    if shape.family == "norm":
-        rows, dim = shape.dims
-        weight = (1.0 + 0.5 * torch.randn(dim, device="cuda")).to(dt)
-        if shape.kernel == "rmsnorm":
-            return torch.randn(rows, dim, dtype=dt, device="cuda"), weight
-        return (
-            torch.randn(rows, dim, dtype=dt, device="cuda"),
-            torch.randn(rows, dim, dtype=dt, device="cuda"),
-            weight,
-        )
-    t, hq, hk, d = shape.dims
-    return (
-        torch.randn(t, hq, d, dtype=dt, device="cuda"),
-        torch.randn(t, hk, d, dtype=dt, device="cuda"),
-        (1.0 + 0.5 * torch.randn(d, device="cuda")).to(dt),
-        (1.0 + 0.5 * torch.randn(d, device="cuda")).to(dt),
-    )
+    return shape.case.make_inputs()
 
 
-def rotate_args(shape: Shape) -> tuple[int, ...]:
-    if shape.family == "rope":
-        return (0, 1, 3)  # q, k, positions; not the cache
-    if shape.family == "store_cache":
-        return (0, 1, 4)  # k, v, indices; never the caches
-    if shape.family == "activation" or shape.kernel == "rmsnorm":
-        return (0,)
-    return (0, 1)
+def rotate_args(shape: Shape) -> tuple[int, ...] | str:
+    return shape.case.rotate_args
 
 
 # The tests' tolerances and references (testing/references.py).
@@ -196,10 +94,6 @@ ROPE_RTOL = {dtype: tol["rtol"] for dtype, tol in references.ROUNDED_TOL.items()
 NORM_RTOL = references.NORM_RTOL
 NORM_ATOL = references.NORM_ATOL
 ACT_OPS = tuple(references.ACTIVATIONS)
-
-
-def act_fn(op: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    return references.ACTIVATIONS[op]
 
 
 def act_reference(op: str, x: torch.Tensor) -> torch.Tensor:
@@ -237,7 +131,7 @@ def ours_callable(shape: Shape, export: Callable[..., Any]) -> Callable[..., Any
     if shape.kernel == "fused_add_rmsnorm":
         return lambda x, r, w: export(x, r, w, EPS)
     if shape.family == "rope":
-        is_neox = bool(shape.dims[3])
+        is_neox = shape.case.keywords["is_neox"]
         return lambda q, k, cache, pos: export(q, k, cache, pos, is_neox, 0)
     if shape.family == "store_cache":
         return export
@@ -245,40 +139,10 @@ def ours_callable(shape: Shape, export: Callable[..., Any]) -> Callable[..., Any
 
 
 def check_timed_shape(shape: Shape, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
-    """Run ``fn`` once on copies of the timed inputs and compare with the float32 reference."""
-    if shape.family == "activation":
-        (x,) = inputs
-        rtol, atol = ACT_TOL[x.dtype]
-        _close(fn(x), act_reference(shape.kernel, x), rtol, atol, shape.key)
-    elif shape.kernel == "rmsnorm":
-        x, w = inputs
-        _close(
-            fn(x, w).float(), rms_reference(x, w).float(), NORM_RTOL[x.dtype], NORM_ATOL, shape.key
-        )
-    elif shape.kernel == "fused_add_rmsnorm":
-        x, r, w = (t.clone() for t in inputs)
-        total = (x.float() + r.float()).to(x.dtype)
-        expected = rms_reference(total, w).float()
-        fn(x, r, w)
-        _close(r, total, 0.0, 0.0, f"{shape.key} residual")
-        _close(x.float(), expected, NORM_RTOL[x.dtype], NORM_ATOL, shape.key)
-    elif shape.family == "rope":
-        q, k, cache, pos = (t.clone() for t in inputs)
-        is_neox = bool(shape.dims[3])
-        eq = references.rope(q, cache, pos, is_neox).to(q.dtype)
-        ek = references.rope(k, cache, pos, is_neox).to(k.dtype)
-        fn(q, k, cache, pos)
-        rtol = ROPE_RTOL[q.dtype]
-        _close(q, eq, rtol, 1e-5, f"{shape.key} q")
-        _close(k, ek, rtol, 1e-5, f"{shape.key} k")
-    elif shape.family == "store_cache":
-        k, v, k_cache, v_cache, indices = inputs
-        fn(k, v, k_cache, v_cache, indices)
-        _close(k_cache[indices], k, 0.0, 0.0, f"{shape.key} k rows")
-        _close(v_cache[indices], v, 0.0, 0.0, f"{shape.key} v rows")
-    else:
-        q, k, qw, kw = (t.clone() for t in inputs)
-        eq, ek = rms_reference(q, qw).float(), rms_reference(k, kw).float()
-        fn(q, k, qw, kw)
-        _close(q.float(), eq, NORM_RTOL[q.dtype], NORM_ATOL, f"{shape.key} q")
-        _close(k.float(), ek, NORM_RTOL[k.dtype], NORM_ATOL, f"{shape.key} k")
+    """The definition's check of ``fn`` on the timed inputs (on copies where it writes)."""
+    if shape.case.check is None:
+        raise ValueError(f"{shape.key}: its definition has no check")
+    try:
+        shape.case.check(fn, inputs)
+    except AssertionError as error:
+        raise AssertionError(f"{shape.key}: {error}") from None

@@ -3,7 +3,7 @@
 A short sweep (bfloat16; 1, 4, 16, 64, 256 KiB, 1, 4, 8 MiB; CUDA graph and eager) over every GPU of
 the runner (torch.cuda.device_count(), at most 8). The full sweep, over several world sizes and
 all dtypes, is ``benchmarks/bench_all_reduce.py``; how cells are timed is in
-``benchmarks/all_reduce_harness.py``. Columns: microseconds per call (median, max over
+``testing/all_reduce_harness.py``. Columns: microseconds per call (median, max over
 ranks), nccl/auto (> 1: ours is faster), algorithm bandwidth (GB/s = 1e9 bytes/s).
 
 ``--json PATH`` (default ``$JIT_KERNEL_BENCH_JSON``; a directory gets
@@ -45,9 +45,9 @@ def main() -> int:
         print(f"bench_custom_all_reduce: skipped, needs at least 2 CUDA GPUs, found {count}")
         return 0
 
-    from benchmarks.all_reduce_harness import BenchConfig, format_tables, run_benchmark
     from jit_kernel.all_reduce import MAX_WORLD_SIZE
     from jit_kernel.distributed.launch import disable_nvlink_multicast
+    from testing.all_reduce_harness import BenchConfig, format_tables, run_benchmark
 
     disable_nvlink_multicast()
     world = min(count, MAX_WORLD_SIZE)

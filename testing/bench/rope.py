@@ -14,20 +14,17 @@ this module needs no GPU.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from benchmarks.cases.case import (
-    BandwidthCase,
-    Call,
-    OverheadCase,
-)
-from benchmarks.upstream_sglang import kernels as upstream
+from jit_kernel.benchmark import marker
 from jit_kernel.rope import _jit_rope_module, apply_rope_inplace
 from testing import references
+from testing.bench import peers
+from testing.bench.case import Axis, BandwidthCase, Call, OverheadCase, Sweep, implementation
+from testing.bench.peers import upstream
 
 MAX_POSITION = 8192
 HEAD_DIM = 128
@@ -49,37 +46,18 @@ make_cos_sin_cache = references.make_cos_sin_cache
 torch_rope = references.rope_inplace
 
 
-@functools.cache
 def _compiled(is_neox: bool) -> Callable[..., Any]:
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-    compiled = torch.compile(torch_rope, dynamic=False)
+    """torch.compile of the eager formula, ``is_neox`` bound (the same inputs as ours)."""
+    compiled = peers.compiled(torch_rope)
     return lambda q, k, cache, positions: compiled(q, k, cache, positions, is_neox)
 
 
-@functools.cache
-def _flashinfer_rope() -> Any:
-    """``flashinfer.rope``, or the reason it cannot be used (a str)."""
-    try:
-        import flashinfer.rope as rope  # optional peer, imported lazily
-    except Exception as error:  # ImportError, or a broken install raising anything
-        return f"FlashInfer is not available ({type(error).__name__}: {error})"
-    return rope
+def _ours(is_neox: bool) -> Callable[..., None]:
+    return lambda q, k, cache, pos: apply_rope_inplace(q, k, cache, pos, is_neox=is_neox)
 
 
-def _flashinfer_peer(dtype: torch.dtype, is_neox: bool) -> Callable[..., Any] | str:
-    rope = _flashinfer_rope()
-    if isinstance(rope, str):
-        return rope
-    if dtype not in (torch.float16, torch.bfloat16):
-        return "FlashInfer's RoPE supports float16/bfloat16 only"
-
-    def call(q, k, cache, positions):
-        tokens, _, head_dim = q.shape
-        rope.apply_rope_with_cos_sin_cache_inplace(
-            positions, q.view(tokens, -1), k.view(tokens, -1), head_dim, cache, is_neox
-        )
-
-    return call
+def _torch(is_neox: bool) -> Callable[..., None]:
+    return lambda q, k, cache, pos: torch_rope(q, k, cache, pos, is_neox)
 
 
 def _inputs(tokens: int, hq: int, hk: int, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
@@ -112,17 +90,19 @@ def _case(
         kernel="rope",
         shape=f"{tokens}x({hq}+{hk})x{HEAD_DIM} {short} {'neox' if is_neox else 'gptj'}",
         make_inputs=lambda: _inputs(tokens, hq, hk, dtype),
-        ours=lambda q, k, cache, pos: apply_rope_inplace(q, k, cache, pos, is_neox=is_neox),
+        ours=_ours(is_neox),
         bytes_moved=2 * tokens * (hq + hk) * HEAD_DIM * size + tokens * 8,
         peers={
-            "torch": lambda q, k, cache, pos: torch_rope(q, k, cache, pos, is_neox),
+            "torch": _torch(is_neox),
             "torch_compile": _compiled(is_neox),
-            "flashinfer": _flashinfer_peer(dtype, is_neox),
+            "flashinfer": peers.flashinfer_rope(dtype, is_neox),
             "upstream": upstream.rope(is_neox, HEAD_DIM, dtype),
         },
         rotate_args=(0, 1, 3),  # q, k, positions; not the cache
         check=_checker(is_neox),
         decode=decode,
+        dtype=dtype,
+        keywords={"is_neox": is_neox},
     )
 
 
@@ -142,3 +122,54 @@ def overhead_cases() -> list[OverheadCase]:
             torch_eager=Call(torch_rope, (True,)),
         )
     ]
+
+
+# --------------------------------------------------------------------------- registered sweep
+# registered/jit/benchmark/bench_rope.py: in place on q [T, Hq, 128] and k [T, Hk, 128] (full
+# rotary), the [8192, 128] fp32 cos/sin cache, random positions. Lines: ``jit`` (ours, one
+# launch), ``torch`` (the eager float32 formula), ``torch_compile`` (the same function) and
+# ``flashinfer`` (``apply_rope_with_cos_sin_cache_inplace``; fp16/bf16 only; N/A with the reason
+# when unavailable). Bytes per call: q, k and positions read, q and k written; the cos/sin rows
+# (L2 resident) are not counted, so GB/s slightly understates the traffic. Full sweep locally;
+# CI: bf16 NeoX, 32 q / 8 k heads of 128, 16 and 16384 tokens.
+
+
+def _cell(
+    impl: str,
+    dtype: torch.dtype,
+    is_neox: bool,
+    num_q_heads: int,
+    num_k_heads: int,
+    num_tokens: int,
+) -> marker.BenchResult:
+    inputs = _inputs(num_tokens, num_q_heads, num_k_heads, dtype)
+    q, k, _, positions = inputs
+    fn = implementation(
+        impl,
+        _ours(is_neox),
+        _torch(is_neox),
+        compiled=_compiled(is_neox),
+        flashinfer=peers.flashinfer_rope(dtype, is_neox),
+        inputs=inputs,
+    )
+    return marker.do_bench(
+        fn,
+        input_args=inputs,
+        graph_clone_args=(0, 1, 3),  # q, k (read and written) and positions; not the cache
+        memory_args=(q, k, positions),
+        memory_output=(q, k),  # in place: returns None, writes q and k
+    )
+
+
+SWEEPS = {
+    "rope": Sweep(
+        (
+            Axis("dtype", [torch.bfloat16, torch.float16, torch.float32], ci_vals=[torch.bfloat16]),
+            Axis("is_neox", [True, False], ci_vals=[True]),
+            Axis("num_q_heads,num_k_heads", [(32, 8), (16, 2), (64, 8), (8, 8)], ci_vals=[(32, 8)]),
+            Axis("num_tokens", [1, 16, 256, 4096, 16384, 65536], ci_vals=[16, 16384]),
+        ),
+        ("jit", "torch", "torch_compile", "flashinfer"),
+        _cell,
+    )
+}

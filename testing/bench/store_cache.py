@@ -15,19 +15,21 @@ of the module's export vs torch eager. Importing this module needs no GPU.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import torch
 
-from benchmarks.cases.case import BandwidthCase, OverheadCase
-from benchmarks.upstream_sglang import kernels as upstream
+from jit_kernel.benchmark import marker
 from jit_kernel.store_cache import _jit_store_cache_module, store_cache
+from testing.bench import peers
+from testing.bench.case import Axis, BandwidthCase, OverheadCase, Sweep, implementation
+from testing.bench.peers import upstream
 
 BF16 = torch.bfloat16
 NUM_SLOTS = 1 << 18
 FLASHINFER_NA = (
-    "FlashInfer has no flat slot-index KV store (append_paged_kv_cache needs a paged layout)"
+    "FlashInfer has no flat slot-index KV store (append_paged_kv_cache needs a paged layout "
+    "and indptr arrays)"
 )
 # (rows, heads, head_dim, decode)
 SPECS = [
@@ -47,17 +49,12 @@ def torch_store(k, v, k_cache, v_cache, indices) -> None:
     v_cache[indices] = v
 
 
-@functools.cache
-def _compiled() -> Any:
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-    return torch.compile(torch_store, dynamic=False)
-
-
-def _inputs(rows: int, row: int) -> tuple[torch.Tensor, ...]:
-    k = torch.randn(rows, row, dtype=BF16, device="cuda")
-    v = torch.randn(rows, row, dtype=BF16, device="cuda")
-    k_cache = torch.zeros(NUM_SLOTS, row, dtype=BF16, device="cuda")
-    v_cache = torch.zeros(NUM_SLOTS, row, dtype=BF16, device="cuda")
+def _inputs(rows: int, row: int, dtype: torch.dtype = BF16) -> tuple[torch.Tensor, ...]:
+    """k, v [rows, row] (random bf16, cast to ``dtype``), both caches, unique random slots."""
+    k = torch.randn(rows, row, dtype=BF16, device="cuda").to(dtype)
+    v = torch.randn(rows, row, dtype=BF16, device="cuda").to(dtype)
+    k_cache = torch.zeros(NUM_SLOTS, row, dtype=dtype, device="cuda")
+    v_cache = torch.zeros(NUM_SLOTS, row, dtype=dtype, device="cuda")
     indices = torch.randperm(NUM_SLOTS, device="cuda")[:rows]
     return k, v, k_cache, v_cache, indices
 
@@ -84,13 +81,14 @@ def bandwidth_cases() -> list[BandwidthCase]:
                 bytes_moved=2 * 2 * rows * row * 2 + rows * 8,
                 peers={
                     "torch": torch_store,
-                    "torch_compile": _compiled(),
+                    "torch_compile": peers.compiled(torch_store),
                     "flashinfer": FLASHINFER_NA,
                     "upstream": upstream.store_cache(row * 2, row * 2),
                 },
                 rotate_args=(0, 1, 4),  # k, v, indices; never the caches
                 check=_check,
                 decode=decode,
+                dtype=BF16,
             )
         )
     return cases
@@ -107,3 +105,48 @@ def overhead_cases() -> list[OverheadCase]:
             torch_eager=torch_store,
         )
     ]
+
+
+# --------------------------------------------------------------------------- registered sweep
+# registered/jit/benchmark/bench_store_cache.py. Lines: ``jit`` (ours, one launch for k and v),
+# ``torch`` (eager, two index_put launches), ``torch_compile`` (the same function) and
+# ``flashinfer`` (N/A: no flat slot-index store). Bytes per call (scoped, the caches are not
+# counted whole): k, v and indices read, k.nbytes + v.nbytes written. Rotated: k, v and indices,
+# never the caches (each 256 MiB .. 2 GiB). Full sweep locally; CI: bf16 rows of 8 heads x 128
+# (2 KiB), 16 and 16384 rows.
+
+
+def _cell(
+    impl: str, dtype: torch.dtype, num_heads: int, head_dim: int, num_rows: int
+) -> marker.BenchResult:
+    if impl == "flashinfer":
+        marker.skip(FLASHINFER_NA)
+    args = _inputs(num_rows, num_heads * head_dim, dtype)
+    if impl != "jit" and dtype.is_floating_point and dtype.itemsize == 1:
+        # torch's index_put has no float8 kernels: move the same bytes as uint8.
+        args = (*(t.view(torch.uint8) for t in args[:4]), args[4])
+    return marker.do_bench(
+        implementation(impl, store_cache, torch_store),
+        input_args=args,
+        graph_clone_args=(0, 1, 4),  # k, v and indices are read; the caches are only written
+        memory_args=(args[0], args[1], args[4]),
+        # In place (returns None): the cache rows written are as many bytes as k and v.
+        memory_output=(args[0], args[1]),
+    )
+
+
+SWEEPS = {
+    "store_cache": Sweep(
+        (
+            Axis("dtype", [torch.bfloat16, torch.float8_e4m3fn], ci_vals=[torch.bfloat16]),
+            Axis(
+                "num_heads,head_dim",
+                [(1, 128), (4, 128), (8, 128), (8, 256), (16, 128)],
+                ci_vals=[(8, 128)],
+            ),
+            Axis("num_rows", [1, 16, 256, 4096, 16384, 65536], ci_vals=[16, 16384]),
+        ),
+        ("jit", "torch", "torch_compile", "flashinfer"),
+        _cell,
+    )
+}

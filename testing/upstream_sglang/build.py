@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.upstream_sglang.source import UpstreamSource
 from jit_kernel.compiler import ArchInfo
 from jit_kernel.compiler.arch import ARCH_LIST_ENV
 from jit_kernel.compiler.toolchain import compiler_version, find_cuda_toolkit
+from testing.upstream_sglang.source import UpstreamSource
 
 CACHE_ENV = "BENCH_SGLANG_CACHE"
 FFI_HEADERS = (

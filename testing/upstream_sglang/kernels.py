@@ -23,14 +23,14 @@ from typing import Any
 
 import torch
 
-from benchmarks.upstream_sglang.build import (
+from jit_kernel.compiler import get_jit_cuda_arch, is_arch_support_pdl, make_cpp_args
+from testing.upstream_sglang.build import (
     ModuleSpec,
     UpstreamBuildError,
     build_all,
     load,
 )
-from benchmarks.upstream_sglang.source import NOT_GIVEN, UpstreamSource, current
-from jit_kernel.compiler import get_jit_cuda_arch, is_arch_support_pdl, make_cpp_args
+from testing.upstream_sglang.source import NOT_GIVEN, UpstreamSource, current
 
 Fn = Callable[..., Any]
 HALF_TYPES = (torch.float16, torch.bfloat16)

@@ -22,15 +22,18 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from benchmarks.cases.case import BandwidthCase, OverheadCase
-from benchmarks.upstream_sglang import kernels as upstream
 from jit_kernel.activation import (
     _jit_activation_module,
     gelu_and_mul,
     gelu_tanh_and_mul,
     silu_and_mul,
 )
+from jit_kernel.benchmark import marker
+from jit_kernel.benchmark.utils import create_random
 from testing import references
+from testing.bench import peers
+from testing.bench.case import Axis, BandwidthCase, OverheadCase, Sweep, implementation
+from testing.bench.peers import upstream
 
 TOKENS = 16384
 # (op, d, dtype)
@@ -70,29 +73,6 @@ def torch_fn(op: str) -> Callable[[torch.Tensor], torch.Tensor]:
     return fn
 
 
-@functools.cache
-def _compiled(op: str) -> Callable[..., Any]:
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-    return torch.compile(torch_fn(op), dynamic=False)
-
-
-@functools.cache
-def _flashinfer_activation() -> Any:
-    """``flashinfer.activation``, or the reason it cannot be used (a str)."""
-    try:
-        import flashinfer.activation as activation  # optional peer, imported lazily
-    except Exception as error:  # ImportError, or a broken install raising anything
-        return f"FlashInfer is not available ({type(error).__name__}: {error})"
-    return activation
-
-
-def _flashinfer_peer(op: str, dtype: torch.dtype) -> Callable[..., Any] | str:
-    if dtype not in (torch.float16, torch.bfloat16):
-        return "FlashInfer's activations take float16/bfloat16 only"
-    activation = _flashinfer_activation()
-    return activation if isinstance(activation, str) else getattr(activation, f"{op}_and_mul")
-
-
 def _checker(op: str) -> Callable[[Callable[..., Any], tuple[Any, ...]], None]:
     def check(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
         (x,) = inputs
@@ -114,13 +94,14 @@ def _case(op: str, tokens: int, d: int, dtype: torch.dtype, decode: bool) -> Ban
         bytes_moved=3 * tokens * d * size,
         peers={
             "torch": torch_fn(op),
-            "torch_compile": _compiled(op),
-            "flashinfer": _flashinfer_peer(op, dtype),
+            "torch_compile": peers.compiled(torch_fn(op)),
+            "flashinfer": peers.flashinfer_activation(f"{op}_and_mul", dtype),
             "upstream": upstream.activation(f"{op}_and_mul", dtype),
         },
         rotate_args=(0,),
         check=_checker(op),
         decode=decode,
+        dtype=dtype,
     )
 
 
@@ -154,3 +135,38 @@ def overhead_cases() -> list[OverheadCase]:
         )
         for op in OURS
     ]
+
+
+# --------------------------------------------------------------------------- registered sweep
+# registered/jit/benchmark/bench_activation.py: ``out = act(x[..., :d]) * x[..., d:]`` for
+# x [T, 2 d]. Lines: ``jit`` (ours), ``torch`` (eager, two launches), ``torch_compile`` (the same
+# function) and ``flashinfer`` (``flashinfer.activation.<op>_and_mul``; N/A with the reason when
+# unavailable). Bytes per call: x read, out written (do_bench's defaults). Full sweep locally;
+# CI: silu, bf16, d = 11008 (Llama-2 7B MLP), 16 and 16384 tokens.
+
+
+def _cell(impl: str, op: str, dtype: torch.dtype, d: int, num_tokens: int) -> marker.BenchResult:
+    x = create_random(num_tokens, 2 * d, dtype=dtype)
+    # Defaults: memory_args="all" counts x, memory_output="out" the returned tensor.
+    fn = implementation(
+        impl,
+        OURS[op],
+        torch_fn(op),
+        flashinfer=peers.flashinfer_activation(f"{op}_and_mul", dtype),
+        inputs=(x,),
+    )
+    return marker.do_bench(fn, input_args=(x,), graph_clone_args=(0,))
+
+
+SWEEPS = {
+    "activation": Sweep(
+        (
+            Axis("op", ["silu", "gelu", "gelu_tanh"], ci_vals=["silu"]),
+            Axis("dtype", [torch.bfloat16, torch.float16, torch.float32], ci_vals=[torch.bfloat16]),
+            Axis("d", [4096, 11008, 14336], ci_vals=[11008]),
+            Axis("num_tokens", [1, 16, 256, 4096, 16384], ci_vals=[16, 16384]),
+        ),
+        ("jit", "torch", "torch_compile", "flashinfer"),
+        _cell,
+    )
+}

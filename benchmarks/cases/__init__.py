@@ -1,1 +1,0 @@
-"""The kernel families of ``python -m benchmarks.bench_jit_kernels`` (interface: :mod:`.case`)."""

@@ -1,0 +1,1 @@
+"""One definition per kernel: what every harness measures and checks (interface: :mod:`.case`)."""
