@@ -31,6 +31,11 @@ TESTS = "registered"
 LAB_TESTS = {
     "registered/ci_runner/test_change_impact.py": ("tools.direct_importers",),
     "registered/ci_runner/test_compare_sglang.py": ("tools.compare_sglang",),
+    "registered/ci_runner/test_impact_replay.py": (
+        "tools.impact_replay",
+        "tools.impact_replay_judge",
+        "tools.impact_replay_mutants",
+    ),
     "registered/jit/test_bench_upstream_peer.py": (
         "benchmarks.bench_jit_kernels",
         "benchmarks.bench_jit_report",
