@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 
 from benchmarks.all_reduce_harness import combine_rows, default_sizes, format_tables

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 
 from ci_runner import register_cuda_ci

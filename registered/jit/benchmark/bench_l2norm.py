@@ -1,5 +1,6 @@
 """Benchmark: jit_kernel.l2norm against torch eager and torch.compile (rows / their L2 norm)."""
 
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 
 from ci_runner import register_cuda_ci
