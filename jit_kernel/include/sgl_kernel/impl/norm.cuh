@@ -8,6 +8,8 @@ namespace device::norm {
 
 /// y = x * rsqrt(mean(x^2) + eps), in fp32 (the weight, if any, is applied after).
 struct RmsOp {
+  /// apply() is a product: a weighted decode batch forms x * weight before the row's sum.
+  static constexpr bool kMultiplies = true;
   float eps;
 
   SGL_DEVICE float term(float x) const { return x * x; }

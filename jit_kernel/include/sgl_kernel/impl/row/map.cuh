@@ -25,6 +25,11 @@
 
 namespace device::row {
 
+/// Whether Op declares `static constexpr bool kMultiplies = true`: its apply(x, value) is
+/// x * value, so a weighted decode kernel may form x * weight before the row's sum.
+template <typename Op>
+inline constexpr bool kMultiplies = requires { requires Op::kMultiplies; };
+
 /// What the row kernels read. The decode kernel's fields come first (inv_size, op, out, input,
 /// weight and the two strides end by byte 48 for a 4-byte op): a field placed later was read
 /// only after the PDL wait, on every call's critical path (docs/kernels/norm.md, "Decode plan").
@@ -154,13 +159,15 @@ __global__ void __launch_bounds__(kWarps == 0 ? host::row::kDecodeMaxThreads
     x.store(p.residual + blockIdx.x * p.residual_stride, owned);
   }
   const float partial = x.reduce(op);
-  // The weight is waited for before the row's sum, so its load is issued with the row's.
-  if constexpr (kWeighted) weight.pin();
-  const float value = op.finish(decode_row_sum(partial, sum_slots), inv_size);
-  if constexpr (kWeighted) {
-    x.apply(op, value, weight);
+  if constexpr (kWeighted && kMultiplies<Op>) {
+    // x * w before the sum (both loads issue together), one multiply per element after it.
+    const WeightedSlice<T, kPacks> weighted(x, weight);
+    weighted.scale_into(x, op.finish(decode_row_sum(partial, sum_slots), inv_size));
+  } else if constexpr (kWeighted) {
+    weight.pin();  // waited for before the sum, so its load is issued with the row's
+    x.apply(op, op.finish(decode_row_sum(partial, sum_slots), inv_size), weight);
   } else {
-    x.apply(op, value);
+    x.apply(op, op.finish(decode_row_sum(partial, sum_slots), inv_size));
   }
   x.store(p.out + blockIdx.x * p.out_stride, owned);
   device::PDLTriggerSecondary<kUsePDL>();
@@ -359,6 +366,8 @@ void map_typed(const Op& op,
 ///   float term(float x)                      one element's share of the row's sum
 ///   float finish(float sum, float inv_size)  the row's value from its sum (inv_size = 1 / D)
 ///   float apply(float x, float value)        one output element (before the weight)
+/// and optionally `static constexpr bool kMultiplies = true` when apply(x, value) is x * value
+/// (a weighted decode batch then computes round((x * weight) * value); docs/header-library.md).
 template <bool kUsePDL, typename... Ts, typename Op>
 void map(const Op& op, const Arg& out, const Arg& input, DebugInfo location = {}) {
   const auto body = [&]<typename T>() { map_typed<T, kUsePDL>(op, out, input, location); };

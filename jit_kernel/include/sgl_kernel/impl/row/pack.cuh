@@ -222,12 +222,47 @@ struct RowSlice {
 
   /// Makes every word of this slice an input of this point of the program: a slice loaded just
   /// before is then waited for here, so ptxas issues its loads together with the ones before
-  /// (the decode kernel pins the weight right after the row's loads; docs/kernels/norm.md).
+  /// (the decode kernel pins the weight before the row's sum; docs/kernels/norm.md).
   SGL_DEVICE void pin() {
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
       for (int j = 0; j < kWords; ++j) asm volatile("" : "+r"(pack[k][j]));
+    }
+  }
+};
+
+/// A slice times its weight, element by element in fp32, kept until the row's scale is known:
+/// out = round((x * w) * scale), fp32 inside, one rounding. The decode kernel forms it before the
+/// row's sum for an operation whose apply() is a product (kMultiplies), so the weight is needed
+/// as early as the row and ptxas issues both loads together, and only one multiply per element
+/// is left after the sum (docs/kernels/norm.md).
+template <typename T, int kPacks>
+struct WeightedSlice {
+  static constexpr int kWords = RowSlice<T, kPacks>::kWords;
+
+  fp32x2_t product[kPacks][kWords];
+
+  SGL_DEVICE WeightedSlice(const RowSlice<T, kPacks>& x, const RowSlice<T, kPacks>& weight) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < kWords; ++j) {
+        const fp32x2_t a = unpack_pair<T>(x.pack[k][j]);
+        const fp32x2_t b = unpack_pair<T>(weight.pack[k][j]);
+        product[k][j] = fp32x2_t{a.x * b.x, a.y * b.y};
+      }
+    }
+  }
+
+  /// out = round(this * scale).
+  SGL_DEVICE void scale_into(RowSlice<T, kPacks>& out, float scale) const {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < kWords; ++j) {
+        out.pack[k][j] = pack_pair<T>(fp32x2_t{product[k][j].x * scale, product[k][j].y * scale});
+      }
     }
   }
 };
