@@ -9,11 +9,7 @@ _l2norm = bind_export(globals(), _jit_l2norm_module, "l2norm", tensor_arg=(1, "i
 
 
 def l2norm(input: torch.Tensor, eps: float = 1e-6, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Return ``input / sqrt(sum(input ** 2, -1, keepdim=True) + eps)`` (fp32, rounded once).
-
-    ``input``: ``[N, D]`` CUDA float16/bfloat16 rows (any 16-byte aligned row stride), D a
-    multiple of 8 up to 16384; ``out``: optional, like ``input`` (may be ``input``).
-    """
+    """Return ``input / sqrt(sum(input**2, -1) + eps)`` per row of ``input`` ``[N, D]``."""
     if type(eps) is bool:  # tvm-ffi would read True as 1.0
         raise_argument_error(l2norm, TypeError(), locals())
     try:
