@@ -25,7 +25,7 @@ from helpers_jit_toolchain import nvcc_missing_reason
 
 from ci_runner import register_cpu_ci
 
-register_cpu_ci(est_time=45, suite="base-a-test-cpu")
+register_cpu_ci(est_time=75, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "registered" / "ci_runner"))

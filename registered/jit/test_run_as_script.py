@@ -20,7 +20,7 @@ import repo_root
 
 from ci_runner import register_cpu_ci
 
-register_cpu_ci(est_time=25, suite="base-a-test-cpu")
+register_cpu_ci(est_time=40, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
 
