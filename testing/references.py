@@ -34,6 +34,12 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Te
     return (xf * rstd) * weight.float()
 
 
+def l2norm(x: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    """``x * rsqrt(sum(x^2) + eps)`` over the last dim, fp32, not rounded."""
+    xf = x.float()
+    return xf * torch.rsqrt(xf.pow(2).sum(dim=-1, keepdim=True) + eps)
+
+
 def fused_add_rmsnorm(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = EPS
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -36,7 +36,7 @@ fi
 old() { (cd "$OLD" && PYTHONPATH="$OLD${PYTHONPATH:+:$PYTHONPATH}" JIT_KERNEL_CACHE_DIR="$OUT/jit-old" "$@"); }
 new() { PYTHONPATH="$NEW${PYTHONPATH:+:$PYTHONPATH}" JIT_KERNEL_CACHE_DIR="$OUT/jit-new" "$@"; }
 
-KERNEL_TESTS=$(ls registered/jit/test_{add_constant,scale,rmsnorm,fused_add_rmsnorm,qknorm,store_cache,rope,activation}.py)
+KERNEL_TESTS=$(new "$PY" -m verification.kernel_tests)
 run_step() {
   case "$1" in
     bench) for part in precompile bench_new_1 bench_old bench_new_2 compare; do run_step "$part"; done ;;

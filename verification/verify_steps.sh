@@ -12,14 +12,15 @@ step() {
   [ "$rc" -eq 0 ] || status=1
 }
 
-# compute-sanitizer memcheck over every kernel test file (the CI grid), with $PY. Without the
+# compute-sanitizer memcheck over every kernel test file of the unit suite (the CI grid; the
+# list comes from the registries: verification/kernel_tests.py), with $PY. Without the
 # caching allocator every allocation is its own cudaMalloc, so memcheck sees out-of-bounds
 # accesses at the tensor's edge; CUDA-graph capture needs the caching allocator (no cudaMalloc
 # while capturing), so the capture tests run in a second step with it. The >2^31-element tests
 # are left out (minutes each here).
 memcheck_steps() {
   local tests
-  tests=$(ls registered/jit/test_{add3,add_constant,scale,rmsnorm,fused_add_rmsnorm,qknorm,store_cache,rope,activation}.py)
+  tests=$("$PY" -m verification.kernel_tests)
   # shellcheck disable=SC2086  # tests is a list of paths
   step memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
     --target-processes all "$PY" -m pytest -q -p no:cacheprovider \

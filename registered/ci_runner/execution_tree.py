@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import psutil
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 sys.path.insert(0, str(Path(__file__).parent))
 

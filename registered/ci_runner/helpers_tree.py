@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import repo_root  # noqa: F401  (the repository root on sys.path)
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from testing.tree_builder import (

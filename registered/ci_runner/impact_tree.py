@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import repo_root  # noqa: F401  (the repository root on sys.path)
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from ci_runner.cli import main

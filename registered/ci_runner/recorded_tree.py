@@ -21,6 +21,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import repo_root  # noqa: F401  (the repository root on sys.path)
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from impact_tree import git, git_repo

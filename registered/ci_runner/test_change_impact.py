@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 sys.path.insert(0, str(Path(__file__).parent))
 

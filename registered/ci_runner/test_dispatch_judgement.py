@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

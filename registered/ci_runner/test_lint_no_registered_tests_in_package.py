@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.registration_lints import main_no_tests_in_package as main

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
 from ci_runner.adoption.draft import draft_catalog

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 

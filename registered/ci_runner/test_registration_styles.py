@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
 from ci_runner.catalog import load_catalog

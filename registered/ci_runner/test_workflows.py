@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import yaml
 
 from ci_runner import register_cpu_ci

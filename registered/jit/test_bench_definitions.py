@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
 

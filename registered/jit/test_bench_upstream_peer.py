@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 from helpers_jit_toolchain import nvcc_missing_reason
 
 from ci_runner import register_cpu_ci

@@ -4,6 +4,7 @@ import json
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
 from verification.compare_bench import main

@@ -4,6 +4,7 @@ import sys
 from collections import Counter
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
 from tools.compare_sass import compare, kernels_of, main

@@ -34,6 +34,7 @@ it); without 2 GPUs, or without peer access between them, the module skips and s
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 
 from ci_runner import register_cuda_ci

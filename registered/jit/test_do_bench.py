@@ -3,6 +3,7 @@
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 
 from ci_runner import register_cuda_ci

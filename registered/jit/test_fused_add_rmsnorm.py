@@ -14,6 +14,7 @@ import re
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 from helpers_norm import ATOL, DIMS, DTYPES, EPS, NUM_ROWS, RTOL, randn, weight_for
 
@@ -235,7 +236,7 @@ def bad_inputs() -> list[tuple[str, object, str]]:
             "weight length",
             lambda: op(x, r, w[:1016]),
             re.escape(
-                "fused_add_rmsnorm: tensor 'weight' shape mismatch at dim 0 ('hidden_size'): expected 1024 (bound by 'input') but got 1016"
+                "fused_add_rmsnorm: tensor 'weight' shape mismatch at dim 0 ('row_size'): expected 1024 (bound by 'input') but got 1016"
             ),
         ),
         (
@@ -247,7 +248,7 @@ def bad_inputs() -> list[tuple[str, object, str]]:
             "hidden size",
             lambda: op(randn(4, 20, dtype=dtype), randn(4, 20, dtype=dtype), weight_for(20, dtype)),
             re.escape(
-                "fused_add_rmsnorm: hidden size 20 (input.size(1)) is not supported: it must be a multiple of 8 in [8, 16384]"
+                "fused_add_rmsnorm: row size 20 (input.size(1)) is not supported: it must be a multiple of 8 in [8, 16384]"
             ),
         ),
         (

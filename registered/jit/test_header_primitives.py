@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 
 from ci_runner import register_cuda_ci

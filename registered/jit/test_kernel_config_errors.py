@@ -24,7 +24,7 @@ CASES = [
     ),
     (
         "elementwise/rmsnorm.cuh",
-        "rmsnorm_by_dtype<false, host::norm::RowConfig<100, 5>>",
+        "rmsnorm_by_dtype<false, host::row::RowConfig<100, 5>>",
         [
             "RowConfig: kWarpCtaThreads must be a multiple of 32 in [32, 1024]",
             "RowConfig: kRowsPerGroup: 1..4",

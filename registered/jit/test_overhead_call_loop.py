@@ -9,6 +9,7 @@ the loop runs exactly the number of calls asked for.
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
 

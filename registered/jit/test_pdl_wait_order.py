@@ -8,6 +8,7 @@ import stat
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
 from tools.pdl_wait_order import early_accesses, main

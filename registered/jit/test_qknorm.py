@@ -13,6 +13,7 @@ import re
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 from helpers_norm import ATOL, DTYPES, EPS, RTOL, randn, weight_for
 

@@ -15,6 +15,7 @@ import re
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 from helpers_norm import ATOL, DIMS, DTYPES, EPS, NUM_ROWS, RTOL, randn, weight_for
 
@@ -291,7 +292,7 @@ def bad_inputs() -> list[tuple[str, object, str]]:
             "1-D input",
             lambda: rmsnorm(x[0], w),
             re.escape(
-                "rmsnorm: tensor 'input' rank mismatch: expected 2 dims [num_rows, hidden_size] but got 1"
+                "rmsnorm: tensor 'input' rank mismatch: expected 2 dims [num_rows, row_size] but got 1"
             ),
         ),
         (
@@ -303,7 +304,7 @@ def bad_inputs() -> list[tuple[str, object, str]]:
             "weight length",
             lambda: rmsnorm(x, w[:512]),
             re.escape(
-                "rmsnorm: tensor 'weight' shape mismatch at dim 0 ('hidden_size'): expected 1024 (bound by 'input') but got 512"
+                "rmsnorm: tensor 'weight' shape mismatch at dim 0 ('row_size'): expected 1024 (bound by 'input') but got 512"
             ),
         ),
         (
@@ -327,13 +328,13 @@ def bad_inputs() -> list[tuple[str, object, str]]:
             "hidden size not a multiple of 8",
             lambda: rmsnorm(randn(4, 12, dtype=x.dtype), weight_for(12, x.dtype)),
             re.escape(
-                "rmsnorm: hidden size 12 (input.size(1)) is not supported: it must be a multiple of 8 in [8, 16384]"
+                "rmsnorm: row size 12 (input.size(1)) is not supported: it must be a multiple of 8 in [8, 16384]"
             ),
         ),
         (
             "hidden size too large",
             lambda: rmsnorm(randn(2, 16392, dtype=x.dtype), weight_for(16392, x.dtype)),
-            re.escape("rmsnorm: hidden size 16392 (input.size(1)) is not supported"),
+            re.escape("rmsnorm: row size 16392 (input.size(1)) is not supported"),
         ),
         (
             "misaligned input view",

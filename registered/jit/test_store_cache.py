@@ -10,6 +10,7 @@ import re
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 
 from ci_runner import register_cuda_ci

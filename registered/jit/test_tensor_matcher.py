@@ -9,6 +9,7 @@ import shutil
 import sys
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 
 from ci_runner import register_cpu_ci

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
 
@@ -32,7 +33,7 @@ def test_list_names_every_family_and_the_shipped_configs_first():
     for line in (
         *("activation:", "norm:", "qknorm:", "rope:", "store_cache:"),
         "A0   B128 U4",
-        *("ActConfig<128, 4>", "host::norm::RowConfig<128, 4>", "QKNormConfig<128, 1>"),
+        *("ActConfig<128, 4>", "host::row::RowConfig<128, 4>", "QKNormConfig<128, 1>"),
         "RopeConfig<256, 2, 4, 72, 128, 1, 2097152>",
         "StoreCacheConfig<128, 8, 256, 4, 2048, 1>",
         "StoreCacheConfig<128, 16, 256, 4, 2048, 1>",  # C1 changes kUnroll only
@@ -68,7 +69,7 @@ def test_shipped_config_matches_the_header_defaults():
 
     headers = {
         "activation": "csrc/elementwise/activation.cuh",
-        "norm": "include/sgl_kernel/impl/norm.cuh",
+        "norm": "include/sgl_kernel/impl/row/plan.cuh",
         "qknorm": "csrc/elementwise/qknorm.cuh",
         "rope": "csrc/elementwise/rope.cuh",
         "store_cache": "csrc/elementwise/store_cache.cuh",

@@ -4,8 +4,11 @@
 #include <sgl_kernel/dtype_dispatch.h>  // For dispatch_dtype
 #include <sgl_kernel/tensor.h>  // For TensorMatcher, SymbolicSize, SymbolicDevice, data_address
 #include <sgl_kernel/utils.h>   // For RuntimeCheck, div_ceil
-#include <sgl_kernel/impl/norm.cuh>  // For norm::RowSlice, group_sum, dispatch_rows
-#include <sgl_kernel/utils.cuh>      // For LaunchKernel, PDLTriggerSecondary, PDLWaitPrimary
+#include <sgl_kernel/impl/norm.cuh>        // For norm::RmsOp
+#include <sgl_kernel/impl/row/pack.cuh>    // For row::RowSlice
+#include <sgl_kernel/impl/row/plan.cuh>    // For row::dispatch_rows, row::kWarpPacks
+#include <sgl_kernel/impl/row/reduce.cuh>  // For row::RowGroups, row::group_sum
+#include <sgl_kernel/utils.cuh>            // For LaunchKernel, PDLTriggerSecondary, PDLWaitPrimary
 
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/container/tensor.h>
@@ -57,7 +60,7 @@ template <std::uint32_t kGroup,
           bool kUsePDL,
           typename T>
 __global__ void __launch_bounds__(kThreads) qknorm_kernel(const QKNormParams<T> p) {
-  using namespace device::norm;
+  using namespace device::row;
   static_assert(kGroup > 0, "qknorm_kernel: heads are owned by lanes of one warp");
   using Rows = RowGroups<kGroup>;
   using Slice = RowSlice<T, kPacks>;
@@ -92,8 +95,9 @@ __global__ void __launch_bounds__(kThreads) qknorm_kernel(const QKNormParams<T> 
     }
 #pragma unroll
     for (int j = 0; j < kQKItems; ++j) {
-      const float sum = group_sum<kGroup>(x[j].sum_squares());
-      x[j].scale(weight[j], rms_scale(sum, p.inv_dim, p.eps));
+      const device::norm::RmsOp op{p.eps};
+      const float sum = group_sum<kGroup>(x[j].reduce(op));
+      x[j].apply(op, op.finish(sum, p.inv_dim), weight[j]);
       x[j].store(row[j], rank, kGroup, packs[j]);
     }
   }
@@ -190,11 +194,11 @@ void fused_inplace_qknorm(tvm::ffi::TensorView q,
   };
   if (num_items == 0) return;
   const DLDevice dev = device.unwrap();
-  norm::dispatch_rows<Config::kCtaThreads>(
+  row::dispatch_rows<Config::kCtaThreads>(
       params.num_packs, [&]<std::uint32_t kGroup, int kPacks>(std::uint32_t, std::uint32_t) {
         // head_dim <= 512 (64 packs) always gets a warp group with kWarpPacks packs per lane; the
         // other plans are not instantiated.
-        if constexpr (kGroup != 0 && kPacks == norm::kWarpPacks) {
+        if constexpr (kGroup != 0 && kPacks == row::kWarpPacks) {
           constexpr std::uint32_t kThreads = Config::kCtaThreads;
           constexpr auto kernel =
               qknorm_kernel<kGroup, kPacks, kThreads, Config::kItems, kUsePDL, T>;

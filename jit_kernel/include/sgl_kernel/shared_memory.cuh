@@ -1,6 +1,6 @@
 // Shared memory by address: the 32-bit shared-window address of a __shared__ object, and fp32
 // loads and stores through such an address. A kernel can compute an address early, keep it in a
-// register and access the word much later (norm.cuh's CtaSumSlots does).
+// register and access the word much later (impl/row/reduce.cuh's CtaSumSlots does).
 #pragma once
 
 #include <sgl_kernel/utils.cuh>  // For SGL_DEVICE

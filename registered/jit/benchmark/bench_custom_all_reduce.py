@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 
+import repo_root  # noqa: F401  (the repository root on sys.path)
 import torch
 
 from ci_runner import register_cuda_ci

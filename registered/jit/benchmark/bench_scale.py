@@ -4,6 +4,8 @@ Shapes (full sweep and CI values), inputs, bytes per call and peers are defined 
 ``testing/bench/scale.py`` (``SWEEPS["scale"]``); docs/benchmarks.md explains the columns.
 """
 
+import repo_root  # noqa: F401  (the repository root on sys.path)
+
 from ci_runner import register_cuda_ci
 from jit_kernel.benchmark import marker
 from testing.bench.scale import SWEEPS

@@ -1,0 +1,24 @@
+"""Benchmark: jit_kernel.l2norm against torch eager and torch.compile (rows / their L2 norm).
+
+Shapes (full sweep and CI values), inputs, bytes per call and peers are defined once, in
+``testing/bench/l2norm.py`` (``SWEEPS["l2norm"]``); docs/benchmarks.md explains the columns.
+"""
+
+import repo_root  # noqa: F401  (the repository root on sys.path)
+
+from ci_runner import register_cuda_ci
+from jit_kernel.benchmark import marker
+from testing.bench.l2norm import SWEEPS
+
+register_cuda_ci(est_time=30, suite="base-b-kernel-benchmark-1-gpu-large")
+
+SWEEP = SWEEPS["l2norm"]
+
+
+@SWEEP.declare
+def benchmark(impl: str, **row) -> marker.BenchResult:
+    return SWEEP.cell(impl, **row)
+
+
+if __name__ == "__main__":
+    benchmark.run()
