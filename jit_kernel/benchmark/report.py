@@ -44,7 +44,7 @@ class SweepReport:
     """Everything ``run()`` measured, in row-major order."""
 
     name: str
-    where: str
+    where: str  # "path/relative/to/repo.py:12: benchmark"
     line_arg: str
     line_vals: tuple[Any, ...]
     axis_names: tuple[str, ...]
@@ -53,6 +53,7 @@ class SweepReport:
     rows: list[dict[str, Any]]
     cells: list[list[CellOutcome]] = field(default_factory=list)  # [row][line value]
     show_bandwidth: bool = True
+    source: str | None = None  # the benchmark file, relative to the repository root
 
     @property
     def unit_scale(self) -> float:
