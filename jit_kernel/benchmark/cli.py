@@ -126,6 +126,8 @@ def _summary(result: Comparison, failing: int, confirmed_only: bool) -> str:
     if failing:
         how = "confirmed by re-measuring" if confirmed_only else "not re-measured (--confirm N)"
         return f"FAIL: {failing} of {judged} cells slower beyond their limit, {how}"
+    if not judged:
+        return "OK (nothing judged): no cell was measured on both sides"
     noise = len(result.with_verdict(NOT_CONFIRMED))
     tail = f"; {noise} suspected cell(s) were noise on re-measuring" if noise else ""
     return f"OK: no slowdown beyond the limit in {judged} cells{tail}"

@@ -130,7 +130,8 @@ def compare_benchmark(
         measured = [c for c in found if c is not None and c.status == "ok"]
         label = f"{base.benchmark} [{key[0]}] {key[1]}"
         if base_cell.status != "ok" or not measured:
-            if base_cell.status == "ok" or measured:
+            statuses = {base_cell.status, *(_status_text(c) for c in found)}
+            if statuses != {"skipped"}:  # N/A on both sides is by design, not missing
                 result.missing.append(
                     f"{label}: BASE {base_cell.status}, NEW "
                     f"{'/'.join(sorted({_status_text(c) for c in found}))}"

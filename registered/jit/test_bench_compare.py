@@ -35,6 +35,8 @@ def document(latency=None, spread=0.005, version=2, gpu=H100, benchmark="bench_x
         cell = {"params": {"size": size}, "impl": impl, "status": "ok"}
         if seconds is None:
             cell.update(status="skipped", reason="not supported")
+        elif seconds == "error":
+            cell.update(status="error", error="RuntimeError: no GPU")
         else:
             cell.update(
                 latency_s=seconds,
@@ -119,6 +121,17 @@ def test_missing_cells_and_benchmarks_are_listed(tmp_path, capsys):
     assert "bench_x.py::benchmark [size=1024] jit: not in BASE (no baseline)" in out
     assert "bench_only_base.py::benchmark: not in NEW (4 cells not run)" in out
     assert "in 2 cells" in out
+
+
+def test_cells_failed_on_both_sides_are_listed_and_nothing_judged_is_said(tmp_path, capsys):
+    failed = {case: "error" for case in CASES}
+    failed[(4096, "torch")] = None  # N/A on both sides: by design, not listed
+    base = write(tmp_path / "base.json", document(failed))
+    assert main(["compare", base, write(tmp_path / "new.json", document(failed))]) == 0
+    out = capsys.readouterr().out
+    assert "bench_x.py::benchmark [size=4096] jit: BASE error, NEW error" in out
+    assert "Cells on one side only or not measured (3):" in out
+    assert "OK (nothing judged): no cell was measured on both sides" in out
 
 
 def test_several_new_runs_take_the_median(tmp_path, capsys):
