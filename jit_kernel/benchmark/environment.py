@@ -11,6 +11,7 @@ import importlib.metadata
 import platform
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +84,9 @@ def _commit(notes: list[str]) -> tuple[str | None, bool | None]:
 
 def _gpu(notes: list[str]) -> tuple[str | None, str | None, str | None]:
     """``(GPU name, driver version, CUDA runtime of torch)``."""
-    try:
-        import torch
-    except ImportError:
-        notes.append("gpu: torch is not installed")
+    torch = sys.modules.get("torch")  # a benchmark that never imported torch ran no GPU code
+    if torch is None:
+        notes.append("gpu: the benchmark did not import torch")
         return None, None, None
     runtime = torch.version.cuda
     if not torch.cuda.is_available():
@@ -104,12 +104,11 @@ def _gpu(notes: list[str]) -> tuple[str | None, str | None, str | None]:
 def measure_copy_gbps() -> float | None:
     """GB/s (1e9 bytes/s, read + write) of a device-to-device copy of 256 MiB: the practical peak.
 
-    ``None`` without a GPU. Timed by do_bench like every cell, so the line the plot draws is
+    ``None`` without a GPU (or when the benchmark never imported torch). Timed by do_bench like every cell, so the line the plot draws is
     measured the same way as the kernels under it.
     """
-    import torch
-
-    if not torch.cuda.is_available():
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
         return None
     from jit_kernel.benchmark.timing import do_bench
 

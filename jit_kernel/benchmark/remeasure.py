@@ -43,6 +43,7 @@ def remeasure(document: BenchDocument, runs: int, root: Path, workdir: Path) -> 
             f"{document.path}: records no source file (schema_version "
             f"{document.schema_version}); cannot re-measure {document.benchmark}"
         )
+    root = root.resolve()  # the re-run starts in root: a relative script path would not hold
     script = root / document.source
     if not script.is_file():
         raise RemeasureError(

@@ -6,12 +6,13 @@ benchmark result.
 """
 
 import json
-import subprocess
+import runpy
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from helpers_bench_results import CASES, H100, document, slower, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,62 +21,9 @@ from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.cli import main
 from jit_kernel.benchmark.compare import Measured, judge
 
-register_cpu_ci(est_time=20, suite="base-a-test-cpu")
+register_cpu_ci(est_time=14, suite="base-a-test-cpu")
 
 ROOT = Path(__file__).resolve().parents[2]
-H100 = "NVIDIA H100 80GB HBM3"
-CASES = [(4096, "jit"), (4096, "torch"), (65536, "jit"), (65536, "torch")]
-
-
-def document(latency=None, spread=0.005, version=2, gpu=H100, benchmark="bench_x.py::benchmark"):
-    """A stored result: ``latency[(size, impl)] = seconds``, quartiles +-spread around it."""
-    latency = latency or {case: case[0] * 1e-9 for case in CASES}
-    cells = []
-    for (size, impl), seconds in latency.items():
-        cell = {"params": {"size": size}, "impl": impl, "status": "ok"}
-        if seconds is None:
-            cell.update(status="skipped", reason="not supported")
-        elif seconds == "error":
-            cell.update(status="error", error="RuntimeError: no GPU")
-        else:
-            cell.update(
-                latency_s=seconds,
-                latency=seconds * 1e6,
-                metrics_s={"p50": seconds, "avg": seconds},
-                min_s=seconds * (1 - 3 * spread),
-                max_s=seconds * (1 + 3 * spread),
-                num_samples=20,
-                bandwidth_gbps=4 * size / seconds / 1e9,
-            )
-            if version > 1:
-                cell.update(p25_s=seconds * (1 - spread), p75_s=seconds * (1 + spread))
-        cells.append(cell)
-    data = {
-        "schema_version": version,
-        "benchmark": benchmark,
-        "where": f"/abs/{benchmark}",
-        "unit": "us",
-        "line_arg": "impl",
-        "line_vals": ["jit", "torch"],
-        "axes": ["size"],
-        "ci_sweep": True,
-        "bytes_per_gb": 1e9,
-        "cells": cells,
-    }
-    if version > 1:
-        data["source"] = "registered/jit/benchmark/bench_x.py"
-        data["environment"] = {"gpu": gpu, "torch": "2.13.0", "jit_kernel_commit": "ab" * 20}
-    return data
-
-
-def write(path: Path, data) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data if isinstance(data, str) else json.dumps(data))
-    return str(path)
-
-
-def slower(factor: float, only=None) -> dict:
-    return {case: case[0] * 1e-9 * (factor if only in (None, case) else 1.0) for case in CASES}
 
 
 def test_equal_runs_pass(tmp_path, capsys):
@@ -254,15 +202,17 @@ def test_unusable_paths_and_options_exit_2(tmp_path, capsys):
 FAKE_BENCH = '''
 """A benchmark whose jit cell takes FAKE_SLOWDOWN x its base time (a CPU stand-in for a GPU)."""
 import os
-from jit_kernel.benchmark import marker
+from jit_kernel.benchmark.results import BenchResult
+from jit_kernel.benchmark.runner import benchmark as bench
+from jit_kernel.benchmark.sweep import parametrize
 
-@marker.parametrize("size", [4096, 65536])
-@marker.benchmark("impl", ["jit", "torch"])
+@parametrize("size", [4096, 65536])
+@bench("impl", ["jit", "torch"])
 def benchmark(size, impl):
     factor = float(os.environ.get("FAKE_SLOWDOWN", "1")) if impl == "jit" else 1.0
     t = size * 1e-9 * factor
-    return marker.BenchResult(metrics=(0.5,), times=(t,), min_time=t * 0.99, max_time=t * 1.01,
-                              p25_time=t * 0.998, p75_time=t * 1.002)
+    return BenchResult(metrics=(0.5,), times=(t,), min_time=t * 0.99, max_time=t * 1.01,
+                       p25_time=t * 0.998, p75_time=t * 1.002)
 
 if __name__ == "__main__":
     benchmark.run()
@@ -270,29 +220,26 @@ if __name__ == "__main__":
 
 
 @pytest.fixture
-def repository(tmp_path, monkeypatch):
+def repository(tmp_path, monkeypatch, capsys):
     """A repository holding bench_fake.py, with a baseline and a slowed result of it."""
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     (repo / "bench_fake.py").write_text(textwrap.dedent(FAKE_BENCH))
-    env = {"PYTHONPATH": str(ROOT)}
+    fake = runpy.run_path(str(repo / "bench_fake.py"))["benchmark"]
     for name, factor in (("base", "1"), ("new", "1.1")):
-        subprocess.run(
-            [sys.executable, "bench_fake.py", "--json", f"{name}.json"],
-            cwd=repo,
-            env={**env, "FAKE_SLOWDOWN": factor, "PATH": "/usr/bin:/bin"},
-            check=True,
-            capture_output=True,
-        )
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+        monkeypatch.setenv("FAKE_SLOWDOWN", factor)
+        fake.run(argv=["--json", str(repo / f"{name}.json")])
+    capsys.readouterr()
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the re-runs import this checkout's jit_kernel
+    monkeypatch.chdir(repo)
     return repo
 
 
 def test_a_persisting_slowdown_is_confirmed_by_re_running(repository, capsys, monkeypatch):
     assert json.loads((repository / "new.json").read_text())["source"] == "bench_fake.py"
     monkeypatch.setenv("FAKE_SLOWDOWN", "1.1")  # the code is still slow when re-measured
-    args = ["compare", "base.json", "new.json", "--confirm", "2", "--root", str(repository)]
-    monkeypatch.chdir(repository)
+    monkeypatch.chdir(repository.parent)  # --root names where the source is
+    args = ["compare", "repo/base.json", "repo/new.json", "--confirm", "2", "--root", "repo"]
     assert main(args) == 1
     captured = capsys.readouterr()
     assert captured.err.count("re-measuring bench_fake.py") == 2
@@ -302,7 +249,6 @@ def test_a_persisting_slowdown_is_confirmed_by_re_running(repository, capsys, mo
 
 def test_a_one_off_slow_run_is_not_confirmed(repository, capsys, monkeypatch):
     monkeypatch.setenv("FAKE_SLOWDOWN", "1")  # the re-run measures the normal speed
-    monkeypatch.chdir(repository)
     assert main(["compare", "base.json", "new.json", "--confirm", "1"]) == 0
     out = capsys.readouterr().out
     assert out.count("noise: re-measured 1x: 1.000x") == 2
@@ -311,7 +257,6 @@ def test_a_one_off_slow_run_is_not_confirmed(repository, capsys, monkeypatch):
 
 def test_a_source_that_is_gone_cannot_confirm(repository, capsys, monkeypatch):
     (repository / "bench_fake.py").unlink()
-    monkeypatch.chdir(repository)
     assert main(["compare", "base.json", "new.json", "--confirm", "1"]) == 2
     assert "its source bench_fake.py is not a file under" in capsys.readouterr().err
 
