@@ -157,8 +157,12 @@ def run_compare(args: argparse.Namespace) -> int:
     ]
     print(render_text(result, environments, summary))
     if args.markdown:
-        with args.markdown.open("a", encoding="utf-8") as out:
-            out.write(render_markdown(result, environments, summary))
+        try:
+            with args.markdown.open("a", encoding="utf-8") as out:
+                out.write(render_markdown(result, environments, summary))
+        except OSError as error:
+            print(f"error: --markdown {args.markdown}: {error.strerror}", file=sys.stderr)
+            return 2
     return 1 if failing else 0
 
 
@@ -166,7 +170,11 @@ def run_plot(args: argparse.Namespace) -> int:
     """Redraw one stored result; the exit status."""
     document = load_document(args.json)
     target = args.output or args.json.with_suffix(".png")
-    written = write_plot(document, target, baseline=args.baseline, peak_gbps=args.peak_gbps)
+    try:
+        written = write_plot(document, target, baseline=args.baseline, peak_gbps=args.peak_gbps)
+    except OSError as error:
+        print(f"error: cannot write the plot {target}: {error.strerror}", file=sys.stderr)
+        return 2
     print(f"plot written to {written}")
     return 0
 
@@ -179,9 +187,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_compare(args)
         return run_plot(args)
     except (DocumentError, PlotInputError, PlotUnavailableError, RemeasureError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

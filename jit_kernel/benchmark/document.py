@@ -183,10 +183,13 @@ def document_from_dict(path: Path, data: object) -> BenchDocument:
     environment: dict[str, Any] = {}
     source = None
     if version > 1:
-        environment = _typed(path, data, "environment", dict, "a JSON object")
+        environment = _environment(path, _typed(path, data, "environment", dict, "a JSON object"))
         source = data.get("source")
         if source is not None and not isinstance(source, str):
             raise _fail(path, "source", "a path string or null", source)
+    ci_sweep = data.get("ci_sweep", False)
+    if not isinstance(ci_sweep, bool):
+        raise _fail(path, "ci_sweep", "true or false", ci_sweep)
     return BenchDocument(
         path=path,
         schema_version=version,
@@ -198,10 +201,37 @@ def document_from_dict(path: Path, data: object) -> BenchDocument:
             format_value(v) for v in _typed(path, data, "line_vals", list, "a JSON array")
         ),
         axes=tuple(str(a) for a in _typed(path, data, "axes", list, "a JSON array")),
-        ci_sweep=bool(data.get("ci_sweep", False)),
+        ci_sweep=ci_sweep,
         environment=environment,
-        cells=tuple(_cell(path, i, raw, line_arg, version) for i, raw in enumerate(cells)),
+        cells=_unique(
+            path, [_cell(path, i, raw, line_arg, version) for i, raw in enumerate(cells)]
+        ),
     )
+
+
+def _unique(path: Path, cells: list[Cell]) -> tuple[Cell, ...]:
+    """The cells, once each: two records of one case and provider cannot both be compared."""
+    seen: dict[tuple[str, str], int] = {}
+    for index, cell in enumerate(cells):
+        earlier = seen.setdefault((cell.case, cell.provider), index)
+        if earlier != index:
+            raise DocumentError(
+                f"{path}: cells[{index}] repeats cells[{earlier}] ([{cell.case}] {cell.provider})"
+            )
+    return tuple(cells)
+
+
+def _environment(path: Path, environment: dict[str, Any]) -> dict[str, Any]:
+    """The environment block, its keys that compare and plot read checked for type."""
+    for key in ("gpu", "driver", "jit_kernel_commit", "timestamp", "torch"):
+        value = environment.get(key)
+        if value is not None and not isinstance(value, str):
+            raise _fail(path, f"environment.{key}", "a string or null", value)
+    dirty = environment.get("jit_kernel_dirty")
+    if dirty is not None and not isinstance(dirty, bool):
+        raise _fail(path, "environment.jit_kernel_dirty", "true, false or null", dirty)
+    _number(path, "environment.copy_gbps", environment.get("copy_gbps"))
+    return environment
 
 
 def load_document(path: Path) -> BenchDocument:

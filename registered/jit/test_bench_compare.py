@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 from ci_runner import register_cpu_ci
 from jit_kernel.benchmark import marker
 from jit_kernel.benchmark.cli import main
-from jit_kernel.benchmark.compare import Measured, judge
+from jit_kernel.benchmark.compare import Measured, compare_runs, judge
+from jit_kernel.benchmark.comparison_table import render_markdown, render_text
+from jit_kernel.benchmark.document import DocumentError, parse_document
 
 register_cpu_ci(est_time=14, suite="base-a-test-cpu")
 
@@ -279,6 +281,38 @@ def test_a_slowdown_counts_only_beyond_threshold_and_noise(
     assert (verdict == "slower?") == (factor > 1 + limit)
     if factor <= 1 + threshold:
         assert verdict != "slower?"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+PLACES = st.sampled_from([(), ("cells", 0), ("cells", 2), ("environment",), ("cells", 1, "params")])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    place=PLACES, key=st.text(max_size=12) | st.sampled_from(sorted(document())), value=JSON_VALUES
+)
+def test_any_damaged_field_is_an_error_or_a_comparable_document(place, key, value):
+    """Whatever one field holds, reading gives a DocumentError or a document compare can use."""
+    data = document()
+    target = data
+    for step in place:
+        target = target[step]
+    target[key if place != ("cells", 0) or key else "latency_s"] = value
+    try:
+        new = parse_document(Path("fuzz.json"), json.dumps(data))
+    except DocumentError as error:
+        assert str(error).startswith("fuzz.json: ")
+        return
+    base = {"bench_x.py::benchmark": parse_document(Path("base.json"), json.dumps(document()))}
+    result = compare_runs(base, [{new.benchmark: new}])
+    render_text(result, ["BASE: x", "NEW: y"], "summary")
+    render_markdown(result, ["BASE: x"], "summary")
 
 
 if __name__ == "__main__":
