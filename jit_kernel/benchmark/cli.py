@@ -8,9 +8,10 @@ result.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from jit_kernel.benchmark.compare import (
@@ -31,33 +32,30 @@ from jit_kernel.benchmark.document import BenchDocument, DocumentError, load_doc
 from jit_kernel.benchmark.plot import PlotInputError, PlotUnavailableError, write_plot
 from jit_kernel.benchmark.remeasure import RemeasureError, remeasure
 
+MAX_CONFIRM_RUNS = 20  # each re-run is a whole benchmark file; more is a typo, not a plan
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a fraction such as 0.05, got {text!r}"
-        ) from None
-    if not 0 < value < 10:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 10), got {text!r}")
-    return value
+
+def _bounded(what: str, low: float, high: float) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number in (low, high); else a usage error saying ``what``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and low < value < high):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _count(text: str) -> int:
-    if not text.isdigit() or not 0 <= int(text) <= 20:
-        raise argparse.ArgumentTypeError(f"expected a number of runs 0..20, got {text!r}")
+    if not text.isdigit() or not 0 <= int(text) <= MAX_CONFIRM_RUNS:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of runs 0..{MAX_CONFIRM_RUNS}, got {text!r}"
+        )
     return int(text)
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a bandwidth in GB/s > 0, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--threshold",
-        type=_fraction,
+        type=_bounded("a fraction in (0, 10) such as 0.05", 0, 10),
         default=DEFAULT_THRESHOLD,
         help=f"smallest slowdown that counts, as a fraction (default {DEFAULT_THRESHOLD}); a "
         "noisier cell gets a wider limit",
@@ -115,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.add_argument(
         "--peak-gbps",
-        type=_positive,
+        type=_bounded("a bandwidth in GB/s > 0", 0, math.inf),
         help="draw this bandwidth line instead of the copy bandwidth recorded in the JSON",
     )
     return parser

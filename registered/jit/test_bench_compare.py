@@ -198,7 +198,11 @@ def test_unusable_paths_and_options_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["compare", good, good, "--threshold", "fast"])
     assert exit_info.value.code == 2
-    assert "expected a fraction such as 0.05, got 'fast'" in capsys.readouterr().err
+    assert "expected a fraction in (0, 10) such as 0.05, got 'fast'" in capsys.readouterr().err
+    for flag, value in (("--threshold", "nan"), ("--threshold", "-0.1"), ("--confirm", "-1")):
+        with pytest.raises(SystemExit):
+            main(["compare", good, good, flag, value])
+        assert f"argument {flag}: expected" in capsys.readouterr().err
 
 
 FAKE_BENCH = '''

@@ -85,6 +85,10 @@ def test_damaged_result_and_bad_options_exit_2(tmp_path, capsys):
         main(["plot", bad, "--peak-gbps", "-3"])
     assert exit_info.value.code == 2
     assert "expected a bandwidth in GB/s > 0, got '-3'" in capsys.readouterr().err
+    for value in ("inf", "nan", "fast"):
+        with pytest.raises(SystemExit):
+            main(["plot", bad, "--peak-gbps", value])
+        assert f"expected a bandwidth in GB/s > 0, got '{value}'" in capsys.readouterr().err
 
 
 def test_without_matplotlib_plot_says_how_to_install_it(tmp_path, capsys, monkeypatch):
