@@ -148,8 +148,8 @@ def _identify_foreign(path: Path, data: dict[str, Any]) -> None:
         return
     if "rows" in data:
         raise DocumentError(
-            f"{path}: this is a bench_jit_kernels --json report (key 'rows', no "
-            f"schema_version), not {EXPECTED}"
+            f"{path}: a table of rows (key 'rows', no schema_version: the --json of "
+            f"bench_jit_kernels or bench_custom_all_reduce), not {EXPECTED}"
         )
     raise DocumentError(
         f"{path}: no schema_version (keys: {', '.join(sorted(map(str, data))[:8]) or 'none'}); "

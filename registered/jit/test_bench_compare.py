@@ -150,7 +150,7 @@ DAMAGED = [
     (
         "bench_jit_kernels report",
         json.dumps({"rows": [{"kernel": "rmsnorm", "shape": "a", "ours_us": 1.0}]}),
-        "this is a bench_jit_kernels --json report (key 'rows', no schema_version)",
+        "a table of rows (key 'rows', no schema_version: the --json of bench_jit_kernels",
     ),
     ("other schema", json.dumps({"tool": "pytest-benchmark"}), "no schema_version (keys: tool)"),
     ("newer", json.dumps({**document(), "schema_version": 99}), "schema_version 99 is not one"),
