@@ -20,6 +20,7 @@ HEADERS = (
     "limit",
     "verdict",
 )
+COMMIT_CHARS = 12
 ENVIRONMENT_KEYS = (
     "gpu",
     "driver",
@@ -63,7 +64,10 @@ def describe_environment(label: str, documents: Sequence[BenchDocument]) -> str:
     """``BASE: gpu=..., torch=..., commit=...`` from the first document that recorded one."""
     for document in documents:
         if document.environment:
-            env = document.environment
+            env = dict(document.environment)
+            if env.get("jit_kernel_commit"):
+                dirty = " (+local changes)" if env.get("jit_kernel_dirty") else ""
+                env["jit_kernel_commit"] = env["jit_kernel_commit"][:COMMIT_CHARS] + dirty
             parts = [f"{k}={env[k]}" for k in ENVIRONMENT_KEYS if env.get(k) is not None]
             return f"{label}: " + ", ".join(parts)
     return f"{label}: no environment recorded (schema_version 1)"
