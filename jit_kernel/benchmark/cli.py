@@ -140,8 +140,8 @@ def run_compare(args: argparse.Namespace) -> int:
         latest = news[-1]
         with tempfile.TemporaryDirectory(prefix="bench-confirm-") as workdir:
 
-            def again(name: str) -> list[BenchDocument]:
-                return remeasure(latest[name], args.confirm, args.root, Path(workdir))
+            def again(name: str, cells: list[tuple[str, str]]) -> list[BenchDocument]:
+                return remeasure(latest[name], cells, args.confirm, args.root, Path(workdir))
 
             confirm(result, again)
     failing = regressions(result, confirmed_only=bool(args.confirm))

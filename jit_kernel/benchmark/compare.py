@@ -188,16 +188,23 @@ def compare_runs(
     return result
 
 
-def confirm(result: Comparison, remeasure: Callable[[str], Sequence[BenchDocument]]) -> None:
-    """Re-measure each benchmark with a suspected cell; its verdict becomes CONFIRMED or noise.
+def confirm(
+    result: Comparison,
+    remeasure: Callable[[str, list[tuple[str, str]]], Sequence[BenchDocument]],
+) -> None:
+    """Re-measure the suspected cells; each verdict becomes CONFIRMED or noise.
 
-    ``remeasure(benchmark)`` returns fresh documents of that benchmark. A suspected cell is
-    confirmed when the median of the fresh runs is again beyond the limit (recomputed with the
-    fresh runs' noise); otherwise it was noise.
+    ``remeasure(benchmark, [(case, provider), ...])`` returns fresh documents of that benchmark
+    holding at least those cells. A suspected cell is confirmed when the median of the fresh
+    runs is again beyond the limit (recomputed with the fresh runs' noise); otherwise it was
+    noise.
     """
     suspected = sorted({row.benchmark for row in result.with_verdict(SUSPECTED)})
     for name in suspected:
-        fresh = remeasure(name)
+        cells = [
+            (r.case, r.provider) for r in result.with_verdict(SUSPECTED) if r.benchmark == name
+        ]
+        fresh = remeasure(name, cells)
         maps = [doc.cell_map() for doc in fresh]
         for index, row in enumerate(result.rows):
             if row.benchmark != name or row.verdict != SUSPECTED:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from jit_kernel.benchmark.export import JSON_SCHEMA_VERSION
-from jit_kernel.benchmark.report import format_value
+from jit_kernel.benchmark.report import case_label, format_value
 from jit_kernel.benchmark.results import UNIT_SCALES
 
 READABLE_VERSIONS = (1, JSON_SCHEMA_VERSION)
@@ -111,7 +111,7 @@ def _cell(path: Path, index: int, raw: object, line_arg: str, version: int) -> C
     status = raw.get("status")
     if status not in STATUSES:
         raise _fail(path, f"{key}.status", " or ".join(map(repr, STATUSES)), status)
-    case = ", ".join(f"{name}={format_value(value)}" for name, value in params.items())
+    case = case_label(params)
     provider = format_value(raw[line_arg])
     if status != "ok":
         return Cell(case=case, provider=provider, status=status, params=tuple(params.items()))

@@ -1,8 +1,8 @@
-"""Re-measure a stored benchmark: run the file its NEW document names again, into fresh JSON.
+"""Re-measure cells of a stored benchmark: run the file its NEW document names again.
 
 The benchmark file is the document's ``source`` (relative to the repository root), run from
-``root`` with the same sweep (CI or full) as the stored run. This is how compare confirms a
-suspected slowdown.
+``root`` with the same sweep (CI or full) as the stored run and ``--cells`` naming the cells to
+measure, into fresh JSON. This is how compare confirms a suspected slowdown.
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from jit_kernel.benchmark.document import BenchDocument, DocumentError, load_document
 from jit_kernel.benchmark.export import JSON_ENV, PLOT_ENV
+from jit_kernel.benchmark.selection import load_selection, write_selection
 from jit_kernel.env import IS_IN_CI, RUN_FULL_TESTS
 
 OUTPUT_TAIL = 2000  # characters of a failed re-run's output shown in the error
@@ -36,8 +38,15 @@ def _environment(document: BenchDocument, root: Path) -> dict[str, str]:
     return env
 
 
-def remeasure(document: BenchDocument, runs: int, root: Path, workdir: Path) -> list[BenchDocument]:
-    """Run ``document``'s benchmark file ``runs`` times; the fresh documents, in order."""
+def remeasure(
+    document: BenchDocument,
+    cells: Iterable[tuple[str, str]],
+    runs: int,
+    root: Path,
+    workdir: Path,
+) -> list[BenchDocument]:
+    """Run ``document``'s benchmark file ``runs`` times, measuring only ``cells`` (case,
+    provider); the fresh documents, in order."""
     if document.source is None:
         raise RemeasureError(
             f"{document.path}: records no source file (schema_version "
@@ -50,12 +59,18 @@ def remeasure(document: BenchDocument, runs: int, root: Path, workdir: Path) -> 
             f"{document.path}: its source {document.source} is not a file under {root} "
             "(pass --root with the repository the result came from)"
         )
+    selection = write_selection(workdir / f"{script.stem}.cells.json", cells)
+    count = len(load_selection(selection))
     fresh = []
     for index in range(1, runs + 1):
         target = workdir / f"{script.stem}.remeasure-{index}.json"
-        print(f"re-measuring {document.source} ({index}/{runs})", file=sys.stderr, flush=True)
+        print(
+            f"re-measuring {count} cell(s) of {document.source} ({index}/{runs})",
+            file=sys.stderr,
+            flush=True,
+        )
         done = subprocess.run(
-            [sys.executable, str(script), "--json", str(target)],
+            [sys.executable, str(script), "--json", str(target), "--cells", str(selection)],
             cwd=root,
             env=_environment(document, root),
             capture_output=True,

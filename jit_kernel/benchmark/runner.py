@@ -29,8 +29,14 @@ from jit_kernel.benchmark.export import (
     write_json,
 )
 from jit_kernel.benchmark.plot import PlotUnavailableError, write_plot
-from jit_kernel.benchmark.report import CellOutcome, SweepReport
+from jit_kernel.benchmark.report import CellOutcome, SweepReport, case_label, format_value
 from jit_kernel.benchmark.results import BenchResult, BenchSkip
+from jit_kernel.benchmark.selection import (
+    NOT_SELECTED,
+    Selection,
+    SelectionError,
+    load_selection,
+)
 from jit_kernel.benchmark.sweep import BenchmarkDefinitionError, Sweep
 from jit_kernel.benchmark.table import render_table
 from jit_kernel.env import DISABLE_LOG_BANDWIDTH, get_bool_env
@@ -79,8 +85,11 @@ def measure_cell(bench: Sweep, kwargs: dict[str, object]) -> CellOutcome:
     return CellOutcome(result=result)
 
 
-def measure(bench: Sweep) -> SweepReport:
-    """Run every (row, line value) cell, rows outer, line values inner."""
+def measure(bench: Sweep, selection: Selection | None = None) -> SweepReport:
+    """Run every (row, line value) cell, rows outer, line values inner.
+
+    With a ``selection`` (``--cells``), a cell not in it is N/A without running.
+    """
     rows = bench.rows()
     qualname = getattr(bench.fn, "__qualname__", "benchmark")
     code = getattr(bench.fn, "__code__", None)
@@ -106,8 +115,14 @@ def measure(bench: Sweep) -> SweepReport:
                 file=sys.stderr,
                 flush=True,
             )
+        case = case_label(row)
         report.cells.append(
-            [measure_cell(bench, {**row, bench.line_arg: value}) for value in bench.line_vals]
+            [
+                measure_cell(bench, {**row, bench.line_arg: value})
+                if selection is None or (case, format_value(value)) in selection
+                else CellOutcome(skip_reason=NOT_SELECTED)
+                for value in bench.line_vals
+            ]
         )
     if progress:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
@@ -136,6 +151,13 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         help="write a PNG of latency and GB/s per implementation (needs matplotlib; "
         "a directory: DIR/<file stem>.png)",
     )
+    parser.add_argument(
+        "--cells",
+        metavar="PATH",
+        type=Path,
+        help='measure only the cells listed in PATH, a JSON list of {"case": ..., "provider": '
+        "...} as compare names them; the others are N/A (compare --confirm writes it)",
+    )
     return parser
 
 
@@ -160,13 +182,15 @@ def run_benchmark(bench: Sweep, argv: Sequence[str] | None = None) -> SweepRepor
     """Parse ``argv``, measure, print, export.
 
     Exit status: ``SystemExit(1)`` if any cell failed, ``SystemExit(2)`` for an incomplete
-    declaration (a parameter neither swept nor defaulted) or bad command-line options.
+    declaration (a parameter neither swept nor defaulted), bad command-line options or an
+    unreadable ``--cells`` file.
     """
     parser = build_parser(prog=Path(sys.argv[0]).name if argv is None else None)
     args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
-        report = measure(bench)
-    except BenchmarkDefinitionError as error:
+        selection = None if args.cells is None else load_selection(args.cells)
+        report = measure(bench, selection)
+    except (BenchmarkDefinitionError, SelectionError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     print(render_table(report), flush=True)

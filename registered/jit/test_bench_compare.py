@@ -215,6 +215,9 @@ from jit_kernel.benchmark.sweep import parametrize
 @parametrize("size", [4096, 65536])
 @bench("impl", ["jit", "torch"])
 def benchmark(size, impl):
+    if os.environ.get("FAKE_LOG"):  # which cells ran
+        with open(os.environ["FAKE_LOG"], "a") as log:
+            log.write(f"{size} {impl}\\n")
     factor = float(os.environ.get("FAKE_SLOWDOWN", "1")) if impl == "jit" else 1.0
     t = size * 1e-9 * factor
     return BenchResult(metrics=(0.5,), times=(t,), min_time=t * 0.99, max_time=t * 1.01,
@@ -225,13 +228,38 @@ if __name__ == "__main__":
 '''
 
 
+def test_cells_selects_what_a_run_measures(tmp_path, capsys):
+    fake = runpy.run_path(_fake_bench(tmp_path))["benchmark"]
+    cells = write(tmp_path / "cells.json", [{"case": "size=65536", "provider": "torch"}])
+    fake.run(argv=["--json", str(tmp_path / "r.json"), "--cells", cells])
+    stored = json.loads((tmp_path / "r.json").read_text())["cells"]
+    assert [c["status"] for c in stored] == ["skipped", "skipped", "skipped", "ok"]
+    assert stored[0]["reason"] == "not selected by --cells"
+    capsys.readouterr()
+    for text, message in (
+        ("{", "cannot read it"),
+        ('{"case": "x"}', "expected a JSON list of"),
+        ('[{"case": "x"}]', "entry 0 is {'case': 'x'}"),
+    ):
+        bad = write(tmp_path / "bad.json", text)
+        with pytest.raises(SystemExit) as exit_info:
+            fake.run(argv=["--cells", bad])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert f"error: --cells {bad}: " in err and message in err, err
+
+
+def _fake_bench(directory: Path) -> str:
+    (directory / ".git").mkdir(parents=True, exist_ok=True)
+    (directory / "bench_fake.py").write_text(textwrap.dedent(FAKE_BENCH))
+    return str(directory / "bench_fake.py")
+
+
 @pytest.fixture
 def repository(tmp_path, monkeypatch, capsys):
     """A repository holding bench_fake.py, with a baseline and a slowed result of it."""
     repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "bench_fake.py").write_text(textwrap.dedent(FAKE_BENCH))
-    fake = runpy.run_path(str(repo / "bench_fake.py"))["benchmark"]
+    fake = runpy.run_path(_fake_bench(repo))["benchmark"]
     for name, factor in (("base", "1"), ("new", "1.1")):
         monkeypatch.setenv("FAKE_SLOWDOWN", factor)
         fake.run(argv=["--json", str(repo / f"{name}.json")])
@@ -244,11 +272,15 @@ def repository(tmp_path, monkeypatch, capsys):
 def test_a_persisting_slowdown_is_confirmed_by_re_running(repository, capsys, monkeypatch):
     assert json.loads((repository / "new.json").read_text())["source"] == "bench_fake.py"
     monkeypatch.setenv("FAKE_SLOWDOWN", "1.1")  # the code is still slow when re-measured
+    monkeypatch.setenv("FAKE_LOG", str(repository / "calls.log"))
     monkeypatch.chdir(repository.parent)  # --root names where the source is
     args = ["compare", "repo/base.json", "repo/new.json", "--confirm", "2", "--root", "repo"]
     assert main(args) == 1
     captured = capsys.readouterr()
-    assert captured.err.count("re-measuring bench_fake.py") == 2
+    assert captured.err.count("re-measuring 2 cell(s) of bench_fake.py") == 2
+    # Only the two suspected cells ran again, twice each (the torch cells were not slower).
+    calls = (repository / "calls.log").read_text().split("\n")
+    assert sorted(filter(None, calls)) == ["4096 jit", "4096 jit", "65536 jit", "65536 jit"]
     assert "SLOWER: re-measured 2x: 1.100x" in captured.out
     assert "FAIL: 2 of 4 cells slower beyond their limit, confirmed by re-measuring" in captured.out
 
