@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Old and new kernels side by side on one GPU, in one session: the kernel benchmark (--check) of
-# the old code and of this tree (new, old, new), then this tree's unit, nightly and benchmark
-# suites and compute-sanitizer memcheck of every kernel test. Logs and JSON go to $OUT (default
-# ./compare-old-new); the exit code is non-zero if any step failed.
+# Old and new kernels side by side on one GPU, in one session: the benchmark suite of the old
+# code and of this tree (new, old, new; JSON per benchmark file), compared cell by cell, then
+# this tree's unit, nightly and benchmark suites and compute-sanitizer memcheck of every kernel
+# test. Logs and JSON go to $OUT (default ./compare-old-new); the exit code is non-zero if any
+# step failed.
 #
 #   verification/compare_old_new.sh OLD_DIR [STEP ...]
 #
 # OLD_DIR: a full copy of the old tree (e.g. `git archive main | tar -x -C old-main`), with its
-# jit_kernel/, ci_runner/ and its bench_jit_kernels.py (scripts/ or benchmarks/). STEPs, in the
-# order given (default: all): bench (= precompile, bench_new_1, bench_old, bench_new_2, compare:
-# both trees precompiled, the benchmark timed new/old/new, the rows compared), unit, nightly,
-# bench_suite, memcheck. Each step but bench fits one 10-minute device command; BENCH_ARGS
-# (e.g. --skip-overhead) is passed to the three benchmark runs.
+# jit_kernel/, ci_runner/, run_suite.py and registered benchmarks. STEPs, in the order given
+# (default: all): bench (= precompile, bench_new_1, bench_old, bench_new_2, compare: both trees
+# precompiled, the benchmark suite timed new/old/new, the cells compared by
+# `python -m jit_kernel.benchmark compare`), unit, nightly, bench_suite, memcheck. Each step but
+# bench fits one 10-minute device command.
 set -uo pipefail
 OLD=$(cd "${1:?usage: verification/compare_old_new.sh OLD_DIR [STEP ...]}" && pwd) || exit 2
 shift
@@ -21,15 +22,11 @@ OUT="${OUT:-$NEW/compare-old-new}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 SGLANG_IS_IN_CI="${SGLANG_IS_IN_CI:-1}"
 PY="${PYTHON:-python3}"
-BENCH_ARGS="${BENCH_ARGS:-}"
+BENCH_SUITE=base-b-kernel-benchmark-1-gpu-large
 # shellcheck source=verification/verify_steps.sh
 . verification/verify_steps.sh
-if [ -f "$OLD/benchmarks/bench_jit_kernels.py" ]; then
-  OLD_BENCH=(-m benchmarks.bench_jit_kernels)
-elif [ -f "$OLD/scripts/bench_jit_kernels.py" ]; then
-  OLD_BENCH=(scripts/bench_jit_kernels.py)
-else
-  echo "compare_old_new: $OLD has no benchmarks/ or scripts/bench_jit_kernels.py" >&2
+if [ ! -f "$OLD/run_suite.py" ]; then
+  echo "compare_old_new: $OLD has no run_suite.py (a full copy of the old tree is needed)" >&2
   exit 2
 fi
 # Each tree imports its own packages and builds into its own JIT cache.
@@ -44,12 +41,18 @@ run_step() {
       step precompile_old old "$PY" -m jit_kernel precompile
       step precompile_new new "$PY" -m jit_kernel precompile ;;
     bench_new_1 | bench_new_2)
-      step "$1" new "$PY" -m benchmarks.bench_jit_kernels --json "$OUT/$1.json" --check $BENCH_ARGS ;;
+      rm -rf "${OUT:?}/$1"
+      step "$1" new env JIT_KERNEL_BENCH_JSON="$OUT/$1/" "$PY" run_suite.py --hw cuda \
+        --suite "$BENCH_SUITE" --continue-on-error ;;
     bench_old)
-      step bench_old old "$PY" "${OLD_BENCH[@]}" --json "$OUT/bench_old.json" --check $BENCH_ARGS ;;
+      rm -rf "${OUT:?}/bench_old"
+      step bench_old old env JIT_KERNEL_BENCH_JSON="$OUT/bench_old/" "$PY" run_suite.py --hw cuda \
+        --suite "$BENCH_SUITE" --continue-on-error ;;
     compare)
-      step compare new "$PY" -m verification.compare_bench "$OUT/bench_old.json" \
-        "$OUT/bench_new_1.json" "$OUT/bench_new_2.json" --max-slowdown 0.02 ;;
+      # NEW is the median of the two new runs, so a drift of the GPU's speed during the session
+      # cancels; the old tree's files may be schema_version 1, which compare reads.
+      step compare new "$PY" -m jit_kernel.benchmark compare "$OUT/bench_old" \
+        "$OUT/bench_new_1" "$OUT/bench_new_2" --threshold 0.02 ;;
     unit)
       step unit new "$PY" run_suite.py --hw cuda --suite base-b-kernel-unit-1-gpu-large \
         --junit-xml "$OUT/unit.xml" --continue-on-error ;;
@@ -57,7 +60,7 @@ run_step() {
       step nightly new "$PY" run_suite.py --hw cuda --suite nightly-kernel-1-gpu --nightly \
         --continue-on-error ;;
     bench_suite)
-      step bench_suite new "$PY" run_suite.py --hw cuda --suite base-b-kernel-benchmark-1-gpu-large ;;
+      step bench_suite new "$PY" run_suite.py --hw cuda --suite "$BENCH_SUITE" ;;
     memcheck)
       # As verify_gpu.sh: without the caching allocator first (every allocation its own
       # cudaMalloc, so reads past a tensor's end are caught), then the graph tests with it.

@@ -1,20 +1,17 @@
-"""Machine-readable output of a sweep: JSON, and a PNG plot when matplotlib is installed."""
+"""Machine-readable output of a sweep: the JSON document (schema in docs/benchmarks.md)."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from jit_kernel.benchmark.report import SweepReport, format_value
 from jit_kernel.benchmark.results import BYTES_PER_GB
 
-JSON_SCHEMA_VERSION = 1
-
-
-class PlotUnavailableError(RuntimeError):
-    """``--plot`` was asked for but matplotlib cannot be imported."""
+JSON_ENV = "JIT_KERNEL_BENCH_JSON"  # default of a benchmark file's --json
+PLOT_ENV = "JIT_KERNEL_BENCH_PLOT"  # default of its --plot
+JSON_SCHEMA_VERSION = 2  # 2: environment block, source relative to the repository, quartiles
 
 
 def resolve_output_path(target: str | Path, stem: str, suffix: str) -> Path:
@@ -33,8 +30,8 @@ def _jsonable(value: Any) -> Any:
     return format_value(value)
 
 
-def report_to_dict(report: SweepReport) -> dict[str, Any]:
-    """The JSON document: sweep description plus one record per cell (times in seconds)."""
+def report_to_dict(report: SweepReport, environment: dict[str, Any]) -> dict[str, Any]:
+    """The JSON document: environment, sweep description, one record per cell (seconds)."""
     cells = []
     for r, c, cell in report.outcomes():
         record: dict[str, Any] = {
@@ -50,6 +47,8 @@ def report_to_dict(report: SweepReport) -> dict[str, Any]:
                 metrics_s=dict(zip(result.metric_labels, result.times, strict=True)),
                 min_s=result.min_time,
                 max_s=result.max_time,
+                p25_s=result.p25_time,
+                p75_s=result.p75_time,
                 num_samples=result.num_samples,
                 mode=result.mode,
                 input_sets=result.input_sets,
@@ -65,7 +64,9 @@ def report_to_dict(report: SweepReport) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "benchmark": report.name,
+        "source": report.source,
         "where": report.where,
+        "environment": environment,
         "unit": report.unit,
         "line_arg": report.line_arg,
         "line_vals": _jsonable(list(report.line_vals)),
@@ -76,88 +77,18 @@ def report_to_dict(report: SweepReport) -> dict[str, Any]:
     }
 
 
-def write_json(report: SweepReport, path: Path) -> Path:
-    """Write :func:`report_to_dict` to ``path`` (parents created); return the path."""
+def write_json(document: dict[str, Any], path: Path) -> Path:
+    """Write a :func:`report_to_dict` document to ``path`` (parents created); return the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report_to_dict(report), indent=2) + "\n", encoding="utf-8")
-    return path
-
-
-def _plot_groups(report: SweepReport) -> dict[str, list[int]]:
-    """Row indices grouped by every axis but the last (the plot's x axis), in sweep order."""
-    groups: dict[str, list[int]] = {}
-    for index, row in enumerate(report.rows):
-        key = ", ".join(f"{k}={format_value(v)}" for k, v in list(row.items())[:-1])
-        groups.setdefault(key, []).append(index)
-    return groups
-
-
-def write_plot(report: SweepReport, path: Path) -> Path:
-    """Plot latency and GB/s per line value into a PNG at ``path``.
-
-    The x axis is the last swept parameter; every combination of the other axes is its own line
-    (same color per line value, one line style per combination).
-    """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as error:
-        raise PlotUnavailableError(
-            f"cannot write the plot {path}: matplotlib is not installed "
-            "(pip install matplotlib, or the project's [bench] extra)"
-        ) from error
-    with_bandwidth = report.has_bandwidth()
-    groups = _plot_groups(report)
-    x_name = report.axis_names[-1] if report.axis_names else report.line_arg
-    x_labels = [format_value(report.rows[r].get(x_name, "")) for r in next(iter(groups.values()))]
-    figure, axes = plt.subplots(
-        2 if with_bandwidth else 1,
-        1,
-        figsize=(max(7.0, 0.6 * len(x_labels) + 4), 8 if with_bandwidth else 4.5),
-        squeeze=False,
-    )
-    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-    styles = ["-", "--", ":", "-."]
-    for c, line_val in enumerate(report.line_vals):
-        for g, (group, row_indices) in enumerate(groups.items()):
-            label = format_value(line_val) + (f" [{group}]" if group else "")
-            style = {"color": colors[c % len(colors)], "linestyle": styles[g % len(styles)]}
-            cells = [report.cells[r][c] for r in row_indices]
-            latency = [
-                cell.result.latency * report.unit_scale if cell.result else math.nan
-                for cell in cells
-            ]
-            axes[0][0].plot(range(len(cells)), latency, marker="o", label=label, **style)
-            if with_bandwidth:
-                bandwidth = [
-                    (cell.result.bandwidth_gbps if cell.result else None) or math.nan
-                    for cell in cells
-                ]
-                axes[1][0].plot(range(len(cells)), bandwidth, marker="o", label=label, **style)
-    axes[0][0].set_ylabel(f"latency ({report.unit})")
-    axes[0][0].set_yscale("log")
-    axes[0][0].set_title(report.name)
-    if with_bandwidth:
-        axes[1][0].set_ylabel("GB/s (1e9 bytes/s)")
-    for (ax,) in axes:
-        ax.set_xticks(range(len(x_labels)))
-        ax.set_xticklabels(x_labels, rotation=30, ha="right", fontsize=8)
-        ax.set_xlabel(x_name)
-        ax.grid(True, alpha=0.3)
-        ax.legend(title=report.line_arg, fontsize=7)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path
 
 
 __all__ = [
-    "PlotUnavailableError",
+    "JSON_ENV",
+    "JSON_SCHEMA_VERSION",
+    "PLOT_ENV",
     "report_to_dict",
     "resolve_output_path",
     "write_json",
-    "write_plot",
 ]

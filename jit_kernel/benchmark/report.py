@@ -21,6 +21,11 @@ def format_value(value: Any) -> str:
     return text.removeprefix("torch.")
 
 
+def case_label(params: dict[str, Any]) -> str:
+    """A row's parameters as one label, ``dtype=bfloat16, size=4096``: how compare names a case."""
+    return ", ".join(f"{name}={format_value(value)}" for name, value in params.items())
+
+
 @dataclass(frozen=True)
 class CellOutcome:
     """One cell: a result, a skip reason (N/A) or an error message."""
@@ -44,7 +49,7 @@ class SweepReport:
     """Everything ``run()`` measured, in row-major order."""
 
     name: str
-    where: str
+    where: str  # "path/relative/to/repo.py:12: benchmark"
     line_arg: str
     line_vals: tuple[Any, ...]
     axis_names: tuple[str, ...]
@@ -53,6 +58,7 @@ class SweepReport:
     rows: list[dict[str, Any]]
     cells: list[list[CellOutcome]] = field(default_factory=list)  # [row][line value]
     show_bandwidth: bool = True
+    source: str | None = None  # the benchmark file, relative to the repository root
 
     @property
     def unit_scale(self) -> float:
@@ -61,7 +67,7 @@ class SweepReport:
 
     def row_label(self, row_index: int, line_index: int | None = None) -> str:
         """``size=4096, impl=jit`` for footnotes."""
-        parts = [f"{k}={format_value(v)}" for k, v in self.rows[row_index].items()]
+        parts = [case_label(self.rows[row_index])] if self.rows[row_index] else []
         if line_index is not None:
             parts.append(f"{self.line_arg}={format_value(self.line_vals[line_index])}")
         return ", ".join(parts)

@@ -35,6 +35,8 @@ class BenchResult:
     memory_footprint: int | None = None
     min_time: float | None = None  # fastest sample, seconds per call
     max_time: float | None = None  # slowest sample, seconds per call
+    p25_time: float | None = None  # first quartile of the samples: the spread compare reads
+    p75_time: float | None = None  # third quartile of the samples
     num_samples: int = 0
     mode: str = "unknown"  # "graph", "eager", or whatever a hand-made result says
     input_sets: int = 1  # input sets the CUDA graph cycled through

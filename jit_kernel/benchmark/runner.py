@@ -15,20 +15,31 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from jit_kernel.benchmark.document import document_from_dict
+from jit_kernel.benchmark.environment import (
+    collect_environment,
+    measure_copy_gbps,
+    relative_location,
+)
 from jit_kernel.benchmark.export import (
-    PlotUnavailableError,
+    JSON_ENV,
+    PLOT_ENV,
+    report_to_dict,
     resolve_output_path,
     write_json,
-    write_plot,
 )
-from jit_kernel.benchmark.report import CellOutcome, SweepReport
+from jit_kernel.benchmark.plot import PlotUnavailableError, write_plot
+from jit_kernel.benchmark.report import CellOutcome, SweepReport, case_label, format_value
 from jit_kernel.benchmark.results import BenchResult, BenchSkip
+from jit_kernel.benchmark.selection import (
+    NOT_SELECTED,
+    Selection,
+    SelectionError,
+    load_selection,
+)
 from jit_kernel.benchmark.sweep import BenchmarkDefinitionError, Sweep
 from jit_kernel.benchmark.table import render_table
 from jit_kernel.env import DISABLE_LOG_BANDWIDTH, get_bool_env
-
-JSON_ENV = "JIT_KERNEL_BENCH_JSON"
-PLOT_ENV = "JIT_KERNEL_BENCH_PLOT"
 
 
 class Benchmark(Sweep):
@@ -74,12 +85,19 @@ def measure_cell(bench: Sweep, kwargs: dict[str, object]) -> CellOutcome:
     return CellOutcome(result=result)
 
 
-def measure(bench: Sweep) -> SweepReport:
-    """Run every (row, line value) cell, rows outer, line values inner."""
+def measure(bench: Sweep, selection: Selection | None = None) -> SweepReport:
+    """Run every (row, line value) cell, rows outer, line values inner.
+
+    With a ``selection`` (``--cells``), a cell not in it is N/A without running.
+    """
     rows = bench.rows()
+    qualname = getattr(bench.fn, "__qualname__", "benchmark")
+    code = getattr(bench.fn, "__code__", None)
+    source = None if code is None else relative_location(code.co_filename)
     report = SweepReport(
-        name=f"{_file_stem(bench)}.py::{getattr(bench.fn, '__qualname__', 'benchmark')}",
-        where=bench.where,
+        name=f"{_file_stem(bench)}.py::{qualname}",
+        where=bench.where if code is None else f"{source}:{code.co_firstlineno}: {qualname}",
+        source=source,
         line_arg=bench.line_arg,
         line_vals=bench.line_vals,
         axis_names=bench.axis_names,
@@ -97,8 +115,14 @@ def measure(bench: Sweep) -> SweepReport:
                 file=sys.stderr,
                 flush=True,
             )
+        case = case_label(row)
         report.cells.append(
-            [measure_cell(bench, {**row, bench.line_arg: value}) for value in bench.line_vals]
+            [
+                measure_cell(bench, {**row, bench.line_arg: value})
+                if selection is None or (case, format_value(value)) in selection
+                else CellOutcome(skip_reason=NOT_SELECTED)
+                for value in bench.line_vals
+            ]
         )
     if progress:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
@@ -127,6 +151,13 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         help="write a PNG of latency and GB/s per implementation (needs matplotlib; "
         "a directory: DIR/<file stem>.png)",
     )
+    parser.add_argument(
+        "--cells",
+        metavar="PATH",
+        type=Path,
+        help='measure only the cells listed in PATH, a JSON list of {"case": ..., "provider": '
+        "...} as compare names them; the others are N/A (compare --confirm writes it)",
+    )
     return parser
 
 
@@ -135,27 +166,44 @@ def _file_stem(bench: Sweep) -> str:
     return Path(code.co_filename).stem if code is not None else "benchmark"
 
 
+def _copy_gbps() -> float | None:
+    """The copy-bandwidth line of the plot, measured after the cells; None if it fails."""
+    try:
+        return measure_copy_gbps()
+    except Exception as error:  # a failed probe must not lose the measured cells
+        print(
+            f"note: the copy-bandwidth probe failed: {type(error).__name__}: {error}",
+            file=sys.stderr,
+        )
+        return None
+
+
 def run_benchmark(bench: Sweep, argv: Sequence[str] | None = None) -> SweepReport:
     """Parse ``argv``, measure, print, export.
 
     Exit status: ``SystemExit(1)`` if any cell failed, ``SystemExit(2)`` for an incomplete
-    declaration (a parameter neither swept nor defaulted) or bad command-line options.
+    declaration (a parameter neither swept nor defaulted), bad command-line options or an
+    unreadable ``--cells`` file.
     """
     parser = build_parser(prog=Path(sys.argv[0]).name if argv is None else None)
     args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
-        report = measure(bench)
-    except BenchmarkDefinitionError as error:
+        selection = None if args.cells is None else load_selection(args.cells)
+        report = measure(bench, selection)
+    except (BenchmarkDefinitionError, SelectionError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     print(render_table(report), flush=True)
     stem = _file_stem(bench)
+    if args.json or args.plot:
+        document = report_to_dict(report, collect_environment(copy_gbps=_copy_gbps()))
     if args.json:
-        written = write_json(report, resolve_output_path(args.json, stem, ".json"))
+        written = write_json(document, resolve_output_path(args.json, stem, ".json"))
         print(f"results written to {written}")
     if args.plot:
         try:
-            written = write_plot(report, resolve_output_path(args.plot, stem, ".png"))
+            target = resolve_output_path(args.plot, stem, ".png")
+            written = write_plot(document_from_dict(target, document), target)
             print(f"plot written to {written}")
         except PlotUnavailableError as error:
             print(f"note: {error}", file=sys.stderr)

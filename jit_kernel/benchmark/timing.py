@@ -475,12 +475,15 @@ def do_bench(
                 )
         torch.cuda.current_stream(device).wait_stream(run_stream)
         run_stream.synchronize()
+    quartiles = compute_metrics(samples, (0.25, 0.75))
     return BenchResult(
         metrics=chosen_metrics,
         times=compute_metrics(samples, chosen_metrics),
         memory_footprint=footprint,
         min_time=min(samples),
         max_time=max(samples),
+        p25_time=quartiles[0],
+        p75_time=quartiles[1],
         num_samples=len(samples),
         mode="graph" if use_cuda_graph else "eager",
         input_sets=input_sets,

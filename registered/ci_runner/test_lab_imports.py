@@ -40,7 +40,6 @@ LAB_TESTS = {
         "benchmarks.bench_jit_kernels",
         "benchmarks.bench_jit_report",
     ),
-    "registered/jit/test_compare_bench.py": ("verification.compare_bench",),
     "registered/jit/test_compare_sass.py": ("tools.compare_sass",),
     "registered/jit/test_pdl_wait_order.py": ("tools.pdl_wait_order",),
     "registered/jit/test_tune_kernels_cli.py": ("tools.tune",),

@@ -2,6 +2,7 @@
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import yaml
 from ci_runner import register_cpu_ci
 from ci_runner.maintenance.shell_commands import RUN_SUITE_MODULES
 from ci_runner.maintenance.workflow_coverage import main as dispatch_main
+from jit_kernel.benchmark.cli import build_parser
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -159,6 +161,40 @@ def test_gpu_lanes_take_their_matrix_from_the_plan(name, lanes):
         "ci_runner.maintenance merge-junit --plan plans" in s.get("run", "")
         for s in aggregate["steps"]
     )
+
+
+def test_benchmark_lane_compares_pull_requests_with_mains_results():
+    """Every run keeps its results; a pull request's are compared with main's latest green push
+    and a confirmed slowdown fails the lane (docs/benchmarks.md, the regression gate)."""
+    job = load("pr-test-jit-kernel.yml")["jobs"]["benchmark"]
+    assert job["env"]["JIT_KERNEL_BENCH_JSON"] == "${{ github.workspace }}/bench-results/"
+    steps = job["steps"]
+    run = next(s for s in steps if s.get("name") == "Run shard")
+    gate = next(s for s in steps if "jit_kernel.benchmark compare" in s.get("run", ""))
+    assert steps.index(gate) > steps.index(run)
+    assert gate["if"] == "always() && github.event_name == 'pull_request'"
+    script = re.sub(r"\s*\\\n\s*", " ", gate["run"])  # continuation lines joined
+    assert "gh run list" in script and "--branch main --event push --status success" in script
+    assert 'gh run download "$run_id"' in script and "--dir bench-baseline" in script
+    assert script.count("exit 0") == 2  # no result here, or no baseline: said in the summary
+    command = next(line for line in script.splitlines() if "jit_kernel.benchmark compare" in line)
+    args = build_parser().parse_args(shlex.split(command.split("jit_kernel.benchmark", 1)[1]))
+    assert args.base == Path("bench-baseline") and args.new == [Path("bench-results")]
+    assert args.confirm >= 1, "a suspected slowdown is re-measured before the lane fails"
+    assert str(args.markdown) == "$GITHUB_STEP_SUMMARY"
+    upload = next(
+        s
+        for s in steps
+        if s.get("uses", "").startswith("actions/upload-artifact@")
+        and s["with"]["name"].startswith("bench-")
+    )
+    assert upload["if"] == "always()"
+    assert upload["with"] == {
+        "name": "bench-${{ env.SUITE }}-${{ matrix.shard }}",
+        "path": "bench-results/",
+        "if-no-files-found": "warn",
+    }
+    assert "bench-*" in script and steps.index(upload) > steps.index(run)
 
 
 def test_nightly_runs_full_grids_on_schedule_and_dispatch():

@@ -1,4 +1,5 @@
-"""The benchmark package's import graph is acyclic: sweep -> runner -> report -> table / export.
+"""The benchmark package's import graph is acyclic: sweep -> runner -> report -> table / export,
+and stored results are read (document -> compare / plot -> cli) without the measuring stages.
 
 Every ``import`` counts, wherever it is written (module level, inside a function, under
 ``if TYPE_CHECKING:``), so a cycle cannot hide behind a lazy import.
@@ -23,6 +24,10 @@ FORBIDDEN = {
     "report": {"runner", "sweep", "table", "export"},
     "table": {"runner", "export"},
     "export": {"runner", "table"},
+    # Stored results are read back without the measuring stages; the CLI sits on top.
+    "document": {"runner", "sweep", "timing", "compare", "plot", "cli"},
+    "compare": {"runner", "sweep", "timing", "plot", "cli"},
+    "plot": {"runner", "sweep", "timing", "compare", "cli"},
 }
 
 

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import re
 import sys
 
 import pytest
@@ -158,8 +159,33 @@ def test_json_output(tmp_path, capsys):
     sample_bench.run(argv=["--json", str(target)])
     assert f"results written to {target}" in capsys.readouterr().out
     data = json.loads(target.read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["benchmark"] == "test_bench_marker_output.py::sample_bench"
+    # Locations are relative to the repository root, so a result names the same file anywhere.
+    assert data["source"] == "registered/jit/test_bench_marker_output.py"
+    assert data["where"].startswith("registered/jit/test_bench_marker_output.py:")
+    assert data["where"].endswith(": sample_bench")
+    env = data["environment"]
+    assert set(env) == {
+        "gpu",
+        "driver",
+        "cuda_runtime",
+        "torch",
+        "apache_tvm_ffi",
+        "jit_kernel_commit",
+        "jit_kernel_dirty",
+        "python",
+        "timestamp",
+        "copy_gbps",
+        "notes",
+    }
+    assert env["gpu"] is None and env["copy_gbps"] is None  # no GPU here: null, and why
+    assert "gpu: torch.cuda.is_available() is False" in env["notes"]
+    assert env["torch"] and env["python"].count(".") == 2
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", env["timestamp"])
+    assert env["jit_kernel_commit"] is None or re.fullmatch(
+        r"[0-9a-f]{40}", env["jit_kernel_commit"]
+    )
     assert data["unit"] == "us" and data["line_arg"] == "impl"
     assert data["line_vals"] == ["jit", "torch"] and data["axes"] == ["size"]
     assert data["ci_sweep"] is False and data["bytes_per_gb"] == 1e9
@@ -171,6 +197,7 @@ def test_json_output(tmp_path, capsys):
     assert first["latency"] == pytest.approx(1.0)
     assert first["metrics_s"] == {"p50": pytest.approx(1e-6), "avg": pytest.approx(1.1e-6)}
     assert first["min_s"] == pytest.approx(0.9e-6) and first["max_s"] == pytest.approx(1.2e-6)
+    assert first["p25_s"] is None and first["p75_s"] is None  # a hand-made result has none
     assert first["num_samples"] == 20 and first["mode"] == "graph"
     assert first["input_sets"] == 4 and first["calls_per_sample"] == 100
     assert first["memory_bytes"] == 4000
