@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.bench_jit_kernels import CallLoop, family_modules, host_us_per_call, load_family
+from benchmarks.bench_jit_kernels import CallLoop, family_modules, load_family, rotated_samples
 from benchmarks.cases.case import Call, OverheadCase
 from benchmarks.upstream_sglang import kernels as upstream
 from benchmarks.upstream_sglang import source as upstream_source
@@ -242,14 +242,7 @@ def bench_pair(case: OverheadCase, theirs: Fn, rounds: int, calls: int = 200) ->
     }
     if case.name in UPSTREAM_BARE:  # the peer's callable takes the inputs alone
         loops["upstream bare"] = CallLoop(UPSTREAM_BARE[case.name](), inputs)
-    for loop in loops.values():
-        loop.run(50)
-    samples: dict[str, list[float]] = {name: [] for name in loops}
-    order = list(loops)
-    for index in range(rounds):
-        shift = index % len(order)
-        for name in order[shift:] + order[:shift]:
-            samples[name].append(host_us_per_call(loops[name], calls))
+    samples = rotated_samples(loops, rounds, calls)
     ratios = [u / o for o, u in zip(samples["ours"], samples["upstream"], strict=True)]
     return HostRow(
         case.name,
