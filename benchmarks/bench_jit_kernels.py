@@ -313,6 +313,21 @@ def host_us_per_call(loop: CallLoop, calls: int, warmup: int = 20) -> float:
     return elapsed / calls / 1e3
 
 
+def rotated_samples(loops: dict[str, CallLoop], rounds: int, calls: int) -> dict[str, list[float]]:
+    """Microseconds per call of each loop, one per round, after 50 untimed calls each; the
+    order rotates every round (first, then second first, ...), so no loop always follows the
+    same other one."""
+    for loop in loops.values():
+        loop.run(50)
+    samples: dict[str, list[float]] = {name: [] for name in loops}
+    names = list(loops)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(host_us_per_call(loops[name], calls))
+    return samples
+
+
 def bench_overhead(
     case: OverheadCase, rounds: int = OVERHEAD_ROUNDS, calls: int = 200
 ) -> OverheadRow:
@@ -327,14 +342,7 @@ def bench_overhead(
         "bare": CallLoop(case.bare, inputs),
         "torch": CallLoop(case.torch_eager, inputs),
     }
-    for loop in variants.values():
-        loop.run(50)
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    names = list(variants)
-    for round_index in range(rounds):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
-            samples[name].append(host_us_per_call(variants[name], calls))
+    samples = rotated_samples(variants, rounds, calls)
     med = {name: statistics.median(values) for name, values in samples.items()}
     pairs = zip(samples["wrapper"], samples["bare"], samples["torch"], strict=True)
     vs_bare, vs_torch = zip(*((w / b, w / t) for w, b, t in pairs), strict=True)

@@ -10,6 +10,7 @@ change can affect) compute the closure with this one implementation; neither imp
 from cpp_includes.closure import (
     Closure,
     Resolved,
+    include_candidates,
     include_chain,
     include_closure,
     resolve_file,
@@ -24,6 +25,7 @@ __all__ = [
     "Resolved",
     "SourceScan",
     "Unproven",
+    "include_candidates",
     "include_chain",
     "include_closure",
     "resolve_file",

@@ -70,16 +70,26 @@ def scan_file(path: Path) -> tuple[str, SourceScan]:
     return digest, scan
 
 
+def include_candidates(
+    include: Include, including_dir: Path, include_dirs: Sequence[Path]
+) -> list[Path]:
+    """The paths an include is looked up at, in search order (:func:`resolve_include` takes the
+    first that is a file, or every one for ``#include_next``)."""
+    if include.searches_next:  # where it continues depends on the including file: all of them
+        search = [including_dir, *include_dirs]
+    else:
+        search = [including_dir, *include_dirs] if include.quote == b'"' else list(include_dirs)
+    return [directory / include.target for directory in search]
+
+
 def resolve_include(
     include: Include, including_dir: Path, include_dirs: Sequence[Path]
 ) -> list[Path]:
     """The files (real paths) an include may name; empty when it is external."""
-    if include.searches_next:  # where it continues depends on the including file: all of them
-        candidates = [directory / include.target for directory in (including_dir, *include_dirs)]
+    candidates = include_candidates(include, including_dir, include_dirs)
+    if include.searches_next:
         return list(dict.fromkeys(c.resolve() for c in candidates if _is_file(c)))
-    search = [including_dir, *include_dirs] if include.quote == b'"' else list(include_dirs)
-    for directory in search:
-        candidate = directory / include.target
+    for candidate in candidates:
         if _is_file(candidate):
             return [candidate.resolve()]
     return []

@@ -23,11 +23,13 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cpp_includes.closure import FRESH_NS
 from jit_kernel.compiler.toolchain import JitToolchainError, shell_safe
 
 if TYPE_CHECKING:
@@ -203,22 +205,58 @@ def read_toolchain_record(library: Path) -> dict[str, Any]:
     return record if isinstance(record, dict) else {}
 
 
+def verified_path(library: Path) -> Path:
+    """The ``<module>.so.verified`` stamp: the library's stat when its sha256 last matched."""
+    return library.with_name(library.name + ".verified")
+
+
+def _stamp(stat: os.stat_result, sha256: object) -> list[Any]:
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev, sha256]
+
+
 def library_problem(library: Path, record: dict[str, Any] | None) -> str | None:
     """Why ``library`` must not be loaded (``None``: it is what was built, per ``record``).
     Checked before every load: ``dlopen`` of a truncated library maps pages past its end and
-    dies with SIGBUS."""
+    dies with SIGBUS.
+
+    The sha256 is computed again unless the ``.verified`` stamp holds the library's current
+    stat: a stamp is written after a match, and only for a file unchanged for ``FRESH_NS``
+    (the racy rule of the dependency record), so any write or replacement since is seen."""
     if record is None:
         return f"no readable {record_path(library).name} records what was built"
     try:
-        size = library.stat().st_size
-        if size != record.get("size"):
-            return f"{size} bytes, {record.get('size')} were built"
+        stat = library.stat()
+        if stat.st_size != record.get("size"):
+            return f"{stat.st_size} bytes, {record.get('size')} were built"
+        stamp = _stamp(stat, record.get("sha256"))
+        if _read_json(verified_path(library)) == stamp:
+            return None
         digest = _digest_of(library)
         if digest["sha256"] != record.get("sha256"):
             return "its sha256 differs from the one recorded when it was built"
+        settled = max(stat.st_mtime_ns, stat.st_ctime_ns) < time.time_ns() - FRESH_NS
+        if settled and _stamp(library.stat(), record.get("sha256")) == stamp:
+            _write_quietly(verified_path(library), json.dumps(stamp))
     except OSError as exc:
         return f"cannot read it: {exc.strerror or exc}"
     return None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    """Write ``path`` whole (a rename) or not at all: a stamp only saves work."""
+    staged = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        staged.write_text(text)
+        os.replace(staged, path)
+    except OSError:
+        staged.unlink(missing_ok=True)
 
 
 def install(staged: Path, target: Path) -> None:

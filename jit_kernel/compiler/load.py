@@ -51,6 +51,7 @@ from jit_kernel.compiler.cache import (
     unwritable,
     write_record,
 )
+from jit_kernel.compiler.closure_cache import CLOSURE_DIR
 from jit_kernel.compiler.deps import (
     dependency_problem,
     filesystem_now,
@@ -290,6 +291,7 @@ def _prepare(
     build_directory: str | os.PathLike[str] | None,
 ) -> tuple[ModulePlan, Path, Path]:
     """Validate the arguments; returns the plan, the cache root and the library path."""
+    root = Path(build_directory) if build_directory is not None else cache_root()
     plan = plan_module(
         markers,
         resolve_sources(cpp_files, "cpp_files"),
@@ -300,8 +302,8 @@ def _prepare(
         list(extra_cuda_cflags or []),
         list(extra_ldflags or []),
         [Path(path).resolve() for path in extra_include_paths or []],
+        root / CLOSURE_DIR,
     )
-    root = Path(build_directory) if build_directory is not None else cache_root()
     if plan.toolchain_error is not None:
         return plan, root, prebuilt_without_toolchain(root, plan)
     return plan, root, root / f"{plan.name}_{plan.key}" / f"{plan.name}.so"

@@ -21,7 +21,8 @@ import tvm_ffi
 import tvm_ffi.libinfo
 
 from jit_kernel.compiler.arch import get_jit_cuda_arch
-from jit_kernel.compiler.sources import Root, source_closure
+from jit_kernel.compiler.closure_cache import cached_source_closure
+from jit_kernel.compiler.sources import Root
 from jit_kernel.compiler.toolchain import (
     JitToolchainError,
     ccbin_flags,
@@ -148,8 +149,12 @@ def plan_module(
     extra_cuda_cflags: Sequence[str],
     extra_ldflags: Sequence[str],
     extra_include_paths: Sequence[Path],
+    closure_store: Path | None = None,
 ) -> ModulePlan:
-    """Generate the sources and flags and compute the cache key (no compiler runs)."""
+    """Generate the sources and flags and compute the cache key (no compiler runs).
+
+    ``closure_store``: where the ``#include`` closures are kept across processes
+    (:mod:`jit_kernel.compiler.closure_cache`); None computes it afresh."""
     name = module_name(markers)
     if not (cpp_files or cuda_files or cpp_wrappers or cuda_wrappers):
         raise ValueError(f"load_jit({name}): give cpp_files/cuda_files and wrappers to export")
@@ -193,7 +198,9 @@ def plan_module(
         "cpp": translation_unit(cpp_files, cpp_wrappers, label) if has_cpp else None,
         "cuda": translation_unit(cuda_files, cuda_wrappers, label) if needs_cuda else None,
     }
-    material["files"], unproven = source_closure([*cpp_files, *cuda_files], search_dirs, roots)
+    material["files"], unproven = cached_source_closure(
+        [*cpp_files, *cuda_files], search_dirs, roots, closure_store
+    )
     material["unproven"] = unproven
     source_key = _digest(material)
     toolchain_error = None

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpp_includes import include_closure, scan_file
+from cpp_includes import Closure, include_closure, scan_file
 
-__all__ = ["Root", "file_digest", "label_for", "source_closure"]
+__all__ = ["Root", "closure_entries", "file_digest", "label_for", "source_closure"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,13 @@ def source_closure(
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """Sorted ``(label, sha256)`` of ``sources`` and every file they include from our trees,
     and what the closure cannot prove (``label:line: why``, sorted; empty when proven)."""
-    closure = include_closure(sources, include_dirs)
+    return closure_entries(include_closure(sources, include_dirs), roots)
+
+
+def closure_entries(
+    closure: Closure, roots: Sequence[Root]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """:func:`source_closure`'s result for an already computed closure."""
     files = sorted((label_for(path, roots), file_digest(path)) for path in closure.files)
     unproven = sorted(
         f"{label_for(path, roots)}:{item.line}: {item.text}"

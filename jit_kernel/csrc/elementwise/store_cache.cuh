@@ -120,13 +120,15 @@ inline StoreCachePlan store_cache(const tvm::ffi::TensorView& k,
 
   for (const auto& [view, name] : {std::pair{&k, "k"}, std::pair{&v, "v"}}) {
     const DLDataType dtype = view->dtype();
-    RuntimeCheck(dtype.bits % 8 == 0 && dtype.lanes == 1,
-                 "store_cache: tensor '",
-                 name,
-                 "' has dtype ",
-                 dtype_name(dtype),
-                 ", which is not whole bytes; tensor: ",
-                 details::describe(*view));
+    if (dtype.bits % 8 != 0 || dtype.lanes != 1) [[unlikely]] {  // message built on failure only
+      panic(DebugInfo{},
+            "store_cache: tensor '",
+            name,
+            "' has dtype ",
+            dtype_name(dtype),
+            ", which is not whole bytes; tensor: ",
+            details::describe(*view));
+    }
   }
   const auto k_bytes = static_cast<std::int64_t>(dtype_bytes(k.dtype()));
   const auto v_bytes = static_cast<std::int64_t>(dtype_bytes(v.dtype()));

@@ -8,7 +8,10 @@
 
 #include <dlpack/dlpack.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -208,6 +211,7 @@ namespace details {
 /// One entry of a shape or stride pattern: a SymbolicSize, a fixed value, or -1 (any).
 class SizeRef {
  public:
+  SizeRef() = default;  // any size
   SizeRef(SymbolicSize& symbol) : m_symbol(&symbol) {}  // NOLINT(google-explicit-constructor)
   template <typename T>
     requires std::is_integral_v<T>
@@ -219,6 +223,41 @@ class SizeRef {
  private:
   SymbolicSize* m_symbol = nullptr;
   std::int64_t m_fixed = kAnySize;
+};
+
+/// The entries of a shape or stride pattern, held in place up to kInline of them (a matcher is
+/// built on every kernel call: no allocation for the ranks kernels use), on the heap beyond.
+class SizeRefs {
+ public:
+  static constexpr std::size_t kInline = 8;
+
+  SizeRefs() = default;
+  template <typename It>
+  SizeRefs(It first, It last) {
+    for (; first != last; ++first) push_back(SizeRef(*first));
+  }
+  SizeRefs(std::initializer_list<SizeRef> refs) : SizeRefs(refs.begin(), refs.end()) {}
+
+  std::size_t size() const { return m_size; }
+  const SizeRef& operator[](std::size_t index) const { return data()[index]; }
+  const SizeRef* begin() const { return data(); }
+  const SizeRef* end() const { return data() + m_size; }
+
+ private:
+  void push_back(SizeRef ref) {
+    if (m_size < kInline) {
+      m_inline[m_size] = ref;
+    } else {
+      if (m_heap.empty()) m_heap.assign(m_inline.begin(), m_inline.end());
+      m_heap.push_back(ref);
+    }
+    ++m_size;
+  }
+  const SizeRef* data() const { return m_size <= kInline ? m_inline.data() : m_heap.data(); }
+
+  std::array<SizeRef, kInline> m_inline{};
+  std::vector<SizeRef> m_heap;
+  std::size_t m_size = 0;
 };
 
 }  // namespace details

@@ -17,7 +17,7 @@
 #pragma once
 
 #include <sgl_kernel/dtype.h>     // For dtype_of, dtype_name, is_type, details::same_dtype
-#include <sgl_kernel/symbolic.h>  // For SymbolicSize, SymbolicDType, SymbolicDevice, details::SizeRef
+#include <sgl_kernel/symbolic.h>  // For SymbolicSize/DType/Device, details::SizeRef(s)
 #include <sgl_kernel/tensor_layout.h>  // For details::misalignment, details::internal_overlap
 #include <sgl_kernel/tensor_view.h>  // For data_address, device_name, details::describe, details::join
 #include <sgl_kernel/utils.h>        // For DebugInfo, PanicError, dtype_bytes
@@ -31,19 +31,28 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 namespace host {
+
+namespace details {
+/// The options of with_dtype<Ts...> and with_device<Codes...>, one static array per list.
+template <typename... Ts>
+inline constexpr std::array<DTypeEntry, sizeof...(Ts)> kDTypeEntries{DTypeEntry(dtype_of<Ts>)...};
+template <DLDeviceType... Codes>
+inline constexpr std::array<DLDeviceType, sizeof...(Codes)> kDeviceTypes{Codes...};
+}  // namespace details
 
 /// Checks tensors against one pattern of shape, strides, dtype and device. Use as a temporary
 /// (never store it); chain `.verify(a, "a").verify(b, "b")` to check several tensors.
 class TensorMatcher {
  public:
   using SizeRef = details::SizeRef;
+  using SizeRefs = details::SizeRefs;
 
   explicit TensorMatcher(std::initializer_list<SizeRef> shape) : m_shape(shape) {}
   /// Every dimension fixed to `shape`, any rank: e.g. element-wise operands that must all have
@@ -87,7 +96,7 @@ class TensorMatcher {
     if (m_dtype_given) panic(location, "TensorMatcher: with_dtype given twice");
     m_dtype_given = true;
     m_dtype = &dtype;
-    m_dtype_options = {dtype_of<Ts>...};
+    m_dtype_options = details::kDTypeEntries<Ts...>;
     return std::move(*this);
   }
 
@@ -103,7 +112,7 @@ class TensorMatcher {
     if (m_device_given) panic(location, "TensorMatcher: with_device given twice");
     m_device_given = true;
     m_device = &device;
-    m_device_options = {Codes...};
+    m_device_options = details::kDeviceTypes<Codes...>;
     return std::move(*this);
   }
 
@@ -152,7 +161,7 @@ class TensorMatcher {
  private:
   struct RowsForm {};
   TensorMatcher(RowsForm, SizeRef rows, SizeRef row_size, SizeRef row_stride)
-      : m_shape{rows}, m_strides(std::vector<SizeRef>{row_stride}), m_row_size(row_size) {}
+      : m_shape{rows}, m_strides(SizeRefs{row_stride}), m_row_size(row_size) {}
 
   template <typename... Args>
   [[noreturn]] static void fail(const tvm::ffi::TensorView& view,
@@ -208,11 +217,17 @@ class TensorMatcher {
     }
   }
 
-  // Checks one entry against its pattern; `kind` ("shape", "stride", "row size") and `where`
-  // ("at dim 1", "of dims 1..") say which.
+  // "at dim 1", or "of dims 1.." for kRowDims (the rows form's row size): where an entry is.
+  static constexpr std::int64_t kRowDims = -1;
+  static std::string where(std::int64_t dim) {
+    return dim == kRowDims ? std::string("of dims 1..") : "at dim " + std::to_string(dim);
+  }
+
+  // Checks one entry against its pattern; `kind` ("shape", "stride", "row size") and `dim`
+  // (see where) say which.
   void check_entry(const SizeRef& ref,
                    std::int64_t actual,
-                   std::string_view where,
+                   std::int64_t dim,
                    const char* kind,
                    const tvm::ffi::TensorView& view,
                    std::string_view name,
@@ -224,7 +239,7 @@ class TensorMatcher {
            location,
            kind,
            " mismatch ",
-           where,
+           where(dim),
            " ('",
            symbol->get_name(),
            "'): expected ",
@@ -240,7 +255,7 @@ class TensorMatcher {
            location,
            kind,
            " mismatch ",
-           where,
+           where(dim),
            ": expected ",
            ref.fixed(),
            " but got ",
@@ -252,10 +267,10 @@ class TensorMatcher {
                    std::string_view name,
                    const DebugInfo& location) const {
     for (std::size_t i = 0; i < m_shape.size(); ++i) {
-      const auto where = "at dim " + std::to_string(i);
+      const auto dim = static_cast<std::int64_t>(i);
       check_entry(m_shape[i],
-                  view.size(static_cast<std::int64_t>(i)),
-                  where,
+                  view.size(dim),
+                  dim,
                   "shape",
                   view,
                   name,
@@ -264,7 +279,7 @@ class TensorMatcher {
     if (m_row_size) {
       std::int64_t elements = 1;
       for (std::int64_t dim = 1; dim < view.ndim(); ++dim) elements *= view.size(dim);
-      check_entry(*m_row_size, elements, "of dims 1..", "row size", view, name, location);
+      check_entry(*m_row_size, elements, kRowDims, "row size", view, name, location);
     }
   }
 
@@ -292,8 +307,7 @@ class TensorMatcher {
         }
         continue;
       }
-      const auto where = "at dim " + std::to_string(i);
-      check_entry(ref, view.stride(dim), where, "stride", view, name, location);
+      check_entry(ref, view.stride(dim), dim, "stride", view, name, location);
     }
     if (m_row_size) {  // the rows form: dims 1.. dense
       std::int64_t expected = 1;
@@ -367,7 +381,7 @@ class TensorMatcher {
                     std::string_view name,
                     const DebugInfo& location) const {
     const DLDevice actual = view.device();
-    const auto type_names = [](const std::vector<DLDeviceType>& types) {
+    const auto type_names = [](std::span<const DLDeviceType> types) {
       return types.size() == 1 ? device_type_name(types[0])
                                : "one of " + details::join(types, device_type_name);
     };
@@ -385,13 +399,11 @@ class TensorMatcher {
       }
     }
     if (!m_device->allows(actual.device_type)) {
-      const std::vector<DLDeviceType> options(m_device->get_options().begin(),
-                                              m_device->get_options().end());
       fail(view,
            name,
            location,
            "device mismatch: expected ",
-           type_names(options),
+           type_names(m_device->get_options()),
            " but got ",
            device_name(actual));
     }
@@ -421,16 +433,17 @@ class TensorMatcher {
     if (auto problem = details::internal_overlap(view)) fail(view, name, location, *problem);
   }
 
-  std::vector<SizeRef> m_shape;
-  std::optional<std::vector<SizeRef>> m_strides;
+  // Held in place (no allocation per call): a matcher is built on every kernel call.
+  SizeRefs m_shape;
+  std::optional<SizeRefs> m_strides;
   std::optional<SizeRef> m_row_size;  // the rows form: elements of dims 1..
   // Unspecified dtype/device still bind through these, so chained verifies must agree.
   mutable SymbolicDType m_own_dtype;
   mutable SymbolicDevice m_own_device;
   SymbolicDType* m_dtype = &m_own_dtype;
   SymbolicDevice* m_device = &m_own_device;
-  std::vector<details::DTypeEntry> m_dtype_options;
-  std::vector<DLDeviceType> m_device_options;
+  std::span<const details::DTypeEntry> m_dtype_options;  // static arrays (kDTypeEntries)
+  std::span<const DLDeviceType> m_device_options;        // ... (kDeviceTypes)
   bool m_dtype_given = false;
   bool m_device_given = false;
   mutable int m_verified = 0;
