@@ -2,12 +2,12 @@
 
 For every kernel both projects have, one small (decode-size) call of
 
-* **ours**: the public wrapper, called as user code calls it (``benchmarks/cases``'s overhead
+* **ours**: the public wrapper, called as user code calls it (``testing/bench``'s overhead
   cases: the same inputs and constants);
 * **upstream**: upstream's exported function plus the per-call logic of its Python wrapper
   (``sglang/kernels/ops/...`` of the 0.5.23 wheel): the sizes it reads, its ``cache_once``
   module lookup keyed as upstream keys it, the output it allocates, then the export. The
-  export is upstream's own module, built from its wheel (:mod:`benchmarks.upstream_sglang`).
+  export is upstream's own module, built from its wheel (:mod:`testing.upstream_sglang`).
   Upstream's ``register_custom_op`` layer is left out (it is torch.compile plumbing): this is
   the cheapest path upstream's code takes.
 
@@ -32,12 +32,12 @@ from typing import Any
 
 import torch
 
-from benchmarks.bench_jit_kernels import CallLoop, family_modules, load_family, rotated_samples
-from benchmarks.cases.case import Call, OverheadCase
-from benchmarks.upstream_sglang import kernels as upstream
-from benchmarks.upstream_sglang import source as upstream_source
-from benchmarks.upstream_sglang.build import load
+from benchmarks.bench_jit_kernels import family_modules, load_family, rotated_samples
 from jit_kernel.compiler import get_jit_cuda_arch
+from testing.bench.case import Call, CallLoop, OverheadCase
+from testing.upstream_sglang import kernels as upstream
+from testing.upstream_sglang import source as upstream_source
+from testing.upstream_sglang.build import load
 
 Fn = Callable[..., Any]
 EPS = 1e-6
@@ -162,7 +162,7 @@ def _store_cache() -> Fn:
     return store_cache
 
 
-#: Overhead case name (``benchmarks/cases``) -> upstream's wrapper, called as ours is.
+#: Overhead case name (``testing/bench``) -> upstream's wrapper, called as ours is.
 UPSTREAM_WRAPPERS: dict[str, Callable[[], Fn]] = {
     "silu_and_mul 16x4096 bf16": lambda: _activation("silu"),
     "gelu_and_mul 16x4096 bf16": lambda: _activation("gelu"),
