@@ -99,9 +99,11 @@ def test_the_page_shows_the_ten_files():
 )
 def test_the_benchmark_lists_its_sweep_from_the_definition(newcomer_tree, name, listing):
     script = (
-        "import importlib.util, os\n"
+        "import importlib.util, os, sys\n"
         "os.environ.pop('SGLANG_IS_IN_CI', None)  # the full sweep\n"
-        f"spec = importlib.util.spec_from_file_location('bench', {KERNELS[name][4]!r})\n"
+        f"path = {KERNELS[name][4]!r}\n"
+        "sys.path.insert(0, os.path.dirname(path))  # as pytest and python <file> do\n"
+        "spec = importlib.util.spec_from_file_location('bench', path)\n"
         "module = importlib.util.module_from_spec(spec)\n"
         "spec.loader.exec_module(module)\n"
         "bench = module.benchmark\n"
