@@ -35,7 +35,11 @@ def _case(rows: int, dim: int, decode: bool) -> BandwidthCase:
         shape=f"{rows}x{dim} bf16",
         make_inputs=lambda: (torch.randn(rows, dim, dtype=torch.bfloat16, device="cuda"),),
         ours=l2norm,
-        peers={"torch": fp32_l2norm, "torch_compile": peers.compiled(fp32_l2norm)},
+        peers={
+            "torch": fp32_l2norm,
+            "torch_compile": peers.compiled(fp32_l2norm),
+            "upstream": "upstream SGLang has no l2norm kernel",
+        },
         bytes_moved=2 * rows * dim * 2,
         rotate_args=(0,),
         check=_check,
