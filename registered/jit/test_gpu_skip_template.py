@@ -38,6 +38,7 @@ def run_gpu_file(tmp_path: Path, text: str):
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / GPU_FILE).parent.mkdir(parents=True)
     (tmp_path / GPU_FILE).write_text(text, encoding="utf-8")
+    shutil.copy(ROOT / "registered/jit/repo_root.py", tmp_path / "registered/jit/repo_root.py")
     return run_suite(tmp_path, hw="cuda", suite="base-b-kernel-unit-1-gpu-large", timeout=300)
 
 
