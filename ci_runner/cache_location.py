@@ -10,6 +10,7 @@ them (a cache only ever saves time).
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import sys
@@ -88,3 +89,23 @@ def announce_damage(cache: str, path: Path | None, damage: list[str]) -> None:
     more = f" (and {len(damage) - 1} more)" if len(damage) > 1 else ""
     first = one_line(damage[0])[:200]
     print(f"notice: {cache} {path}: damaged, ignored and rewritten: {first}{more}", file=sys.stderr)
+
+
+def read_entries(path: Path | None, version: int, kind: str, damage: list[str]) -> dict:
+    """The ``entries`` of a cache file written as ``{"format": version, "entries": {...}}``;
+    empty when there is none, and when it is damaged or of another format (``damage`` then says
+    why: the file is rewritten)."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError:
+        return {}  # absent or unreachable: writing it says why it cannot be written
+    except (ValueError, RecursionError) as exc:
+        damage.append(f"the file ({type(exc).__name__})")
+        return {}
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(entries, dict) or data.get("format") != version:
+        damage.append(f"the file (not a format-{version} {kind})")
+        return {}
+    return entries

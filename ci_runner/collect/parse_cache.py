@@ -39,6 +39,7 @@ from ci_runner.cache_location import (
     announce_damage,
     announce_no_cache,
     cache_location,
+    read_entries,
 )
 from ci_runner.catalog.limits import number_text
 from ci_runner.catalog.syntax import RegistrationSyntax
@@ -123,21 +124,7 @@ class ParseCache:
         return self.path is not None
 
     def _load(self) -> dict[str, object]:
-        if self.path is None:
-            return {}
-        try:
-            data = json.loads(self.path.read_bytes())
-        except OSError:
-            return {}  # absent or unreachable: writing it says why it cannot be written
-        except (ValueError, RecursionError) as exc:
-            # unreadable or corrupt: every lookup misses, and the file is rewritten
-            self.damage.append(f"the file ({type(exc).__name__})")
-            return {}
-        entries = data.get("entries") if isinstance(data, dict) else None
-        if not isinstance(entries, dict) or data.get("format") != FORMAT:
-            self.damage.append(f"the file (not a format-{FORMAT} parse cache)")
-            return {}
-        return entries
+        return read_entries(self.path, FORMAT, "parse cache", self.damage)
 
     def digest_by_stat(self, rel_path: str, st: os.stat_result) -> str | None:
         """The recorded digest of this path when its stat is the recorded one, else None."""

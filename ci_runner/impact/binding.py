@@ -34,6 +34,8 @@ from functools import cached_property
 from pathlib import Path
 
 from ci_runner.impact.blocks import MODULE
+from ci_runner.impact.fact_cache import FactCache
+from ci_runner.impact.identifier_cache import IdentifierCache
 from ci_runner.impact.module_facts import (
     BUILTINS,
     Import,
@@ -45,11 +47,6 @@ from ci_runner.impact.module_facts_cache import ModuleFactsCache
 GIT_TIMEOUT = 120
 BASETYPE = 1 << 10  # Py_TPFLAGS_BASETYPE: the builtin type can be subclassed
 NEW, OLD = "new", "old"
-DYNAMIC_TOKENS = (
-    b"getattr", b"hasattr", b"setattr", b"delattr", b"globals", b"vars", b"locals", b"dir",
-    b"__import__", b"eval", b"exec", b"inspect", b"importlib", b"attrgetter", b"methodcaller",
-    b"getmembers", b"import_module", b"__dict__", b"import *", b"__getattribute__",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -77,7 +74,7 @@ class ModuleLevel:
 
     def __init__(
         self, root: Path, python_roots: tuple[str, ...], commit: str | None,
-        universe: set[str], changed: set[str], tests: set[str],
+        universe: set[str], changed: set[str], tests: set[str], facts: FactCache | None = None,
     ) -> None:  # fmt: skip
         self.root = root
         self.tests = tests
@@ -89,10 +86,13 @@ class ModuleLevel:
         self._facts: dict[tuple[str, str], ModuleFacts | None] = {}
         self._pure_modules: dict[tuple[str, str], str | None] = {}
         self._changes: dict[str, ModuleChange] = {}
-        self._effect_memo: dict[tuple[str, str, int], str] = {}
+        self._effect_memo: dict[tuple[str, str, int, bool], str] = {}
+        # whether the statement being judged may run the modules it imports for the first time:
+        # a changed statement may; an unchanged one reached by a changed name imports what it
+        # imported before
+        self._first = True
         self.cache = ModuleFactsCache()
-        self._checked: dict[str, tuple[int, bool]] = {}  # path -> (names checked, may read)
-        self._dynamic_text: dict[str, bool] = {}  # path -> its text may read names dynamically
+        self.index = IdentifierCache(root, facts)  # what each file reads: rules files out
         self._done = False
         self.reached: dict[str, set[str]] = {}  # module -> its reached names
         self.attrs: set[str] = set()  # every reached name
@@ -134,8 +134,9 @@ class ModuleLevel:
         return self._facts[key]
 
     def save(self) -> None:
-        """Write the facts cache back (what this run parsed)."""
+        """Write the caches back (what this run parsed)."""
         self.cache.save()
+        self.index.save()
 
     # ------------------------------------------------------------------ the change itself
 
@@ -168,7 +169,9 @@ class ModuleLevel:
                 if why:
                     where = "removed" if side == OLD else "line"
                     return ModuleChange(path, effect=f"{why} ({where} {statement.line})")
-                binds |= _names_of(statement)
+                if not _only_exports(statement):
+                    binds |= _names_of(statement)
+        binds |= _export_change(*_changed_exports(old, new))
         return ModuleChange(path, tuple(sorted(binds)))
 
     # ------------------------------------------------------------------ what one statement does
@@ -176,7 +179,7 @@ class ModuleLevel:
     def _effect(self, path: str, side: str, facts: ModuleFacts, index: int) -> str:
         """Why running statement ``index`` may do more than bind names; empty when it cannot."""
         side = side if path in self.changed else NEW  # an unchanged module is the same
-        key = (path, side, index)
+        key = (path, side, index, self._first)
         if key not in self._effect_memo:
             self._effect_memo[key] = self._statement_effect(path, side, facts, index)
         return self._effect_memo[key]
@@ -250,10 +253,25 @@ class ModuleLevel:
             if files and files[-1].endswith("__init__.py"):
                 sub = self._module_files(files[-1].rsplit("/", 1)[0], [n])
                 files = (*files, *(sub or ()))
+        loaded = self._packages_of(path)  # they run whenever ``path`` is imported
         for file in files:
-            if why := self._strict_problem(file, set()):
+            if file not in loaded and (why := self._strict_problem(file, set(loaded))):
                 return f"it no longer runs {shown}, whose {file} {why}"
         return ""
+
+    def _packages_of(self, path: str) -> set[str]:
+        """The ``__init__.py`` of every package ``path`` is in: importing it runs them first.
+        Empty for a file that may run as a script (``__main__`` in its name or text): run by
+        its path, it imports no package of its own."""
+        text = self._text(path, NEW) or b""
+        if b"__main__" in text or path.endswith("__main__.py"):
+            return set()
+        found: set[str] = set()
+        directory = path.rpartition("/")[0]
+        while directory and (self.root / directory / "__init__.py").is_file():
+            found.add(f"{directory}/__init__.py")
+            directory = directory.rpartition("/")[0]
+        return found
 
     def _strict_problem(self, file: str, seen: set[str]) -> str | None:
         """Why importing ``file`` may do more than bind names, the modules it imports included
@@ -408,6 +426,8 @@ class ModuleLevel:
         return ""
 
     def _first_run(self, files: tuple[str, ...], side: str) -> None:
+        if not self._first:
+            return
         for file in files:
             if why := self._module_problem(file, side):
                 self.first_runs.setdefault(file, why)
@@ -447,6 +467,7 @@ class ModuleLevel:
         self._pure_modules[key] = None
         facts = self.facts(file, side)
         why: str | None = None
+        first, self._first = self._first, True  # the module runs for the first time
         if facts is None:
             why = "cannot be read or parsed"
         else:
@@ -454,6 +475,7 @@ class ModuleLevel:
                 if problem := self._effect(file, side, facts, index):
                     why = f"line {statement.line}: {problem}"
                     break
+        self._first = first
         self._pure_modules[key] = why
         return why
 
@@ -472,13 +494,18 @@ class ModuleLevel:
             assert old is not None and new is not None
             for _side, facts, indexes in _unmatched(old, new):
                 for index in indexes:
-                    self._reach(path, facts.statements[index])
+                    if not _only_exports(facts.statements[index]):
+                        self._reach(path, facts.statements[index])
+            exports = _export_change(*_changed_exports(old, new))
+            self.reached.setdefault(path, set()).update(exports)
+            self.attrs |= exports
         done: set[tuple[str, str, int]] = set()  # statements reached (or star imports read)
+        self.index.prefetch(sorted(self.universe - self.changed))
         grown = True
         while grown:
             grown = False
             for path in sorted(self.universe):
-                if path in self.effects or not self._may_read(path):
+                if path in self.effects or not self._may_reach(path):
                     continue
                 for side in (NEW, OLD) if path in self.changed else (NEW,):
                     facts = self.facts(path, side)
@@ -516,7 +543,7 @@ class ModuleLevel:
             if why:
                 self.effects[path] = f"line {statement.line} reads {why}"
                 return True
-            grown |= self._reach(path, statement)
+            grown |= self._reach(path, statement, changed=False)
         return grown
 
     def _reached_effect(self, path: str, side: str, facts: ModuleFacts, index: int) -> str:
@@ -528,14 +555,22 @@ class ModuleLevel:
         what = names[0] if names else "names dynamically"
         if statement.reads.dynamic and not names:
             return f"names dynamically ({statement.reads.dynamic}): every importer kept"
-        why = self._effect(path, side, facts, index)
+        first, self._first = self._first, False
+        try:
+            why = self._effect(path, side, facts, index)
+        finally:
+            self._first = first
         return f"{what}, and is {why}: every importer kept" if why else ""
 
-    def _reach(self, path: str, statement: Statement) -> bool:
-        """Add what a reached statement binds; whether anything was new."""
+    def _reach(self, path: str, statement: Statement, changed: bool = True) -> bool:
+        """Add what a reached statement binds; whether anything was new. An unchanged
+        ``__all__`` adds nothing: its strings are the same, and a star import of its module
+        binds the module's reached names."""
         names = self.reached.setdefault(path, set())
+        if _only_exports(statement):
+            return False
         before = (len(names), len(self.attrs))
-        new = _names_of(statement)
+        new = _names_of(statement, submodules=changed)
         names |= {statement.scope.split(".")[0]} if statement.scope else new
         self.attrs |= new
         return (len(names), len(self.attrs)) != before
@@ -550,34 +585,24 @@ class ModuleLevel:
             path in self.changed or bool((reads.names | reads.attrs) & self._module_names)
         )
 
-    def _may_read(self, path: str, dynamic: bool = False) -> bool:
-        """Whether ``path``'s text holds a reached name, a changed module's name, or (with
-        ``dynamic``) a dynamic read: else no code of it can read one, and it is not parsed."""
-        if dynamic and path not in self._dynamic_text:
-            blob = self._text(path, NEW) or b""
-            self._dynamic_text[path] = any(token in blob for token in DYNAMIC_TOKENS)
-        if dynamic and self._dynamic_text[path]:
+    def _may_reach(self, path: str) -> bool:
+        """Whether a module-level statement of ``path`` may read a reached name (or be a star
+        import, or read names dynamically where :meth:`_reads_reached` counts it): else no
+        statement of it is reached, and it is not parsed statement by statement."""
+        if path in self.changed:
             return True
-        checked, found = self._checked.get(path, (-1, False))
-        names = self.attrs
-        if found or checked == len(names):
-            return found
-        blobs = [self._text(path, NEW) or b""]
-        if path in self.changed:
-            blobs.append(self._text(path, OLD) or b"")
-        found = any(name.encode() in blob for blob in blobs for name in names) or (
-            # a dynamic read of a changed module names it
-            any(token in blob for blob in blobs for token in DYNAMIC_TOKENS)
-            and any(name.encode() in blob for blob in blobs for name in self._module_names)
+        found = self.index.get(path)
+        if found is None:  # unreadable or not Python: no facts to scan
+            return False
+        return (
+            found.star
+            or not found.attrs.isdisjoint(self.attrs)
+            or not found.names.isdisjoint(self.reached.get(path, ()))
+            or (
+                MODULE in found.dynamic
+                and not self._module_names.isdisjoint(found.names | found.attrs)
+            )
         )
-        self._checked[path] = (len(names), found)
-        return found
-        blobs = [self._text(path, NEW) or b""]
-        if path in self.changed:
-            blobs.append(self._text(path, OLD) or b"")
-        found = any(name.encode() in blob for blob in blobs for name in names)
-        self._checked[path] = (len(names), found)
-        return found
 
     @cached_property
     def _module_names(self) -> set[str]:
@@ -620,12 +645,26 @@ class ModuleLevel:
         names dynamically; None when none does."""
         self.close()
         for path in sorted(code):
-            if not path.endswith(".py") or not self._may_read(path, dynamic=True):
+            if not path.endswith(".py"):
+                continue
+            found = self.index.get(path) if path not in self.changed else None
+            own = self.reached.get(path, set())
+            if (
+                found is not None
+                and found.attrs.isdisjoint(self.attrs)
+                and found.names.isdisjoint(own)
+            ):
+                # no function of it reads a reached name: only a dynamic read can see one
+                ran_dynamic = sorted(k for k in code[path] if k != MODULE and k in found.dynamic)  # type: ignore[attr-defined]
+                if ran_dynamic:
+                    key = ran_dynamic[0]
+                    return (
+                        f"ran {path}:{key}() which reads names dynamically ({found.dynamic[key]})"
+                    )
                 continue
             facts = self.facts(path, NEW)
             if facts is None:
                 return f"ran {path}, which does not parse now"
-            own = self.reached.get(path, set())
             for key in sorted(k for k in code[path] if k != MODULE):  # type: ignore[attr-defined]
                 reads = facts.blocks.get(key)
                 if reads is None:
@@ -725,13 +764,45 @@ def _standard_attribute(facts: ModuleFacts, index: int, name: str, attribute: st
     return ""
 
 
-def _names_of(statement: Statement) -> set[str]:
-    """The names a changed statement reaches: its bindings, and for a class-body statement the
-    outermost class too."""
+def _only_exports(statement: Statement) -> bool:
+    """``__all__ = [...]`` at the top level, binding nothing else."""
+    return (
+        not statement.scope
+        and "__all__" in statement.binds
+        and statement.binds <= {"__all__", *statement.exports}
+    )
+
+
+def _changed_exports(old: ModuleFacts, new: ModuleFacts) -> tuple[list[set[str]], list[set[str]]]:
+    """What each changed ``__all__`` statement lists, on the old side and on the new."""
+    sides = {
+        side: [set(facts.statements[i].exports) for i in indexes
+               if _only_exports(facts.statements[i])]
+        for side, facts, indexes in _unmatched(old, new)
+    }  # fmt: skip
+    return sides[OLD], sides[NEW]
+
+
+def _export_change(old: list[set[str]], new: list[set[str]]) -> set[str]:
+    """The names a changed ``__all__`` reaches (``old``/``new``: what each changed ``__all__``
+    statement of a side lists). With one such statement on each side: ``__all__`` itself and the
+    names only one side lists, since a star import binds the same object as before for a name
+    both list; otherwise ``__all__`` and every name listed."""
+    if not old and not new:
+        return set()
+    if len(old) == 1 and len(new) == 1:
+        return {"__all__"} | (old[0] ^ new[0])
+    return {"__all__"}.union(*old, *new)
+
+
+def _names_of(statement: Statement, submodules: bool = True) -> set[str]:
+    """The names a statement reaches: its bindings, and for a class-body statement the
+    outermost class too; with ``submodules`` (a changed statement: an unchanged one imports
+    what it imported before), the submodules it imports, which it binds on their packages."""
     names = set(statement.binds)
     if statement.scope:
         names.add(statement.scope.split(".")[0])
-    for imported in statement.imports:  # importing a submodule binds it on its package
+    for imported in statement.imports if submodules else ():
         names.update(p for p in imported.module.split(".")[1:] if p)
     return names
 

@@ -19,6 +19,7 @@ to parse in bulk (a cold cache) are parsed by a pool of forked workers, one per 
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import gc
 import hashlib
@@ -26,17 +27,22 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ci_runner.cache_location import announce_damage, announce_no_cache, cache_location
 from ci_runner.collect.parse_cache import stat_key
 from ci_runner.impact.config import ImpactConfig, KernelLoader
-from ci_runner.impact.python_facts import FACTS_FORMAT, facts_problem, file_facts
+from ci_runner.impact.forked import ForkedPool
+from ci_runner.impact.python_facts import (
+    FACTS_FORMAT,
+    facts_problem,
+    file_facts,
+    parse_source,
+    tree_facts,
+)
 
 STAMP_FIELDS = 5  # size, mtime_ns, ctime_ns, inode, device (stat_key); null while racy
-MAX_WORKERS = 8
-PARSES_PER_WORKER = 24  # below this many files to parse per worker, one process is faster
 
 
 class FactCache:
@@ -65,7 +71,7 @@ class FactCache:
         self.changed = False
         self.parsed = 0
         self._read: dict[str, dict] = {}  # this run's facts, by path
-        self._pool = None
+        self._pool = ForkedPool()
 
     def _load(self) -> dict[str, list]:
         if self.path is None:
@@ -142,45 +148,44 @@ class FactCache:
             return None
         return relative, stamp, digest, data
 
+    def parse_also(
+        self, sources: list[tuple[str, bytes]], also: Callable[[ast.Module | None], object]
+    ) -> list[object]:
+        """``also(tree)`` of each source (None: it does not parse), in forked workers; a file
+        whose facts are not cached is read from the same parse (one parse per file)."""
+        jobs: list[tuple[str, bytes, bytes | None]] = []
+        pending: dict[str, tuple[list | None, str]] = {}
+        for relative, data in sources:
+            found = None if relative in self._read else self._lookup(relative)
+            if found is not None and relative not in pending:
+                pending[relative] = (found[1], found[2])
+                jobs.append((relative, data, found[3]))
+            else:
+                jobs.append((relative, data, None))
+        results = self._pool.map(_parse_also, jobs, self.loaders, also)
+        if results is None:
+            results = _parse_also(self.loaders, also, jobs)
+        extras = []
+        for (relative, _data, own), (facts, extra) in zip(jobs, results, strict=True):
+            if own is not None and relative in pending:
+                stamp, digest = pending.pop(relative)
+                self.parsed += 1
+                self._store(relative, stamp, digest, facts)
+            extras.append(extra)
+        return extras
+
     def _store(self, relative: str, stamp: list | None, digest: str, facts: dict) -> None:
         self._read[relative] = facts
         self.entries[relative] = [stamp, digest, facts]
         self.changed = True
 
     def _parse_all(self, sources: list[tuple[str, bytes]]) -> list[dict]:
-        workers = min(_available_cpus(), MAX_WORKERS, len(sources) // PARSES_PER_WORKER)
-        if workers > 1:
-            results = self._parse_forked(sources, workers)
-            if results is not None:
-                return results
-        return _parse_chunk(self.loaders, sources)
-
-    def _parse_forked(self, sources: list[tuple[str, bytes]], workers: int) -> list[dict] | None:
-        """:meth:`_parse_all` over a pool of forked workers, kept for this run; None when no
-        process can be started here."""
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
-
-        if "fork" not in multiprocessing.get_all_start_methods():
-            return None
-        chunk = -(-len(sources) // (workers * 4))
-        chunks = [sources[i : i + chunk] for i in range(0, len(sources), chunk)]
-        try:
-            if self._pool is None:
-                context = multiprocessing.get_context("fork")
-                self._pool = ProcessPoolExecutor(min(workers, MAX_WORKERS), context)
-            jobs = [self._pool.submit(_parse_chunk, self.loaders, part) for part in chunks]
-            return [facts for job in jobs for facts in job.result()]
-        except (OSError, BrokenProcessPool):
-            self.close()
-            return None
+        results = self._pool.map(_parse_chunk, sources, self.loaders)
+        return results if results is not None else _parse_chunk(self.loaders, sources)
 
     def close(self) -> None:
         """Stop the workers, if any were started."""
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+        self._pool.close()
 
     def save(self) -> None:
         """Write the cache back when anything changed; damage read and a failure to write are
@@ -201,8 +206,8 @@ class FactCache:
             )
             return
         try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(self.entries, out, separators=(",", ":"))
+            with os.fdopen(handle, "w", encoding="utf-8") as out:  # dumps: the C encoder
+                out.write(json.dumps(self.entries, separators=(",", ":")))
             os.replace(temporary, self.path)
         except OSError as exc:
             print(
@@ -230,19 +235,42 @@ def _parse_chunk(loaders: tuple[KernelLoader, ...], sources: list[tuple[str, byt
             gc.enable()
 
 
+def _parse_also(
+    loaders: tuple[KernelLoader, ...],
+    also: Callable[[ast.Module | None], object],
+    jobs: list[tuple[str, bytes, bytes | None]],
+) -> list[tuple[dict | None, object]]:
+    """``(facts, also(tree))`` of each ``(relative, source, source of its facts or None)``: one
+    parse when both are of the same bytes (the file did not change between two reads)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        out: list[tuple[dict | None, object]] = []
+        for relative, data, own in jobs:
+            tree = parse_source(data)
+            extra = also(None if isinstance(tree, dict) else tree)
+            facts = None
+            if own is not None:
+                package = relative.rsplit("/", 1)[-1] == "__init__.py"
+                if own != data:
+                    facts = file_facts(own, loaders, package)
+                elif isinstance(tree, dict):
+                    facts = tree
+                else:
+                    facts = tree_facts(tree, data, loaders, package)
+            out.append((facts, extra))
+        return out
+    finally:
+        if paused:
+            gc.enable()
+
+
 _stat = os.stat
 
 
 def _read(path: str) -> bytes:
     with open(path, "rb") as handle:
         return handle.read()
-
-
-def _available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _entry_problem(entry: object) -> str | None:

@@ -3,7 +3,8 @@
 An entry is keyed by the SHA-256 of a file's bytes, so it is valid whatever the file's path or
 timestamps (no racy-timestamp case: the content is read and hashed every run). Each entry is
 one small JSON file under ``module-facts-<format>-py<version>/`` in
-:func:`~ci_runner.cache_location.cache_location` (``ast`` differs between Python versions), so
+:func:`~ci_runner.cache_location.cache_location` (``ast`` differs between Python versions; the
+format is a digest of ``module_facts.py``, so facts computed by other code are not read), so
 a run reads only the entries of the files it looks at. A missing, damaged or unwritable entry
 only costs time (a damaged one is parsed again and rewritten).
 """
@@ -18,9 +19,12 @@ import sys
 from pathlib import Path
 
 from ci_runner.cache_location import cache_location
+from ci_runner.impact import module_facts as module_facts_module
 from ci_runner.impact.module_facts import Import, ModuleFacts, Reads, Statement, module_facts
 
-FORMAT = 1
+# The facts' format is the code that computes them: facts written by another version of
+# module_facts.py (another checkout sharing the cache directory) are never read.
+FORMAT = hashlib.sha256(Path(module_facts_module.__file__).read_bytes()).hexdigest()[:16]
 
 
 class ModuleFactsCache:

@@ -677,15 +677,27 @@ def _names_pythonpath(nodes: list[ast.expr]) -> bool:
     return any(isinstance(n, ast.Constant) and n.value == "PYTHONPATH" for n in nodes)
 
 
-def file_facts(source: bytes | str, loaders: tuple[KernelLoader, ...], is_package: bool) -> dict:
-    """The dependency facts of one Python file's source (see the module docstring)."""
+def parse_source(source: bytes | str) -> ast.Module | dict:
+    """The syntax tree of ``source``, or the facts of a file that does not parse."""
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
         return {"error": f"cannot parse it ({type(exc).__name__} at line {line})"}
     except RecursionError:
         return {"error": "cannot parse it (nested too deeply for Python's parser)"}
+
+
+def file_facts(source: bytes | str, loaders: tuple[KernelLoader, ...], is_package: bool) -> dict:
+    """The dependency facts of one Python file's source (see the module docstring)."""
+    tree = parse_source(source)
+    return tree if isinstance(tree, dict) else tree_facts(tree, source, loaders, is_package)
+
+
+def tree_facts(
+    tree: ast.Module, source: bytes | str, loaders: tuple[KernelLoader, ...], is_package: bool
+) -> dict:
+    """:func:`file_facts` of a parsed ``source``."""
     try:
         reader = _Reader(
             tree, {loader.function: loader.arguments for loader in loaders}, is_package

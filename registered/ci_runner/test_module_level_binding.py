@@ -17,14 +17,13 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 
 from impact_tree import git, git_repo
-from recorded_tree import record, select
+from recorded_tree import recorded_repo, select
 
 from ci_runner import register_cpu_ci
 from ci_runner.impact.binding import ModuleLevel
 from ci_runner.impact.module_facts import module_facts
-from testing.tree_builder import catalog_toml, suite_toml, write_tree
 
-register_cpu_ci(est_time=35, suite="base-a-test-cpu")
+register_cpu_ci(est_time=50, suite="base-a-test-cpu")
 
 TEST = "registered/test_mod.py"
 MODULE_TEXT = [
@@ -67,16 +66,7 @@ FILES = {
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """The generated repository and its record: (root, record dir)."""
-    base = tmp_path_factory.mktemp("binding")
-    catalog = catalog_toml(
-        suite_toml("unit-cpu", "cpu", gpus_per_file=0, timeout_per_file=300),
-        registered_dir="registered",
-    )
-    root = git_repo(write_tree(base / "repo", catalog, FILES))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CI_RUNNER_CACHE_DIR", str(base / "cache"))
-        assert record(root, base / "record") == 0
-    return root, base / "record"
+    return recorded_repo(tmp_path_factory.mktemp("binding"), FILES)
 
 
 @pytest.fixture
@@ -122,6 +112,7 @@ def write_module(root: Path, statements: list[str]) -> None:
         ("import threading\nLOCK = threading.Lock()", ""),
         ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import numpy", ""),
         ("__all__ = ['f']\ndef f():\n    pass", ""),
+        ("N = ['f']\n__all__ = N\ndef f():\n    pass", "an __all__ that is no list of strings"),
         ("__all__ = ['f', 'g']\ndef f():\n    pass", "__all__ lists g, which may not be bound"),
         ("N = 2\nclass K:\n    n = N", ""),
         ("from . import other\nclass K:\n    x = other.X", "an assignment of a computed value"),
@@ -243,6 +234,29 @@ def test_the_old_side_comes_from_the_recorded_commit(tmp_path, new, expected):
     root = git_repo(tmp_path)
     commit = git(root, "rev-parse", "HEAD").strip()
     (package / "m.py").write_text(new)
+    level = ModuleLevel(root, (), commit, {"pkg/m.py"}, {"pkg/m.py"}, set())
+    assert expected in level.change("pkg/m.py").text()
+
+
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        ("", "binds only other"),  # pkg/__init__.py runs whenever pkg/m.py is imported
+        ("if __name__ == '__main__':\n    pass\n", "it no longer runs from . import other"),
+    ],
+)
+def test_a_removed_import_keeps_running_the_packages_of_its_module(tmp_path, tail, expected):
+    """A removed import of a module whose package's ``__init__.py`` does more than bind names
+    takes nothing away when the changed module is in that package; a module that may run as a
+    script imports no package of its own."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("print('package loaded')\n")
+    (package / "other.py").write_text("X = 1\n")
+    (package / "m.py").write_text("from . import other\nA = 1\n" + tail)
+    root = git_repo(tmp_path)
+    commit = git(root, "rev-parse", "HEAD").strip()
+    (package / "m.py").write_text("A = 1\n" + tail)
     level = ModuleLevel(root, (), commit, {"pkg/m.py"}, {"pkg/m.py"}, set())
     assert expected in level.change("pkg/m.py").text()
 
@@ -411,6 +425,133 @@ def test_every_case_whose_outcome_changes_is_kept(repo, operations):
         write_module(root, MODULE_TEXT)
     missed = changed if cases == set() else (changed - cases if cases is not None else set())
     assert not missed, f"dropped {sorted(missed)} whose outcome changed; kept {cases}: {why}"
+
+
+# ---------------------------------------------------------------------- __all__ and reached imports
+
+EXPORTED = ("f", "g", "h", "k")
+EXPORT_TEST = "registered/test_exports.py"
+DIRECT_TEST = "registered/test_direct.py"
+
+
+def _exports_module(names: list[str]) -> str:
+    return f"__all__ = {names!r}\n\n\n" + "".join(
+        f"def {n}(x=1):\n    return x\n\n\n" for n in EXPORTED
+    )
+
+
+def _registered(imports: str, cases: dict[str, str]) -> str:
+    return (
+        "import sys\n\nimport pytest\n\nfrom ci_runner import register_cpu_ci\n"
+        f"{imports}\n\nregister_cpu_ci(est_time=9, suite='unit-cpu')\n\n\n"
+        + "".join(f"def {name}():\n    {body}\n\n\n" for name, body in cases.items())
+        + "if __name__ == '__main__':\n"
+        "    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))\n"
+    )
+
+
+EXPORTS_BEFORE = ["f", "g"]
+EXPORT_CASES = {
+    **{f"test_star_{n}": f'assert hasattr(star, "{n}") is {n in EXPORTS_BEFORE}' for n in EXPORTED},
+    "test_all": f"assert sorted(ex.__all__) == {sorted(EXPORTS_BEFORE)!r}",
+    "test_call": "assert ex.f() == 1",
+    "test_user": "assert user.twice() == 2",
+}
+EXPORT_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/ex.py": _exports_module(EXPORTS_BEFORE),
+    "pkg/star.py": "from pkg.ex import *  # noqa: F403\n",
+    # re-exports f from ex, and has an effect: importing it for the first time does more
+    "pkg/relay.py": "import os\n\nfrom pkg.ex import f\n\nos.environ.setdefault('ZZ_RELAY', '1')\n",
+    "pkg/user.py": "from pkg.relay import f\n\n\ndef twice():\n    return 2 * f()\n",
+    EXPORT_TEST: _registered("from pkg import ex, star, user", EXPORT_CASES),
+    DIRECT_TEST: _registered("from pkg import ex", {"test_g": "assert ex.g() == 1"}),
+}
+
+
+@pytest.fixture(scope="module")
+def exports_repo(tmp_path_factory):
+    """A module with ``__all__``, a star import of it, and a chain of re-exports through a
+    module with an effect (pkg/relay.py), recorded: (root, record dir)."""
+    return recorded_repo(tmp_path_factory.mktemp("exports"), EXPORT_FILES)
+
+
+def kept_in(root: Path, records: Path, test: str) -> set[str] | None:
+    """The cases of ``test`` that a change of pkg/ex.py keeps (None: every case)."""
+    code, impact = select(root, records, "pkg/ex.py")
+    assert code == 0
+    entry = next((e for e in impact["kept"] if e["path"] == test), None)
+    if entry is None:
+        return set()
+    cases = entry["cases"]
+    if cases is None or cases["run"] is None:
+        return None
+    return {c["id"].split("::")[-1] for c in cases["run"]}
+
+
+def test_a_changed_all_reaches_only_the_names_one_side_lists(exports_repo):
+    root, records = exports_repo
+    (root / "pkg" / "ex.py").write_text(_exports_module(["f", "g", "h"]))
+    try:
+        cases = kept_in(root, records, EXPORT_TEST)
+    finally:
+        (root / "pkg" / "ex.py").write_text(EXPORT_FILES["pkg/ex.py"])
+    # f and g: the star import binds the same functions as before
+    assert cases == {"test_star_h", "test_all"}
+
+
+def test_an_unchanged_import_reached_by_a_change_runs_nothing_for_the_first_time(exports_repo):
+    """pkg/user.py's ``from pkg.relay import f`` reads the changed f, but it ran before the change
+    as after it: a test that never ran pkg/relay.py (test_direct) is decided by what it reads."""
+    root, records = exports_repo
+    (root / "pkg" / "ex.py").write_text(
+        EXPORT_FILES["pkg/ex.py"].replace("def f(x=1)", "def f(x=2)")
+    )
+    try:
+        assert kept_in(root, records, DIRECT_TEST) == set()
+        # test_all spells 'f' in a string: a name is matched by spelling
+        assert kept_in(root, records, EXPORT_TEST) == {
+            "test_all", "test_call", "test_star_f", "test_user"
+        }  # fmt: skip
+    finally:
+        (root / "pkg" / "ex.py").write_text(EXPORT_FILES["pkg/ex.py"])
+
+
+RUN_EXPORT_CASES = RUN_CASES.replace('"test_mod"', '"test_exports"')
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    names=st.lists(st.sampled_from(EXPORTED), unique=True, max_size=len(EXPORTED)),
+    default=st.sampled_from([1, 2]),
+    bound=st.sets(st.sampled_from(EXPORTED), min_size=1),
+)
+@example(names=["g", "f"], default=1, bound={"f", "g", "h", "k"})
+@example(names=["f", "g", "h"], default=2, bound={"f", "g", "h", "k"})
+@example(names=["f", "g", "h"], default=1, bound={"f", "g"})
+def test_every_case_an_all_or_a_default_change_breaks_is_kept(exports_repo, names, default, bound):
+    """Random ``__all__`` lists (any order, names defined or not) and a changed default: every
+    case whose real outcome changes is kept."""
+    root, records = exports_repo
+    text = f"__all__ = {names!r}\n\n\n" + "".join(
+        f"def {n}(x={default if n == 'f' else 1}):\n    return x\n\n\n" for n in sorted(bound)
+    )
+    (root / "pkg" / "ex.py").write_text(text)
+    try:
+        cases = kept_in(root, records, EXPORT_TEST)
+        result = subprocess.run(
+            [sys.executable, "-c", RUN_EXPORT_CASES, EXPORT_TEST, *EXPORT_CASES],
+            cwd=root, capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        failed = {n for n, s in json.loads(result.stdout.splitlines()[-1]).items() if s != "PASSED"}
+    finally:
+        (root / "pkg" / "ex.py").write_text(EXPORT_FILES["pkg/ex.py"])
+    missed = failed if cases == set() else (failed - cases if cases is not None else set())
+    assert not missed, f"dropped {sorted(missed)} whose outcome changed; kept {cases}"
 
 
 if __name__ == "__main__":
