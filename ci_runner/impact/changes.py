@@ -53,6 +53,7 @@ class ChangeSet:
 
     source: str
     changes: tuple[Change, ...]
+    base: str | None = None  # the commit the old sides are read from (None: not known)
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -100,7 +101,23 @@ def changes_since(root: Path, ref: str) -> ChangeSet:
         raise ChangeInputError(f"--changed-since {ref}: git diff failed: {_git_message(diff)}")
     git_top = Path(os.fsdecode(top.stdout.strip())).resolve()
     prefix = _prefix_within(git_top, root.resolve())
-    return ChangeSet(f"--changed-since {ref}", tuple(parse_raw_diff(diff.stdout, prefix)))
+    merge_base = _git(root, "merge-base", ref, "HEAD")
+    base = merge_base.stdout.decode().strip() if merge_base.returncode == 0 else None
+    return ChangeSet(
+        f"--changed-since {ref}", tuple(parse_raw_diff(diff.stdout, prefix)), base or None
+    )
+
+
+def file_at(root: Path, commit: str, path: str) -> bytes | None:
+    """``path`` (relative to ``root``) at ``commit`` (``git show``), or None."""
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(root), "show", f"{commit}:./{path}"],
+            capture_output=True, timeout=GIT_TIMEOUT, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout if result.returncode == 0 else None
 
 
 def _prefix_within(top: Path, root: Path) -> str:

@@ -12,7 +12,9 @@ In order:
    outside the repository root, a submodule bump, a changed
    symbolic link, packaging and pytest configuration (``pyproject.toml``, ``setup.py``,
    ``setup.cfg``, ``conftest.py``, ``pytest.ini``, ``tox.ini``), CI configuration
-   (``.github/``), the catalog's ``run-everything`` patterns.
+   (``.github/``), the catalog's ``run-everything`` patterns. A ``pyproject.toml`` or
+   ``ci-runner.toml`` changed only in tables no test run reads (:mod:`.toml_tables`: the
+   catalog, linters' tables) is instead an untraced file, as in step 3.
 3. **Each test.** A test with a valid record (:class:`RecordedDependencies`, when a recorded
    layer is given) is decided by its record alone. Any other test by the static dependency graph
    (:mod:`.graph`): kept when a change reaches it (a changed test file selects itself), or when
@@ -30,6 +32,7 @@ import time
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from ci_runner.catalog import Catalog
@@ -42,12 +45,14 @@ from ci_runner.impact.changes import (
     SYMLINK,
     Change,
     ChangeSet,
+    file_at,
 )
 from ci_runner.impact.config import ImpactConfig, load_impact_config
 from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.graph import BUILT_SITE, INCLUDE, KERNEL_SITE, DependencyGraph, Site
 from ci_runner.impact.index import RepoIndex
 from ci_runner.impact.path_rules import matching_pattern
+from ci_runner.impact.toml_tables import OWN_FILE, changed_tables, describe
 from ci_runner.select import Selection
 
 CHANGED = "changed"
@@ -61,6 +66,7 @@ BUILTIN_RUN_EVERYTHING: tuple[tuple[str, str], ...] = (
     ("**/MANIFEST.in", "packaging"),
     ("**/conftest.py", "pytest configuration"),
     ("**/pytest.ini", "pytest configuration"),
+    ("**/.pytest.ini", "pytest configuration"),
     ("**/tox.ini", "pytest configuration"),
     (".github/**", "CI configuration"),
 )
@@ -147,15 +153,56 @@ def _is_under(path: str, directories: tuple[str, ...]) -> bool:
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in directories)
 
 
-def _not_traced(path: str) -> str:
+def _not_traced(path: str, confined: dict[str, str]) -> str:
+    if path in confined:
+        return (
+            f"{path} changed only in {confined[path]}, which no test run reads through the test "
+            "tooling; without a record nothing proves that no test reads the file itself"
+        )
     return (
         f"{path} changed: neither a Python file nor under a kernel directory, so what reads it "
         "cannot be traced"
     )
 
 
-def whole_suite_reason(change: Change, config: ImpactConfig) -> str | None:
-    """Why ``change`` selects the whole suite whatever the tests depend on, or None."""
+TOML_RULES = ("**/pyproject.toml", "**/ci-runner.toml")
+
+
+def toml_tables_reason(
+    change: Change, what: str, root: Path, base: str | None
+) -> tuple[str | None, str]:
+    """Why a changed ``pyproject.toml`` / ``ci-runner.toml`` runs everything (first), or None
+    with the changed tables when every one is a table no test run reads (:mod:`.toml_tables`)."""
+    head = f"{change.path} changed"
+    if change.status != MODIFIED:
+        return f"{head} ({what})", ""
+    if base is None:
+        return f"{head} ({what}; no base commit to compare its tables with)", ""
+    old = file_at(root, base, change.path)
+    try:
+        new = (root / change.path).read_bytes()
+    except OSError as exc:
+        return f"{head} ({what}; cannot read it: {exc.strerror})", ""
+    if old is None:
+        return f"{head} ({what}; not readable at the base commit {base[:12]})", ""
+    diff = changed_tables(old, new, change.path)
+    if diff.unreadable:
+        return f"{head} ({what}; {diff.unreadable})", ""
+    own_file = change.path.rsplit("/", 1)[-1] == OWN_FILE
+    if read := diff.run_everything():
+        return f"{head} ({describe(diff, read, own_file)}): {what}", ""
+    return None, describe(diff, diff.tables, own_file) or "comments or formatting"
+
+
+def whole_suite_reason(
+    change: Change,
+    config: ImpactConfig,
+    base: str | None = None,
+    confined: dict[str, str] | None = None,
+) -> str | None:
+    """Why ``change`` selects the whole suite whatever the tests depend on, or None.
+    ``base``: the commit a changed TOML file's tables are compared with; ``confined`` gets each
+    TOML file whose change is confined to tables no test run reads, with those tables."""
     if change.status == SUBMODULE:
         return (
             f"{change.path} is a git submodule whose commit changed: the files it changes are "
@@ -168,7 +215,13 @@ def whole_suite_reason(change: Change, config: ImpactConfig) -> str | None:
     if change.status in (MODIFIED, ADDED):
         for pattern, what in BUILTIN_RUN_EVERYTHING:
             if matching_pattern((pattern,), change.path):
-                return f"{change.path} changed ({what})"
+                if pattern not in TOML_RULES:
+                    return f"{change.path} changed ({what})"
+                reason, tables = toml_tables_reason(change, what, config.root, base)
+                if reason is not None or confined is None:
+                    return reason or f"{change.path} changed ({what})"
+                confined[change.path] = tables
+                break
         if pattern := matching_pattern(config.run_everything, change.path):
             return f"{change.path} changed (run-everything {pattern!r} in the catalog)"
         return None
@@ -188,8 +241,10 @@ def select_changed(
     catalog: Catalog,
     change_set: ChangeSet,
     recorded: RecordedDependencies | None = None,
+    facts: FactCache | None = None,
 ) -> ChangeImpact:
-    """The part of ``selection`` that ``change_set`` can affect (see the module docstring)."""
+    """The part of ``selection`` that ``change_set`` can affect (see the module docstring);
+    ``facts``: the import-facts cache, when the caller has already read from it."""
     started = time.perf_counter()
     config = load_impact_config(catalog)
     opened = set(recorded.opened_paths()) if recorded is not None else set()
@@ -211,11 +266,15 @@ def select_changed(
     # A deleted or renamed file: a record says whether its test used the old path; the
     # whole suite runs only when no test has a record, else every test without one.
     deferred = _used_paths_gone(changes, config) if recorded is not None else {}
+    confined: dict[str, str] = {}  # a TOML file changed only in tables no test run reads
     whole = [
         reason
         for c in changes
-        if c.path not in deferred and (reason := whole_suite_reason(c, config)) is not None
+        if c.path not in deferred
+        and (reason := whole_suite_reason(c, config, change_set.base, confined)) is not None
     ]
+    if confined and recorded is None:  # no record can say who reads it: no graph needed
+        whole = [_not_traced(path, confined) for path in sorted(confined)]
     if whole:
         return result.whole_suite(tuple(whole), tuple(candidates.items()))
     tests = {f.path for f in selection.files}
@@ -223,7 +282,7 @@ def select_changed(
     if index.unlisted:  # an unseen file may be what a test imports
         unseen = tuple(f"directory {where}" for where in index.unlisted)
         return result.whole_suite(unseen, tuple(candidates.items()))
-    cache = FactCache(config)
+    cache = facts if facts is not None else FactCache(config)
     try:
         graph = DependencyGraph(config, index, cache, tests)
     finally:
@@ -249,10 +308,10 @@ def select_changed(
     ]
     decided = {t for t in tests if recorded is not None and recorded.decides(t)}
     if (untraced or deferred) and not decided:
-        why = [*(_not_traced(p) for p in sorted(untraced)), *deferred.values()]
+        why = [*(_not_traced(p, confined) for p in sorted(untraced)), *deferred.values()]
         return result.whole_suite(tuple(why), result.ignored)
     static_changes = tuple(c for c in changes if c.path not in deferred)
-    reasons, unreached = _static_reasons(graph, config, static_changes, untraced, tests)
+    reasons, unreached = _static_reasons(graph, config, static_changes, untraced, tests, confined)
     for path, why in sorted(deferred.items()):
         for test in tests:
             reasons.setdefault(test, Reason((Link(path, UNTRACED), Link(test, UNTRACED)), why))
@@ -295,6 +354,7 @@ def _static_reasons(
     changes: tuple[Change, ...],
     untraced: list[str],
     tests: set[str],
+    confined: dict[str, str],
 ) -> tuple[dict[str, Reason], tuple[str, ...]]:
     """What the static graph keeps, each test with one reason, and the changes no test reaches."""
     traced = sorted(c.path for c in changes if c.path not in untraced)
@@ -317,7 +377,11 @@ def _static_reasons(
         start = chain[0].path
         reasons.setdefault(test, Reason((Link(start, SITE), *chain[1:]), notes[start]))
     for path in untraced:
-        note = f"{path} changed and is neither Python nor a kernel file: what reads it cannot be traced"
+        note = (
+            f"{path} changed only in {confined[path]}; what reads the file cannot be traced"
+            if path in confined
+            else f"{path} changed and is neither Python nor a kernel file: what reads it cannot be traced"
+        )
         for test in tests:
             reasons.setdefault(test, Reason((Link(path, UNTRACED), Link(test, UNTRACED)), note))
     return reasons, unreached

@@ -10,6 +10,7 @@ import repo_root  # noqa: F401  (the repository root on sys.path)
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from coarse_clock import CoarseClock
 from impact_tree import (
     GPU_TESTS,
     chain_of,
@@ -109,10 +110,14 @@ def test_no_changed_file_keeps_nothing(tmp_path):
 @pytest.mark.parametrize(
     ("path", "reason"),
     [
-        ("pyproject.toml", "pyproject.toml changed (packaging or the catalog)"),
+        (
+            "pyproject.toml",
+            "pyproject.toml changed (packaging or the catalog; no base commit to compare its tables with)",
+        ),
         ("registered/conftest.py", "registered/conftest.py changed (pytest configuration)"),
         ("sub/setup.py", "sub/setup.py changed (packaging)"),
         ("pytest.ini", "pytest.ini changed (pytest configuration)"),
+        ("sub/.pytest.ini", "sub/.pytest.ini changed (pytest configuration)"),
         (".github/workflows/ci.yml", ".github/workflows/ci.yml changed (CI configuration)"),
         (
             "tooling/runner.py",
@@ -161,8 +166,14 @@ def test_a_whole_suite_text_names_each_reason(tmp_path, capsys):
                  *changed(root, "docs/readme.md", "pyproject.toml")]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "keeps 7 of 7 file(s), drops 0" in out
-    assert "; fails open: pyproject.toml changed (packaging or the catalog);" in out
-    assert "  runs the whole suite:\n    pyproject.toml changed (packaging or the catalog)\n" in out
+    assert (
+        "; fails open: pyproject.toml changed (packaging or the catalog; no base commit to compare its tables with);"
+        in out
+    )
+    assert (
+        "  runs the whole suite:\n    pyproject.toml changed (packaging or the catalog; no base commit to compare its tables with)\n"
+        in out
+    )
     assert main(["--root", str(root), "--hw", "cuda", "--suite", "unit-gpu", "--dry-run",
                  *changed(root, "docs/readme.md", "tooling/runner.py")]) == 0  # fmt: skip
     out = capsys.readouterr().out
@@ -393,26 +404,13 @@ def test_a_file_changed_within_its_timestamp_granularity_is_not_trusted_by_stat(
 ):
     """The racy-timestamp rule: on a coarse clock a rewrite keeps size, times and inode, so a
     stat recorded while the file was that fresh cannot vouch for its content."""
-    import os
-    import time
-    from types import SimpleNamespace
-
     from ci_runner.catalog import load_catalog
     from ci_runner.impact import fact_cache
     from ci_runner.impact.config import load_impact_config
 
     root = make_impact_repo(tmp_path / "repo")
     config = load_impact_config(load_catalog(root))
-    clock = {"ns": time.time_ns() - 10**9}  # the times a coarse clock shows: one second ago
-
-    def coarse_stat(path):
-        stamp = clock["ns"]
-        size = os.lstat(path).st_size
-        return SimpleNamespace(
-            st_size=size, st_mtime_ns=stamp, st_ctime_ns=stamp, st_ino=1, st_dev=1
-        )
-
-    monkeypatch.setattr(fact_cache, "_stat", coarse_stat)
+    clock = CoarseClock.install(monkeypatch, fact_cache)
     module = root / "pkg" / "core.py"
     module.write_text("import pkg.pos\n")
     first = fact_cache.FactCache(config)
@@ -423,7 +421,7 @@ def test_a_file_changed_within_its_timestamp_granularity_is_not_trusted_by_stat(
     assert second.facts("pkg/core.py")["imports"][0][1] == "pkg.sub"
     second.save()
     # once the times are older than the granularity, the stat is trusted: no read at all
-    clock["ns"] = time.time_ns() - 100 * 10**9
+    clock.settle()
     third = fact_cache.FactCache(config)
     third.facts("pkg/core.py")
     third.save()

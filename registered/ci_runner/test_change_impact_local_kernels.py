@@ -255,7 +255,9 @@ def test_unresolvable_local_paths_and_untraced_files_still_fail_open(tmp_path):
     ]
     # with a reason to run everything whatever the tests read, the graph is not built
     impact = keeps(root, "registered/sub/kernels/local.cuh", "pyproject.toml")["change_impact"]
-    assert impact["run_everything_reasons"] == ["pyproject.toml changed (packaging or the catalog)"]
+    assert impact["run_everything_reasons"] == [
+        "pyproject.toml changed (packaging or the catalog; no base commit to compare its tables with)"
+    ]
 
 
 if __name__ == "__main__":
