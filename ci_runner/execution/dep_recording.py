@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from ci_runner.execution.block_cache import BlockCache
@@ -35,9 +36,12 @@ from ci_runner.impact.record_format import (
 from ci_runner.model import PASSED, FileResult
 
 COVERAGE_VARIABLE = "COVERAGE_PROCESS_START"
+# coverage's ``patch = subprocess`` passes a running measurement to child processes in this one
+INHERITED_CONFIG = "COVERAGE_PROCESS_CONFIG"
 JIT_LOG_VARIABLE = "JIT_KERNEL_LOAD_LOG"
 PLUGIN = "ci_runner.execution.record_child"
 SKIPPED_PARTS = ("site-packages", "dist-packages", "__pycache__")
+NO_DATA = "coverage recorded no process of this file (is coverage installed?)"
 
 
 class RecordingError(Exception):
@@ -85,8 +89,16 @@ class DepRecorder:
         except OSError as exc:
             raise RecordingError(f"--record-deps {directory}: cannot write: {exc}") from None
 
-    def environment(self, scratch: Path) -> dict[str, str]:
-        """Create the attempt's scratch directory; the variables its processes need."""
+    def environment(self, scratch: Path, base: Mapping[str, str]) -> dict[str, str]:
+        """Create the attempt's scratch directory; ``base`` with the variables its processes
+        need. coverage.py's own start-up variable is dropped: it takes precedence over
+        ``COVERAGE_PROCESS_START``, and a recorded test that records a run of its own (a
+        runner's test suite) inherits it from the coverage measuring the test."""
+        env = {k: v for k, v in base.items() if k != INHERITED_CONFIG}
+        env.update(self._variables(scratch))
+        return env
+
+    def _variables(self, scratch: Path) -> dict[str, str]:
         for part in ("coverage", "notes", "jit"):
             (scratch / part).mkdir(parents=True, exist_ok=True)
         rc = scratch / "coveragerc"
@@ -139,7 +151,7 @@ class DepRecorder:
             )
         if partial:
             problems.append("only some of its cases ran in the recording run (--tests)")
-        code, by_context, code_problems = self._code(scratch / "coverage")
+        code, sources, by_context, code_problems = self._code(scratch / "coverage")
         durations = {c.case_id: c.time for c in result.cases if c.case_id}
         # A context that is not a case of the file (a test that runs pytest in a child process
         # of its own measures the child's cases) is the file's: what runs there is shared.
@@ -154,6 +166,8 @@ class DepRecorder:
             for path in notes["opened"]
             if (relative := self._relative(path)) is not None
         }
+        opened_by = self._by_case(notes, "opened", set(durations))
+        listed_by = self._by_case(notes, "listed", set(durations))
         listed = {r for p in notes["listed"] if (r := self._relative(p)) is not None}
         kernels, kernel_problems = self._kernels(scratch / "jit")
         record = FileRecord(
@@ -161,7 +175,7 @@ class DepRecorder:
             commit=self.commit,
             status=status,
             code=code,
-            sources={path: digest for path in code if (digest := file_digest(self.root / path))},
+            sources=sources,
             opened=opened,
             listed=tuple(sorted(listed)),
             imported=tuple(sorted(notes["imported"])),
@@ -170,26 +184,53 @@ class DepRecorder:
             problems=tuple(problems + kernel_problems),
             file_code=file_code,
             cases={
-                case: CaseRecord(seconds, by_context.get(case, {}))
+                case: CaseRecord(
+                    seconds,
+                    by_context.get(case, {}),
+                    tuple(sorted(opened_by.get(case, ()))),
+                    tuple(sorted(listed_by.get(case, ()))),
+                )
                 for case, seconds in sorted(durations.items())
             },
             seconds=round(result.elapsed, 3),
+            file_opened=tuple(sorted(opened_by.get("", ()))),
+            file_listed=tuple(sorted(listed_by.get("", ()))),
         )
         try:
             write_test_record(self.directory, record)
         except OSError as exc:  # the run goes on; the test simply has no record
             print(f"--record-deps: cannot write the record of {test}: {exc}", flush=True)
 
+    def _by_case(self, notes: dict, key: str, cases: set[str]) -> dict[str, set[str]]:
+        """Root-relative files opened (``key`` "opened") or directories listed ("listed") by
+        the case that did it ("": outside every case; a context that is no case of the file, or
+        a path no context names, is the file's)."""
+        by: dict[str, set[str]] = {}
+        for context, paths in notes[f"{key}_by"].items():
+            case = context if context in cases else ""
+            by.setdefault(case, set()).update(
+                r for p in paths if (r := self._relative(p)) is not None
+            )
+        attributed = set().union(*by.values()) if by else set()
+        by.setdefault("", set()).update(
+            r for p in notes[key] if (r := self._relative(p)) is not None and r not in attributed
+        )
+        return by
+
     def _relative(self, path: str) -> str | None:
-        """A root-relative POSIX path for a path inside the root (through links too)."""
-        for candidate in (path, os.path.realpath(path)):
-            try:
-                relative = Path(candidate).relative_to(self.root).as_posix()
-            except ValueError:
-                continue
-            if not any(part in SKIPPED_PARTS for part in relative.split("/")):
-                return "" if relative == "." else relative
-        return None
+        """A root-relative POSIX path for a path inside the root (through links too: the
+        link is resolved only when the path as written is not one)."""
+        relative = self._inside(path)
+        return relative if relative is not None else self._inside(os.path.realpath(path))
+
+    def _inside(self, path: str) -> str | None:
+        try:
+            relative = Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        if any(part in SKIPPED_PARTS for part in relative.split("/")):
+            return None
+        return "" if relative == "." else relative
 
     def _source(self, measured: str) -> str | None:
         """The root-relative path of a measured Python file, None for one outside the root;
@@ -201,10 +242,13 @@ class DepRecorder:
 
     def _code(
         self, directory: Path
-    ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, tuple[str, ...]]], list[str]]:
-        """``{file: {block: digest}}`` of every line coverage saw executed, in every process, and
-        ``{context: {file: block keys}}``: the context is the id of the case that ran them, ""
-        outside every case. Module-level code counts as the file's, whichever case ran it."""
+    ) -> tuple[
+        dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, tuple[str, ...]]], list[str]
+    ]:
+        """``{file: {block: digest}}`` of every line coverage saw executed, in every process,
+        ``{file: sha256}`` of those files (the bytes cut into blocks), and ``{context: {file:
+        block keys}}``: the context is the id of the case that ran them, "" outside every case.
+        Module-level code counts as the file's, whichever case ran it."""
         from coverage import CoverageData
 
         lines: dict[str, dict[int, set[str]]] = {}  # file -> line -> contexts
@@ -214,7 +258,7 @@ class DepRecorder:
             if p.name.startswith("data.") and not p.name.endswith(("-journal", "-wal", "-shm"))
         )
         if not files:
-            return {}, {}, ["coverage recorded no process of this file (is coverage installed?)"]
+            return {}, {}, {}, [NO_DATA]
         # The processes' data combined in memory: one query per measured file, not one per
         # file and process, each opening its data file again.
         combined = CoverageData(no_disk=True)
@@ -225,7 +269,7 @@ class DepRecorder:
                     data.read()
                     combined.update(data)
                 except Exception as exc:  # a damaged data file: coverage raises its own errors
-                    return {}, {}, [f"cannot read coverage data {data_file.name}: {exc}"]
+                    return {}, {}, {}, [f"cannot read coverage data {data_file.name}: {exc}"]
                 finally:
                     data.close()
             for measured in combined.measured_files():
@@ -237,6 +281,7 @@ class DepRecorder:
         finally:
             combined.close(force=True)
         code: dict[str, dict[str, str]] = {}
+        sources: dict[str, str] = {}
         by_context: dict[str, dict[str, set[str]]] = {}
         problems: list[str] = []
         for relative, ran in sorted(lines.items()):
@@ -255,6 +300,7 @@ class DepRecorder:
                 problems.append(f"{relative} ran but does not parse now")
                 continue
             blocks, owner = parsed
+            sources[relative] = key[1]
             hit = code.setdefault(relative, {})
             for line, contexts in ran.items():
                 block = owner.get(line, blocks[0])
@@ -265,7 +311,7 @@ class DepRecorder:
             context: {path: tuple(sorted(keys)) for path, keys in files_.items()}
             for context, files_ in by_context.items()
         }
-        return code, keyed, problems
+        return code, sources, keyed, problems
 
     def _kernels(self, directory: Path) -> tuple[tuple[KernelUse, ...], list[str]]:
         """The JIT modules the file's processes loaded (``JIT_KERNEL_LOAD_LOG`` lines)."""
@@ -291,11 +337,12 @@ class DepRecorder:
         return tuple(uses[m] for m in sorted(uses)), problems
 
 
-def _notes(directory: Path) -> tuple[dict[str, list[str]], list[str]]:
+def _notes(directory: Path) -> tuple[dict, list[str]]:
     """The union of the processes' notes; a process that started but wrote none is a problem."""
     merged: dict[str, set[str] | list[str]] = {
         "opened": set(), "listed": set(), "imported": set(), "unbounded": [],
     }  # fmt: skip
+    by_case: dict[str, dict[str, set[str]]] = {"opened": {}, "listed": {}}
     started = {p.stem for p in directory.glob("*.start")}
     written: set[str] = set()
     problems: list[str] = []
@@ -305,6 +352,10 @@ def _notes(directory: Path) -> tuple[dict[str, list[str]], list[str]]:
             for key in ("opened", "listed", "imported"):
                 merged[key].update(data[key])  # type: ignore[union-attr]
             merged["unbounded"] += data["unbounded"]  # type: ignore[operator]
+            # notes without them (another recorder) leave every path to the file
+            for key, by in by_case.items():
+                for case, paths in data.get(f"{key}_by", {"": data[key]}).items():
+                    by.setdefault(str(case), set()).update(paths)
         except (OSError, ValueError, KeyError, TypeError):
             problems.append(f"the notes of process {path.stem} are unreadable")
         written.add(path.stem)
@@ -315,4 +366,5 @@ def _notes(directory: Path) -> tuple[dict[str, list[str]], list[str]]:
             f"{len(lost)} process(es) ended without saving what they ran (killed by a signal?): "
             f"pid {pids}"
         )
-    return {k: sorted(v) if isinstance(v, set) else v for k, v in merged.items()}, problems
+    notes = {k: sorted(v) if isinstance(v, set) else v for k, v in merged.items()}
+    return {**notes, "opened_by": by_case["opened"], "listed_by": by_case["listed"]}, problems

@@ -231,7 +231,7 @@ def _run_process(
         pin_gpus=pin_gpus, attempt=number, token=token, selects_cases=selection.active,
     )  # fmt: skip
     if settings.recorder is not None:
-        env.update(settings.recorder.environment(files.output.with_suffix(".deps")))
+        env = settings.recorder.environment(files.output.with_suffix(".deps"), env)
     argv, cwd = settings.command(path, suite)
     start = time.monotonic()
     with open(files.output, "wb") as output, process_tree.spawn_guard():

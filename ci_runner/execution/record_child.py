@@ -8,6 +8,8 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
 * ``open``: files opened by anything but the import system, pytest's assertion rewriter (an
   import loader), the interpreter starting its script (imported and run code is coverage's) and
   ``shutil.rmtree`` (it opens directories by name relative to a descriptor, to delete them);
+  each under the test case running in the process then (the case-context plugin's, as the
+  code is measured; "" outside every case and in every other process), as are listings;
 * ``os.listdir`` / ``os.scandir``: directories listed, except by the import system (its own
   caches), by pytest's collection (the directory of each test file it runs: a file added there
   matters only as a ``conftest.py``, which runs everything by rule, an ``__init__.py`` or an
@@ -43,6 +45,8 @@ _IMPORT_SYSTEM = ("<frozen importlib._bootstrap", "<frozen zipimport>")
 _LISTERS = (f"{os.sep}_pytest{os.sep}", f"{os.sep}importlib{os.sep}metadata{os.sep}")
 # pytest's assertion rewriter is an import loader: the module it reads is imported code
 _REWRITER = f"{os.sep}_pytest{os.sep}assertion{os.sep}rewrite.py"
+# pytest's configuration discovery reads only its own table of pyproject.toml
+_PYTEST_CONFIG = f"{os.sep}_pytest{os.sep}config{os.sep}findpaths.py"
 # Programs that read no file of the tree whatever their arguments (``platform.processor()``
 # runs ``uname -p``, so every pytest-xdist worker does)
 _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false"})
@@ -71,6 +75,8 @@ class _Notes:
         self.out = out
         self.token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.opened: set[str] = set()
+        self.opened_by: dict[str, set[str]] = {}  # case id ("" outside every case) -> paths
+        self.listed_by: dict[str, set[str]] = {}  # the same, for directories listed
         self.listed: set[str] = set()
         self.imported: set[str] = set()
         self.unbounded: list[str] = []
@@ -117,9 +123,17 @@ class _Notes:
                 continue
 
     def _write(self) -> None:
+        kept = {p for p in self.opened if self.inside(p) or _real_inside(p, self)}
         data = {
-            "opened": sorted(p for p in self.opened if self.inside(p) or _real_inside(p, self)),
+            "opened": sorted(kept),
+            "opened_by": {
+                case: sorted(paths & kept) for case, paths in list(self.opened_by.items())
+            },
             "listed": sorted(p for p in self.listed if self.inside(p)),
+            "listed_by": {
+                case: sorted(p for p in paths if self.inside(p))
+                for case, paths in list(self.listed_by.items())
+            },
             "imported": sorted(self.import_names()),
             "unbounded": self.unbounded,
         }
@@ -140,6 +154,14 @@ def _real_inside(path: str, notes: _Notes) -> bool:
 
 
 _notes: _Notes | None = None
+
+
+def _case() -> str:
+    """The test case running in this process ("" outside every case): the context that the
+    case-context plugin (``ci_runner_case_context``) set for coverage."""
+    context = sys.modules.get("ci_runner_case_context")
+    current = getattr(context, "_current", "") if context is not None else ""
+    return current if isinstance(current, str) else ""
 
 
 def _caller() -> str:
@@ -168,21 +190,32 @@ def _main_script() -> str | None:
     return os.path.abspath(argv[0]) if argv[0].endswith(".py") else None
 
 
-def _read_to_import(path: str) -> bool:
-    """A Python file pytest's assertion rewriter reads (through ``pathlib``) to import it."""
-    if not path.endswith(".py"):
-        return False
+def _read_by(reader: str) -> bool:
+    """Whether the audited open was called (through at most a few frames: ``pathlib``) by code
+    of the file ``reader``."""
     try:
-        frame = sys._getframe(3)  # the hook, its caller, then the audited function's callers
+        frame = sys._getframe(3)  # past _read_by, its caller and the hook: who called open
     except ValueError:
         return False
-    for _ in range(4):
+    for _ in range(5):
         if frame is None:
             return False
-        if frame.f_code.co_filename.endswith(_REWRITER):
+        if frame.f_code.co_filename.endswith(reader):
             return True
         frame = frame.f_back
     return False
+
+
+def _read_to_import(path: str) -> bool:
+    """A Python file pytest's assertion rewriter reads (through ``pathlib``) to import it."""
+    return path.endswith(".py") and _read_by(_REWRITER)
+
+
+def _read_for_pytest_config(path: str) -> bool:
+    """A ``pyproject.toml`` pytest's configuration discovery reads: it reads only its own
+    ``[tool.pytest]`` table, and a change to that table runs everything by rule (any other file
+    it reads stays an input of the record)."""
+    return os.path.basename(path) == "pyproject.toml" and _read_by(_PYTEST_CONFIG)
 
 
 def _can_start(program: str) -> bool:
@@ -261,15 +294,18 @@ def _hook(event: str, args: tuple) -> None:
             and (path := notes.path(args[0])) is not None
             and not (caller == "" and path == _main_script())
             and not _read_to_import(path)
+            and not _read_for_pytest_config(path)
             and not _removing_a_tree()
         ):
             notes.opened.add(path)
+            notes.opened_by.setdefault(_case(), set()).add(path)
     elif event in ("os.listdir", "os.scandir"):
         caller = _caller()
         if not caller.startswith(_IMPORT_SYSTEM) and not any(d in caller for d in _LISTERS):
             path = notes.path(args[0] if args and args[0] is not None else ".")
             if path is not None:
                 notes.listed.add(path)
+                notes.listed_by.setdefault(_case(), set()).add(path)
     elif event == "import":
         notes.imported.add(str(args[0]))
     elif event == "subprocess.Popen":

@@ -34,17 +34,33 @@ class Block:
 def _dump(node: object, top: ast.AST) -> str:
     """``ast.dump`` without positions, with the body of every function nested in ``top``
     written as ``...`` (its signature kept)."""
+    parts: list[str] = []
+    _dump_into(node, top, parts)
+    return "".join(parts)
+
+
+def _dump_into(node: object, top: ast.AST, out: list[str]) -> None:
+    """:func:`_dump`'s text, appended piece by piece (one list, no intermediate strings)."""
     if isinstance(node, ast.AST):
-        stub = isinstance(node, _FUNCTIONS) and node is not top
-        fields = ",".join(
-            f"{name}="
-            + ("..." if stub and name == "body" else _dump(getattr(node, name, None), top))
-            for name in node._fields
-        )
-        return f"{type(node).__name__}({fields})"
-    if isinstance(node, list):
-        return "[" + ",".join(_dump(item, top) for item in node) + "]"
-    return repr(node)
+        kind = node.__class__
+        stub = (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and node is not top
+        out.append(kind.__name__ + "(")
+        for index, name in enumerate(node._fields):
+            out.append(f"{name}=" if index == 0 else f",{name}=")
+            if stub and name == "body":
+                out.append("...")
+            else:
+                _dump_into(getattr(node, name, None), top, out)
+        out.append(")")
+    elif node.__class__ is list:
+        out.append("[")
+        for index, item in enumerate(node):  # type: ignore[arg-type]
+            if index:
+                out.append(",")
+            _dump_into(item, top, out)
+        out.append("]")
+    else:
+        out.append(repr(node))
 
 
 def stub_dump(node: ast.AST) -> str:
@@ -62,6 +78,20 @@ def _body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
     return set(range(first.lineno, (node.end_lineno or first.lineno) + 1))
 
 
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)  # what a function can be nested in
+
+
+def _statement_children(node: ast.AST) -> list[ast.AST]:
+    """The children of ``node`` that can hold a ``def`` (statements, ``except`` clauses and
+    ``case`` blocks; an expression cannot), in :func:`ast.iter_child_nodes` order."""
+    found = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            found += [item for item in value if isinstance(item, _HOLDERS)]
+    return found
+
+
 def function_nodes(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """Every function of a parsed file (nested ones included) with its block key, in source
     order."""
@@ -69,7 +99,7 @@ def function_nodes(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.As
     counts: dict[str, int] = {}
 
     def walk(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in _statement_children(node):
             if isinstance(child, _FUNCTIONS):
                 name = prefix + child.name
                 counts[name] = counts.get(name, 0) + 1

@@ -9,8 +9,10 @@ keeps the whole file, with the reason:
 
 * the record has no test case (a plain script; a runner that reports no case);
 * the test ran a program whose reads are not recorded;
-* a change reaches the file another way than through code it ran: a file it opened, a kernel
-  it built, a directory it listed, an import it attempted, an added, deleted or renamed file;
+* a change reaches the file another way than through code it ran or files and directories its
+  cases opened or listed: a file opened or a directory listed outside every case (or by a
+  record that does not say where), a kernel it built, an import it attempted, an added,
+  deleted or renamed Python file it ran or a package's ``__init__.py``;
 * a changed block ran outside every case, or is module-level code (whichever case ran it: the
   state it leaves is shared by the cases that come after);
 * a kept case is not defined by the names of its id in the test file now (a generated or
@@ -20,6 +22,7 @@ keeps the whole file, with the reason:
 from __future__ import annotations
 
 import ast
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +40,10 @@ class BlockSource(Protocol):
     root: Path
     module_level: ModuleLevel | None
 
-    def blocks(self, path: str) -> dict[str, str] | None: ...
+    def changed_blocks(self, record: FileRecord, path: str) -> set[str] | None:
+        """The blocks ``record`` ran of ``path`` whose code differs now (None: gone, or it
+        does not parse)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -58,11 +64,60 @@ def _whole(why: str, record: FileRecord) -> CaseScope:
     return CaseScope({}, why, len(record.cases))
 
 
-def _code_only(record: FileRecord, path: str) -> bool:
-    """The record reaches ``path`` through the code it ran, and no other way."""
-    return path not in record.opened and not any(
-        path in use.dependencies or path in use.sources for use in record.kernels
-    )
+def module_names(path: str) -> set[str]:
+    """Every dotted name a Python file could be imported as, whatever the base directory:
+    ``a/b/c.py`` is ``a.b.c``, ``b.c`` or ``c``; ``a/b/__init__.py`` is ``a.b`` or ``b``."""
+    if not path.endswith(".py"):
+        return set()
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return {
+        ".".join(parts[i:]) for i in range(len(parts)) if all(p.isidentifier() for p in parts[i:])
+    }
+
+
+def _built(record: FileRecord, path: str) -> bool:
+    """A kernel the test built read ``path``."""
+    return any(path in use.dependencies or path in use.sources for use in record.kernels)
+
+
+def _moved_openers(record: FileRecord, change: Change) -> list[str] | None:
+    """The cases that opened (or tried to open) a file added, deleted or renamed, or listed its
+    directory, when that is the only way it reaches the test: no code of it ran, no kernel read
+    it, it is no package's ``__init__.py`` and no import the test attempted names it; else
+    None."""
+    found: list[str] = []
+    for path in filter(None, (change.path, change.old_path)):
+        if (
+            path in record.code
+            or _built(record, path)
+            or posixpath.basename(path) == "__init__.py"
+            or module_names(path) & set(record.imported)
+        ):
+            return None
+        openers = _openers(record, path)
+        listers = _cases_by(record, posixpath.dirname(path), "listed")
+        if openers is None or listers is None:
+            return None
+        found += openers + listers
+    return found or None
+
+
+def _openers(record: FileRecord, path: str) -> list[str] | None:
+    return _cases_by(record, path, "opened")
+
+
+def _cases_by(record: FileRecord, path: str, what: str) -> list[str] | None:
+    """The cases that ``what`` ("opened", "listed") ``path`` (empty: the test did not); None
+    when it was done outside every case, or the record does not say by which case."""
+    outside = record.file_opened if what == "opened" else record.file_listed
+    if path not in (record.opened if what == "opened" else record.listed):
+        return []
+    if outside is None or path in outside:
+        return None
+    cases = [case for case, data in record.cases.items() if path in getattr(data, what)]
+    return cases or None
 
 
 def case_scope(
@@ -80,15 +135,24 @@ def case_scope(
     changed: dict[str, set[str]] = {}
     binding: list[str] = []  # changed files whose module-level change only binds names
     level = tree.module_level
+    kept: dict[str, str] = {}
     for change in changes:
         how = touched(change)
         if how is None:
             continue
         path = change.path
-        now = tree.blocks(path) if change.status == MODIFIED and path in record.code else None
-        if now is None or not _code_only(record, path):
+        if change.status == MODIFIED:
+            openers = _openers(record, path)
+            code = path in record.code
+            keys = tree.changed_blocks(record, path) if code else set() if openers else None
+        else:
+            openers = _moved_openers(record, change)
+            keys = set() if openers else None
+        if keys is None or openers is None or _built(record, path):
             return _whole(f"{path}: {how}, not only through code its cases ran", record)
-        keys = {key for key, digest in record.code[path].items() if now.get(key) != digest}
+        for case in openers:
+            what = "opened it" if change.status == MODIFIED else "opened it or listed its directory"
+            kept.setdefault(case, f"{path}: case {what}")
         if MODULE in keys and level is not None and not level.change(path).effect:
             keys.discard(MODULE)
             binding.append(path)
@@ -100,7 +164,6 @@ def case_scope(
                 where = f"({level.change(path).text()}); {where}"
             return _whole(f"{path}: {ran(key)} {where}", record)
         changed[path] = keys
-    kept: dict[str, str] = {}
     if binding and level is not None:
         text = "; ".join(f"{p}: {level.change(p).text()}" for p in binding)
         if how := level.unloaded(record.imported, record.code):

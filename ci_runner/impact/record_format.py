@@ -12,7 +12,10 @@ The record is one directory, an artifact of a recording run:
 Format 2 attributes the code to the test cases: :attr:`FileRecord.file_code` is what ran
 outside every case (collection, imports, fixtures wider than a function), and
 :attr:`FileRecord.cases` what each case ran, with its duration, so a change that only some
-cases ran keeps only those cases (:mod:`ci_runner.impact.case_scope`).
+cases ran keeps only those cases (:mod:`ci_runner.impact.case_scope`). The files opened are
+attributed the same way (``file_opened`` and each case's ``opened``), and the directories
+listed (``file_listed``, each case's ``listed``); a record without them (written before they
+existed) counts every file it opened and directory it listed as the file's.
 
 Paths are POSIX, relative to the repository root. A test record is valid only when its file
 passed at the first attempt and nothing in its run escaped the recording
@@ -55,6 +58,8 @@ class CaseRecord:
 
     seconds: float
     code: dict[str, tuple[str, ...]] = field(default_factory=dict)  # file -> block keys
+    opened: tuple[str, ...] = ()  # files of FileRecord.opened that this case opened
+    listed: tuple[str, ...] = ()  # directories of FileRecord.listed that this case listed
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,10 @@ class FileRecord:
     file_code: dict[str, tuple[str, ...]] = field(default_factory=dict)
     cases: dict[str, CaseRecord] = field(default_factory=dict)
     seconds: float = 0.0
+    # The files of ``opened`` opened outside every case; None: the record does not say which
+    # (every file it opened is the file's)
+    file_opened: tuple[str, ...] | None = None
+    file_listed: tuple[str, ...] | None = None  # the same, for the directories listed
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -101,10 +110,17 @@ class FileRecord:
             "problems": list(self.problems),
             "file_code": _keys_json(self.file_code),
             "cases": {
-                case: {"seconds": c.seconds, "code": _keys_json(c.code)}
+                case: {
+                    "seconds": c.seconds,
+                    "code": _keys_json(c.code),
+                    "opened": sorted(c.opened),
+                    "listed": sorted(c.listed),
+                }
                 for case, c in sorted(self.cases.items())
             },
             "seconds": self.seconds,
+            "file_opened": None if self.file_opened is None else sorted(self.file_opened),
+            "file_listed": None if self.file_listed is None else sorted(self.file_listed),
         }
 
 
@@ -245,6 +261,8 @@ def _cases(value: object) -> dict[str, CaseRecord]:
         cases[str(case)] = CaseRecord(
             _seconds(entry.get("seconds"), f"cases.{case}.seconds"),
             _keys(entry.get("code"), f"cases.{case}.code"),
+            _strings(entry.get("opened", []), f"cases.{case}.opened"),
+            _strings(entry.get("listed", []), f"cases.{case}.listed"),
         )
     return cases
 
@@ -290,4 +308,14 @@ def _parse_test(data: object) -> FileRecord:
         file_code=_keys(data.get("file_code"), "file_code"),
         cases=_cases(data.get("cases")),
         seconds=_seconds(data.get("seconds"), "seconds"),
+        file_opened=(
+            None
+            if data.get("file_opened") is None
+            else _strings(data.get("file_opened"), "file_opened")
+        ),
+        file_listed=(
+            None
+            if data.get("file_listed") is None
+            else _strings(data.get("file_listed"), "file_listed")
+        ),
     )

@@ -29,6 +29,7 @@ everything: a record cannot vouch for how the tests themselves are run.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import posixpath
 import subprocess
 from dataclasses import dataclass
@@ -36,9 +37,18 @@ from dataclasses import dataclass
 from ci_runner.catalog import Catalog
 from ci_runner.impact.binding import ModuleLevel
 from ci_runner.impact.blocks import MODULE, block_hashes
-from ci_runner.impact.case_scope import CaseScope, case_scope, ran
-from ci_runner.impact.changes import ADDED, DELETED, MODIFIED, RENAMED, Change, ChangeSet
+from ci_runner.impact.case_scope import CaseScope, case_scope, module_names, ran
+from ci_runner.impact.changes import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    RENAMED,
+    Change,
+    ChangeSet,
+    file_at,
+)
 from ci_runner.impact.config import ImpactConfig, load_impact_config
+from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.record_format import FileRecord, RecordSet, file_digest
 from ci_runner.impact.selection import (
     CHANGED,
@@ -63,26 +73,15 @@ class Verdict:
     scope: CaseScope | None = None  # the cases a kept test runs (None: every case)
 
 
-def module_names(path: str) -> set[str]:
-    """Every dotted name a Python file could be imported as, whatever the base directory:
-    ``a/b/c.py`` is ``a.b.c``, ``b.c`` or ``c``; ``a/b/__init__.py`` is ``a.b`` or ``b``."""
-    if not path.endswith(".py"):
-        return set()
-    parts = path[:-3].split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return {
-        ".".join(parts[i:]) for i in range(len(parts)) if all(p.isidentifier() for p in parts[i:])
-    }
-
-
 class _Tree:
     """The tree as it is now, read once per file: digests and block hashes."""
 
-    def __init__(self, config: ImpactConfig) -> None:
+    def __init__(self, config: ImpactConfig, commit: str | None = None) -> None:
         self.root = config.root
+        self.commit = commit  # the recorded commit
         self._digests: dict[str, str | None] = {}
         self._blocks: dict[str, dict[str, str] | None] = {}
+        self._rehashed: dict[tuple[str, str], dict[str, str] | None] = {}
         self.module_level: ModuleLevel | None = None  # binding-only module-level changes
 
     def digest(self, path: str) -> str | None:
@@ -100,22 +99,47 @@ class _Tree:
                 self._blocks[path] = block_hashes(source)
         return self._blocks[path]
 
+    def recorded_hashes(self, record: FileRecord, path: str) -> dict[str, str]:
+        """The hashes of the blocks ``record`` ran of ``path``, as this interpreter hashes them.
 
-def _changed_block(record: dict[str, str], now: dict[str, str] | None) -> str | None:
-    """The first recorded block whose hash differs now (None when every one is the same)."""
-    if now is None:
+        A block's hash is a dump of its ``ast``, which differs between Python versions (3.12
+        added ``type_params`` to every function), so a record made under another Python would
+        see every block changed. The blocks are hashed again from the recorded commit's file
+        when its SHA-256 is the one the record ran; the record's own hashes are used otherwise.
+        """
+        recorded = record.code[path]
+        digest = record.sources.get(path)
+        if digest is None or self.commit is None:
+            return recorded
+        key = (path, digest)
+        if key not in self._rehashed:
+            text = file_at(self.root, self.commit, path)
+            same = text is not None and hashlib.sha256(text).hexdigest() == digest
+            self._rehashed[key] = block_hashes(text) if same and text is not None else None
+        again = self._rehashed[key]
+        return recorded if again is None else {k: again.get(k, h) for k, h in recorded.items()}
+
+    def changed_blocks(self, record: FileRecord, path: str) -> set[str] | None:
+        """The blocks ``record`` ran of ``path`` whose code differs now (None: the file is gone
+        or does not parse)."""
+        now = self.blocks(path)
+        if now is None:
+            return None
+        return {k for k, h in self.recorded_hashes(record, path).items() if now.get(k) != h}
+
+
+def _changed_block(changed: set[str] | None) -> str | None:
+    """The first changed block, module level first (None when none changed)."""
+    if changed is None:
         return MODULE
-    for key in sorted(record, key=lambda k: (k != MODULE, k)):
-        if now.get(key) != record[key]:
-            return key
-    return None
+    return min(changed, key=lambda k: (k != MODULE, k)) if changed else None
 
 
 def _input_differs(record: FileRecord, path: str, tree: _Tree, code: bool = True) -> str | None:
     """How ``path``, an input of ``record``, differs now (None when it does not, or is none;
     ``code``: whether the code it ran counts)."""
     if code and path in record.code and record.sources.get(path) != tree.digest(path):
-        key = _changed_block(record.code[path], tree.blocks(path))
+        key = _changed_block(tree.changed_blocks(record, path))
         if key is not None:
             return ran(key)
     if path in record.opened and record.opened[path] != tree.digest(path):
@@ -139,10 +163,10 @@ def _code_touched(record: FileRecord, path: str, tree: _Tree) -> str | None:
     change that only binds names (:mod:`.binding`) counts only where ran code reads them."""
     if path not in record.code or record.sources.get(path) == tree.digest(path):
         return None
-    now = tree.blocks(path)
-    if now is None:
+    changed = tree.changed_blocks(record, path)
+    if changed is None:
         return ran(MODULE)
-    keys = sorted(k for k, digest in record.code[path].items() if now.get(k) != digest)
+    keys = sorted(changed)
     functions = [k for k in keys if k != MODULE]
     if functions:
         return ran(functions[0])
@@ -298,7 +322,11 @@ class RecordLayer:
     test opened (:meth:`opened_paths`: an ignore rule never hides those)."""
 
     def __init__(
-        self, records: RecordSet, config: ImpactConfig, changes: tuple[Change, ...]
+        self,
+        records: RecordSet,
+        config: ImpactConfig,
+        changes: tuple[Change, ...],
+        facts: FactCache | None = None,
     ) -> None:
         self.records = records
         self.source = f"--deps-from {records.source}"
@@ -318,7 +346,7 @@ class RecordLayer:
             else ()
         )
         kernel_change = any(_kernel_file(c.path, config) for c in self.changes)
-        tree = _Tree(config)
+        tree = _Tree(config, records.commit)
         tree.module_level = ModuleLevel(
             config.root,
             config.python_roots,
@@ -326,6 +354,7 @@ class RecordLayer:
             {path for r in records.tests.values() for path in r.code},
             {c.path for c in self.changes if c.status == MODIFIED and c.path.endswith(".py")},
             set(records.tests),
+            facts,
         )
         for test, record in records.tests.items():
             if record.problems:
@@ -375,12 +404,15 @@ def select_with_records(
     """The part of ``selection`` that ``change_set`` can affect, with ``records`` deciding the
     tests they validly describe and the static closure the others (see the module docstring)."""
     config = load_impact_config(catalog)
-    layer = RecordLayer(records, config, change_set.changes)
+    facts = FactCache(config)  # one parse per file for the binding rule and the static graph
+    layer = RecordLayer(records, config, change_set.changes, facts)
+    if change_set.base is None:  # --changed-files: a TOML file's tables as against the record's
+        change_set = dataclasses.replace(change_set, base=records.commit)
     if layer.unusable:
         impact = select_changed(selection, catalog, change_set)
         note = f"{layer.source}: not used: {layer.unusable}; static selection"
         return dataclasses.replace(impact, record_lines=(note,))
-    impact = select_changed(selection, catalog, change_set, recorded=layer)
+    impact = select_changed(selection, catalog, change_set, recorded=layer, facts=facts)
     if impact.run_everything:
         note = f"{layer.source}: not used; a rule runs everything: {impact.run_everything[0]}"
         return dataclasses.replace(impact, record_lines=(note,))

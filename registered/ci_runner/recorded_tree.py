@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -120,6 +121,26 @@ def make_recorded_repo(root: Path) -> Path:
         registered_dir="registered",
     )
     return git_repo(write_tree(root, catalog, FILES))
+
+
+def recorded_repo(base: Path, files: dict[str, str]) -> tuple[Path, Path]:
+    """``files`` as a git repository with the ``unit-cpu`` suite under ``base/repo``, recorded
+    into ``base/record`` (with a cache of its own): (root, record dir)."""
+    catalog = catalog_toml(
+        suite_toml("unit-cpu", "cpu", gpus_per_file=0, timeout_per_file=300),
+        registered_dir="registered",
+    )
+    root = git_repo(write_tree(base / "repo", catalog, files))
+    previous = os.environ.get("CI_RUNNER_CACHE_DIR")
+    os.environ["CI_RUNNER_CACHE_DIR"] = str(base / "cache")
+    try:
+        assert record(root, base / "record") == 0
+    finally:
+        if previous is None:
+            os.environ.pop("CI_RUNNER_CACHE_DIR", None)
+        else:
+            os.environ["CI_RUNNER_CACHE_DIR"] = previous
+    return root, base / "record"
 
 
 def record(root: Path, out: Path) -> int:

@@ -160,5 +160,14 @@ def test_rejudge_names_a_missing_results_file(tmp_path, capsys):
     assert f"{Path(tmp_path) / 'boltons.jsonl'}: no such file" in capsys.readouterr().err
 
 
+def test_rerecord_names_a_missing_results_file(tmp_path, capsys):
+    from tools.impact_replay import main
+
+    sys.argv = ["impact_replay", "rerecord", str(tmp_path), "boltons", "--to", str(tmp_path / "x")]
+    assert main() == 2
+    assert f"{Path(tmp_path) / 'boltons.jsonl'}: no such file" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))

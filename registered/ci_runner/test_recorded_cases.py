@@ -4,17 +4,19 @@ cases append their names to a log), and a property test on synthetic records."""
 
 import json
 import shutil
+import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from impact_tree import git
-from recorded_tree import edit, make_cases_repo, private_copy, record, select
+from recorded_tree import edit, make_cases_repo, private_copy, record, recorded_repo, select
 
 from ci_runner import register_cpu_ci
 from ci_runner.cli import main
@@ -23,7 +25,7 @@ from ci_runner.impact.case_scope import case_scope
 from ci_runner.impact.changes import MODIFIED, Change
 from ci_runner.impact.record_format import CaseRecord, FileRecord, read_records
 
-register_cpu_ci(est_time=30, suite="base-a-test-cpu")
+register_cpu_ci(est_time=51, suite="base-a-test-cpu")
 
 PYTEST_FILE = "registered/test_cases.py"
 UNITTEST_FILE = "registered/test_unit.py"
@@ -77,6 +79,49 @@ def test_the_record_splits_the_code_by_case(recorded):
     xdist = tests["registered/test_xdist.py"]  # measured in the workers, not the controller
     assert xdist.cases["registered/test_xdist.py::test_mul"].code["pkg/ops.py"] == ("mul",)
     assert "add" not in xdist.file_code.get("pkg/ops.py", ())
+
+
+ORDER_FILE = "registered/test_order.py"
+ORDER_TREE = {
+    "pkg/__init__.py": "",
+    "pkg/ops.py": "".join(f"def {name}():\n    return 1\n\n\n" for name in "abcde"),
+    ORDER_FILE: (
+        "import sys\n\nimport pytest\n\nfrom ci_runner import register_cpu_ci\nfrom pkg import ops\n\n"
+        "register_cpu_ci(est_time=5, suite='unit-cpu')\n\n\n"
+        "@pytest.fixture(scope='module')\ndef early():\n    return ops.a()\n\n\n"
+        "def test_1(early):\n    ops.a()\n    ops.b()\n\n\n"
+        "def test_2():\n    ops.b()\n    ops.c()\n\n\n"
+        "class TestLater:\n    @pytest.fixture(scope='class')\n    def late(self):\n"
+        "        return ops.c()\n\n    @pytest.fixture\n    def local(self, request):\n"
+        "        ops.c()\n        return request.getfixturevalue('late')\n\n"
+        "    def test_3(self, local):\n        ops.d()\n\n"
+        "    def test_4(self):\n        ops.d()\n        ops.e()\n\n\n"
+        "if __name__ == '__main__':\n    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))\n"
+    ),
+}
+
+
+def test_each_case_sees_again_what_ran_before_it(tmp_path):
+    """Whatever order code runs in, in cases and outside every case: a block a case ran is in
+    its record or in the file-level part (which keeps every case), and a block run outside
+    every case is in the file-level part even when a case ran it before. On Python >= 3.12
+    coverage reports a line once; what a case saw is reported again to the next context."""
+    _, records = recorded_repo(tmp_path, ORDER_TREE)
+    order = read_records(records).tests[ORDER_FILE]
+    assert not order.problems
+    shared = set(order.file_code["pkg/ops.py"])
+    # early() before test_1; late() after test_2 and after test_3's own fixture ran c()
+    assert shared == {MODULE, "a", "c"}
+    ran = {case.rsplit("::", 1)[1]: set(data.code.get("pkg/ops.py", ())) for case, data in
+           order.cases.items()}  # fmt: skip
+    assert {case: blocks | shared for case, blocks in ran.items()} == {
+        "test_1": {MODULE, "a", "b", "c"},
+        "test_2": {MODULE, "a", "b", "c"},
+        "test_3": {MODULE, "a", "c", "d"},
+        "test_4": {MODULE, "a", "c", "d", "e"},
+    }
+    assert {"b"} <= ran["test_1"] and {"b", "c"} <= ran["test_2"]  # b: test_1 ran it first
+    assert ran["test_3"] == {"c", "d"} and ran["test_4"] == {"d", "e"}
 
 
 def test_a_function_only_some_cases_ran_keeps_and_runs_only_them(repo, tmp_path, capsys):
@@ -188,6 +233,155 @@ def test_an_old_format_record_falls_back_with_the_reason(repo, tmp_path):
     assert git(root, "status", "--porcelain")  # the edit is there; the static closure keeps it
 
 
+# ------------------------------------------------------------ files opened, by case
+
+OPENS_FILE = "registered/test_opens.py"
+DATA = {"a": "1\n", "b": "2\n", "shared": "3\n", "child": "4\n"}
+OPENS_FILES = {
+    "pkg/__init__.py": "",
+    **{f"data/{name}.txt": text for name, text in DATA.items()},
+    "listed/one.txt": "",
+    OPENS_FILE: (
+        "import os\nimport subprocess\nimport sys\nfrom pathlib import Path\n\nimport pytest\n\n"
+        "from ci_runner import register_cpu_ci\n\nregister_cpu_ci(est_time=5, suite='unit-cpu')\n\n\n"
+        "@pytest.fixture(scope='module')\ndef shared():\n"
+        "    return Path('data/shared.txt').read_text()\n\n\n"
+        "def test_a():\n    assert Path('data/a.txt').read_text() == '1\\n'\n\n\n"
+        "def test_b():\n    assert Path('data/b.txt').read_text() == '2\\n'\n\n\n"
+        "def test_shared(shared):\n    assert shared == '3\\n'\n\n\n"
+        "def test_child():\n"
+        "    code = \"import pathlib; print(pathlib.Path('data/child.txt').read_text(), end='')\"\n"
+        "    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
+        "    assert out.stdout == '4\\n'\n\n\n"
+        "def test_none():\n    assert 1 + 1 == 2\n\n\n"
+        "def test_optional():\n    try:\n        text = open('data/optional.txt').read()\n"
+        "    except FileNotFoundError:\n        text = ''\n    assert text == ''\n\n\n"
+        "def test_listing():\n    assert len(os.listdir('listed')) == 1\n\n\n"
+        "if __name__ == '__main__':\n    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def opens_recorded(tmp_path_factory):
+    """A test file whose cases open data files (one through a module-scoped fixture, one in a
+    child process), recorded: (root, record dir)."""
+    return recorded_repo(tmp_path_factory.mktemp("opens"), OPENS_FILES)
+
+
+def _opens_kept(root: Path, records: Path, *changed: str) -> set[str] | None:
+    """The cases of the file a change of ``changed`` runs (None: every case)."""
+    code, impact = select(root, records, *changed)
+    assert code == 0
+    cases = kept_cases(impact).get(OPENS_FILE, {"run": []})
+    run = cases["run"] if cases is not None else None
+    return None if run is None else {c["id"].rsplit("::", 1)[-1] for c in run}
+
+
+def test_the_record_says_which_case_opened_each_file(opens_recorded):
+    _, records = opens_recorded
+    record_ = read_records(records).tests[OPENS_FILE]
+    by_case = {c.rsplit("::", 1)[-1]: set(d.opened) for c, d in record_.cases.items()}
+    assert by_case["test_a"] == {"data/a.txt"} and by_case["test_b"] == {"data/b.txt"}
+    assert by_case["test_none"] == set() == by_case["test_shared"]
+    assert by_case["test_optional"] == {"data/optional.txt"}  # an open of an absent file
+    listed = {c.rsplit("::", 1)[-1]: set(d.listed) for c, d in record_.cases.items()}
+    assert listed["test_listing"] == {"listed"} and listed["test_a"] == set()
+    assert "listed" not in (record_.file_listed or ())
+    # a module-scoped fixture and a child process open outside every case
+    assert {"data/shared.txt", "data/child.txt"} <= set(record_.file_opened or ())
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"), [("a", {"test_a"}), ("b", {"test_b"}), ("shared", None), ("child", None)]
+)
+def test_a_file_only_some_cases_opened_keeps_only_them(opens_recorded, tmp_path, name, expected):
+    root, records = private_copy(opens_recorded, tmp_path)
+    (root / "data" / f"{name}.txt").write_text("changed\n")
+    assert _opens_kept(root, records, f"data/{name}.txt") == expected
+
+
+def test_a_file_deleted_or_added_keeps_the_cases_that_opened_or_tried_to(opens_recorded, tmp_path):
+    root, records = private_copy(opens_recorded, tmp_path)
+    (root / "data" / "b.txt").unlink()
+    assert _opens_kept(root, records, "data/b.txt") == {"test_b"}
+    (root / "data" / "optional.txt").write_text("x\n")  # test_optional tried to open it
+    assert _opens_kept(root, records, "data/b.txt", "data/optional.txt") == {
+        "test_b", "test_optional"
+    }  # fmt: skip
+    (root / "listed" / "two.txt").write_text("")  # only test_listing listed its directory
+    assert _opens_kept(root, records, "listed/two.txt") == {"test_listing"}
+
+
+@pytest.mark.parametrize(
+    ("key", "path"), [("file_opened", "data/a.txt"), ("file_listed", "listed/x")]
+)
+def test_a_record_that_does_not_say_which_case_keeps_every_case(
+    opens_recorded, tmp_path, key, path
+):
+    """A record written before opens and listings were attributed (no ``file_opened`` or
+    ``file_listed``)."""
+    root, records = private_copy(opens_recorded, tmp_path)
+    old = tmp_path / "old-record"
+    shutil.copytree(records, old)
+    for record_path in (old / "tests").glob("*.json"):
+        data = json.loads(record_path.read_text())
+        data.pop(key)
+        record_path.write_text(json.dumps(data))
+    (root / path).write_text("changed\n")
+    assert _opens_kept(root, old, path) is None
+
+
+def _failing(root: Path) -> set[str]:
+    """The cases of the file that fail when run for real."""
+    junit = root.parent / "opens.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+         OPENS_FILE],
+        cwd=root, capture_output=True, timeout=300, check=False,
+    )  # fmt: skip
+    return {
+        case.get("name", "")
+        for case in ET.parse(junit).iter("testcase")
+        if case.find("failure") is not None or case.find("error") is not None
+    }
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    changed=st.sets(st.sampled_from(sorted(DATA)), min_size=1),
+    how=st.sampled_from(["rewrite", "delete"]),
+    optional=st.sampled_from(["", "\n", "x\n"]),
+    listing=st.booleans(),
+)
+def test_every_case_a_data_change_breaks_is_kept(
+    opens_recorded, tmp_path_factory, changed, how, optional, listing
+):
+    """Random sets of data files rewritten or deleted, a file a case tried to open added
+    (empty, which that case accepts, or not), a file added where a case listed: every case
+    that fails for real is kept."""
+    root, records = private_copy(opens_recorded, tmp_path_factory.mktemp("copy"))
+    paths = [f"data/{n}.txt" for n in sorted(changed)]
+    for name in changed:
+        if how == "delete":
+            (root / "data" / f"{name}.txt").unlink()
+        else:
+            (root / "data" / f"{name}.txt").write_text(DATA[name] + "x")
+    if optional:
+        (root / "data" / "optional.txt").write_text(optional)
+        paths.append("data/optional.txt")
+    if listing:  # a file added where one case listed
+        (root / "listed" / "two.txt").write_text("")
+        paths.append("listed/two.txt")
+    kept = _opens_kept(root, records, *paths)
+    failing = _failing(root)
+    assert kept is None or failing <= kept, f"dropped {sorted(failing - kept)}; kept {kept}"
+
+
 # ------------------------------------------------------------ the rule, on synthetic records
 
 FUNCTIONS = ("f0", "f1", "f2", "f3", "f4")
@@ -199,8 +393,10 @@ class _Tree:
         self.module_level = None  # every module-level change keeps every importer
         self.now = now
 
-    def blocks(self, path: str) -> dict[str, str] | None:
-        return self.now if path == "pkg/m.py" else None
+    def changed_blocks(self, record: FileRecord, path: str) -> set[str] | None:
+        if path != "pkg/m.py":
+            return None
+        return {k for k, h in record.code[path].items() if self.now.get(k) != h}
 
 
 @pytest.fixture(scope="module")

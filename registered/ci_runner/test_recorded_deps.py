@@ -204,6 +204,16 @@ def test_a_tree_removal_is_no_read_and_a_plain_read_is(tmp_path):
     assert not [p for p in opened if p.endswith(("inner", "deeper", "f.txt"))], opened
 
 
+def measured_files(directory: Path) -> set[str]:
+    """Every file coverage measured in the processes whose data files are in ``directory``."""
+    measured = set()
+    for data_file in directory.iterdir():
+        data = CoverageData(basename=str(data_file))
+        data.read()
+        measured |= set(data.measured_files())
+    return measured
+
+
 def test_an_environment_inside_the_root_is_not_traced(tmp_path):
     """A virtual environment inside the repository (``.venv/``) is not the repository's code:
     coverage does not trace it (the record drops it anyway), the repository's own module is."""
@@ -213,18 +223,34 @@ def test_an_environment_inside_the_root_is_not_traced(tmp_path):
     (site / "vendored" / "deep.py").write_text("X = 1\n")
     (root / "mine.py").write_text("Y = 2\n")
     recorder = DepRecorder(tmp_path / "record", root)
-    env = {**os.environ, **recorder.environment(tmp_path / "scratch")}
+    env = recorder.environment(tmp_path / "scratch", os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(root)])
     subprocess.run(
         [sys.executable, "-c", "import vendored.deep, mine"], cwd=root, env=env, check=True
     )
-    measured = set()
-    for data_file in (tmp_path / "scratch" / "coverage").iterdir():
-        data = CoverageData(basename=str(data_file))
-        data.read()
-        measured |= set(data.measured_files())
+    measured = measured_files(tmp_path / "scratch" / "coverage")
     assert str(root.resolve() / "mine.py") in measured
     assert not [m for m in measured if "site-packages" in m]
+
+
+def test_a_recording_inside_a_recorded_test_measures_into_its_own_directory(tmp_path):
+    """A recorded test that records a run of its own (the runner's own suite does) inherits the
+    variable by which coverage.py carries its measurement into child processes, and which
+    coverage prefers to ``COVERAGE_PROCESS_START``: the inner recording drops it."""
+    import coverage
+
+    outer = coverage.Coverage(data_file=str(tmp_path / "outer" / "data"), config_file=False)
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "mine.py").write_text("Y = 2\n")
+    recorder = DepRecorder(tmp_path / "record", root)
+    base = {**os.environ, "COVERAGE_PROCESS_CONFIG": outer.config.serialize()}
+    env = recorder.environment(tmp_path / "scratch", base)
+    assert "COVERAGE_PROCESS_CONFIG" not in env
+    subprocess.run([sys.executable, "-c", "import mine"], cwd=root, env=env, check=True)
+    measured = measured_files(tmp_path / "scratch" / "coverage")
+    assert str(root.resolve() / "mine.py") in measured
+    assert not (tmp_path / "outer").exists()
 
 
 def test_a_missing_or_foreign_directory_is_an_error_naming_the_flag(tmp_path):
@@ -315,6 +341,48 @@ def test_a_function_change_keeps_the_tests_that_ran_it(repo):
     assert "5 of 5 file(s) decided by their record" in impact["records"][0]
 
 
+def _as_if_hashed_elsewhere(records: Path, tmp_path: Path) -> Path:
+    """A copy of ``records`` whose block hashes another interpreter made (an ``ast`` dump
+    differs between Python versions): every hash differs from this interpreter's."""
+    copy = tmp_path / "records-elsewhere"
+    shutil.copytree(records, copy)
+    for path in (copy / "tests").glob("*.json"):
+        data = json.loads(path.read_text())
+        data["code"] = {
+            file: {key: f"other-python-{digest}" for key, digest in blocks.items()}
+            for file, blocks in data["code"].items()
+        }
+        path.write_text(json.dumps(data))
+    return copy
+
+
+def test_a_record_hashed_by_another_python_keeps_only_what_ran_the_change(repo, tmp_path):
+    root, records = repo
+    elsewhere = _as_if_hashed_elsewhere(records, tmp_path)
+    edit(root, "pkg/ops.py", "return a * b", "return b * a")
+    _, impact = select(root, elsewhere, "pkg/ops.py")
+    assert set(how(impact)) == {
+        "registered/test_data.py", "registered/test_mul.py", "registered/test_program.py"
+    }  # fmt: skip
+    assert how(impact)["registered/test_mul.py"] == "ran mul()"
+
+
+def test_a_record_not_of_the_recorded_commits_file_compares_its_own_hashes(repo, tmp_path):
+    """When the recorded commit's file is not the one the record ran (another SHA-256), the
+    record's own hashes are compared: hashed elsewhere, every block it ran counts as changed."""
+    root, records = repo
+    elsewhere = _as_if_hashed_elsewhere(records, tmp_path)
+    for path in (elsewhere / "tests").glob("*.json"):
+        data = json.loads(path.read_text())
+        if "pkg/ops.py" in data["sources"]:
+            data["sources"]["pkg/ops.py"] = "0" * 64
+        path.write_text(json.dumps(data))
+    edit(root, "pkg/ops.py", "return a * b", "return b * a")
+    _, impact = select(root, elsewhere, "pkg/ops.py")
+    assert how(impact)["registered/test_add.py"] == "ran add()"
+    assert how(impact)["registered/test_mul.py"] == "ran mul()"
+
+
 def test_a_comment_change_keeps_only_the_unbounded_test(repo):
     root, records = repo
     edit(root, "pkg/ops.py", "# multiply", "# multiply two numbers")
@@ -362,7 +430,7 @@ def test_a_change_since_the_recorded_commit_makes_the_record_stale(repo):
 
 def test_a_rule_still_runs_everything(repo):
     root, records = repo
-    edit(root, "pyproject.toml", "[tool.ci-runner]", "# edited\n[tool.ci-runner]")
+    edit(root, "pyproject.toml", "[tool.ci-runner]", '[project]\nname = "p"\n[tool.ci-runner]')
     _, impact = select(root, records, "pyproject.toml")
     assert impact["runs_everything"]
     assert "not used; a rule runs everything" in impact["records"][0]

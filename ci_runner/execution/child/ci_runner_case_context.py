@@ -31,9 +31,10 @@ def switch(context: str) -> str:
     coverage = _coverage()
     if coverage is not None and before != context:
         coverage.switch_context(context)
-        if _monitoring is not None:
+        if _monitoring is not None and before != FILE_LEVEL:
             # coverage's sys.monitoring core stops a line's events once it has seen the line;
-            # each case must see again what it runs, under its own context.
+            # what a case saw must be seen again by the next context. What the file's context
+            # saw need not: the file-level part is shared by every case.
             _monitoring.restart_events()
     return before
 
