@@ -2,6 +2,8 @@
 
     python -m tools.impact_replay run boltons --commits 30 --mutants 210 --out /tmp/replay
     python -m tools.impact_replay rejudge /tmp/replay boltons
+    python -m tools.impact_replay rerecord /tmp/replay boltons --to /tmp/again
+    python -m tools.impact_replay rejudge /tmp/replay boltons --rerecorded /tmp/again
     python -m tools.impact_replay summary /tmp/replay/boltons.jsonl
 
 For each of the newest first-parent commits ``c`` of a project that change the body of a
@@ -25,8 +27,10 @@ commit (tags ``parent-<c>`` and ``commit-<c>``):
 The kill data does not depend on any selection: a mutant is killed when the whole suite fails a
 case or file that passed at ``c``, and a selection misses it when none of its cases is among
 those failures. ``rejudge`` computes our selection again with the current checkout's code for
-every stored mutant and rewrites the verdicts and shares; ``summary`` prints the table of
-docs/change-impact.md.
+every stored mutant and rewrites the verdicts and shares; ``rerecord`` makes the parents'
+records again with this checkout's recorder (into a copy of the scratch repository, where the
+harness's recording plugin is this checkout's at both ``P`` and ``c``), which ``rejudge
+--rerecorded`` then uses; ``summary`` prints the table of docs/change-impact.md.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ class Project:
     exclude: tuple[str, ...] = ()  # files or directories removed from the tree
     skip_mutant_files: tuple[str, ...] = ()
     rewrites: tuple[tuple[str, str, str], ...] = ()  # (file, old, new) text replaced
+    first_parent: bool = True  # only the main line's own commits (False: its branches' too)
 
 
 PROJECTS = {
@@ -134,6 +139,8 @@ PROJECTS = {
         ("registered/ci_runner/test_*.py",),
         ("ci_runner", "cpp_includes"),
         overlay_tests=False,
+        # most of its history is on merged branches: the main line itself is mostly merges
+        first_parent=False,
         # the overlay puts the harness's copy there: the commit's own version is not in the tree
         skip_mutant_files=("ci_runner/execution/record_child.py",),
     ),
@@ -486,6 +493,8 @@ class Selector:
 def selector_version() -> str:
     """The commit of the selection code that judged (with ``+dirty`` for local edits)."""
     head = sh(["git", "-C", str(REPO), "rev-parse", "--short=10", "HEAD"], check=False).stdout
+    if not head.strip():  # an exported copy (git archive): name the copy
+        return f"unversioned copy at {REPO}"
     dirty = sh(["git", "-C", str(REPO), "status", "--porcelain", "--", "ci_runner"], check=False)
     return head.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
@@ -524,7 +533,8 @@ def replay_mutant(
 
 
 def candidate_commits(project: Project, limit: int) -> list[str]:
-    commits = git(project.git_dir, "rev-list", "--first-parent", "--no-merges", project.rev,
+    line = ["--first-parent"] if project.first_parent else ["--topo-order"]
+    commits = git(project.git_dir, "rev-list", *line, "--no-merges", project.rev,
                   "--max-count=600").split()  # fmt: skip
     found = []
     for commit in commits:
@@ -586,6 +596,18 @@ def _skip(layout: Layout, commit: str, why: str) -> None:
         handle.write(json.dumps({"commit": commit, "why": why}) + "\n")
 
 
+def mutant_candidates(
+    project: Project, work: Path, commit: str, measured: list[str], executed: dict
+) -> list[Mutant]:
+    """Every mutant on an executed line of a function ``commit`` changed in ``measured``."""
+    found: list[Mutant] = []
+    for path in measured:
+        diff = git(project.git_dir, "diff", "-U0", f"{commit}^", commit, "--", path)
+        source = (work / path).read_text(encoding="utf-8")
+        found += mutants_of(source, path, touched_lines(diff), executed.get(path, set()))
+    return found
+
+
 def run(args: argparse.Namespace) -> int:
     project = PROJECTS[args.project]
     if args.rev:
@@ -617,11 +639,7 @@ def run(args: argparse.Namespace) -> int:
         if len(passing) * 2 < len(tests):
             _skip(layout, commit, f"{len(passing)} of {len(tests)} files pass at the commit here")
             continue
-        candidates: list[Mutant] = []
-        for path in measured:
-            diff = git(project.git_dir, "diff", "-U0", f"{commit}^", commit, "--", path)
-            source = (layout.work / path).read_text(encoding="utf-8")
-            candidates += mutants_of(source, path, touched_lines(diff), executed.get(path, set()))
+        candidates = mutant_candidates(project, layout.work, commit, measured, executed)
         if not candidates:
             _skip(layout, commit, "no mutant on an executed line of a changed function")
             continue
@@ -631,6 +649,9 @@ def run(args: argparse.Namespace) -> int:
         covered = time.monotonic()
         switch(layout.work, parent_tag)
         parent = at_parent(layout.work, tests_p, layout.record(commit), layout.scratch)
+        if not layout.record(commit).is_dir():  # the parent's recording run wrote nothing
+            _skip(layout, commit, "the recording run at the parent wrote no record")
+            continue
         switch(layout.work, commit_tag)
         base = {
             "commit": commit, "parent_tag": parent_tag, "commit_tag": commit_tag,
@@ -653,7 +674,52 @@ def run(args: argparse.Namespace) -> int:
               f"{parent['testmon_seconds']:.0f}s, mutants {now - mutants_started:.0f}s; "
               f"{covered - started:.0f}s to the mutants' choice) ({replayed} commits, {total} "
               "mutants)", flush=True)  # fmt: skip
+    if args.top_up and total < args.mutants:
+        top_up(project, layout, args, total)
     return 0
+
+
+def top_up(project: Project, layout: Layout, args: argparse.Namespace, total: int) -> None:
+    """More mutants in the commits already replayed (their stored baseline and record), one
+    more per commit per round, until ``--mutants``: for a history whose older commits no longer
+    run here. Each new mutant is one the commit's earlier rows do not hold."""
+    rows = read_rows(layout.results)
+    planted: dict[str, set[tuple]] = {}
+    for row in rows:
+        planted.setdefault(row["commit"], set()).add((row["file"], row["line"], row["after"]))
+    candidates: dict[str, list[Mutant]] = {}
+    selectors: dict[str, Selector] = {}
+    while total < args.mutants:
+        added = 0
+        for commit in planted:
+            if total >= args.mutants:
+                break
+            base = json.loads(layout.base(commit).read_text())
+            switch(layout.work, base["commit_tag"])
+            if commit not in candidates:
+                measured = [p for p in base["changed"]
+                            if _mutable(project, p) and (layout.work / p).exists()]  # fmt: skip
+                _, executed, _ = at_commit(layout.work, base["tests"], measured, layout.scratch)
+                found = mutant_candidates(project, layout.work, commit, measured, executed)
+                random.Random(f"{args.seed}-{commit}-top-up").shuffle(found)
+                candidates[commit] = found
+            fresh = [m for m in candidates[commit]
+                     if (m.file, m.line, m.after) not in planted[commit]]  # fmt: skip
+            if not fresh:
+                continue
+            mutant = fresh[0]
+            planted[commit].add((mutant.file, mutant.line, mutant.after))
+            if commit not in selectors:
+                selectors[commit] = Selector(layout.work, Path(base["record"]))
+            row = replay_mutant(layout.work, base, mutant, layout.scratch, selectors[commit])
+            with layout.results.open("a") as handle:
+                handle.write(json.dumps(row) + "\n")
+            total += 1
+            added += 1
+            print(f"{commit[:10]}: one more mutant ({total} mutants)", flush=True)
+        if not added:
+            print(f"top-up: no commit has a mutant left to plant ({total} mutants)", flush=True)
+            return
 
 
 def rejudge(args: argparse.Namespace) -> int:
@@ -671,10 +737,12 @@ def rejudge(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     target = Path(args.to) if args.to else layout.results
+    again = Path(args.rerecorded) if args.rerecorded else None
+    work = again / "work" if again else layout.work
     changed_verdicts = 0
     with tempfile.TemporaryDirectory(prefix="impact-rejudge-") as temp:
         tree = Path(temp) / "tree"
-        sh(["git", "clone", "-q", "--no-checkout", str(layout.work), str(tree)])
+        sh(["git", "clone", "-q", "--no-checkout", str(work), str(tree)])
         current, selector, base = None, None, {}
         for row in rows:
             if row["commit"] != current:
@@ -682,7 +750,8 @@ def rejudge(args: argparse.Namespace) -> int:
                 base = json.loads(layout.base(current).read_text())
                 local_git(tree, "checkout", "-q", "-f", base["commit_tag"])
                 local_git(tree, "clean", "-q", "-ffdx")
-                selector = Selector(tree, Path(base["record"]))
+                record = again / "records" / current if again else Path(base["record"])
+                selector = Selector(tree, record)
             assert selector is not None
             mutant = Mutant(row["file"], row["line"], row["operator"], row["before"], row["after"])
             original = apply(tree, mutant)
@@ -700,6 +769,45 @@ def rejudge(args: argparse.Namespace) -> int:
     staged.replace(target)
     print(f"rejudged {len(rows)} mutants of {args.project} with {selector_version()}: "
           f"{changed_verdicts} changed their miss or share; written to {target}")  # fmt: skip
+    return 0
+
+
+def rerecord(args: argparse.Namespace) -> int:
+    """The parents' recording runs again, with this checkout's runner and recorder, for every
+    commit with stored mutants: ``--to``/work is a copy of the scratch repository whose tags
+    point to the same trees with this checkout's recording plugin, ``--to``/records/<c> the
+    records."""
+    project = PROJECTS[args.project]
+    layout = Layout(Path(args.out), args.project)
+    if not layout.results.exists():
+        print(f"rerecord: {layout.results}: no such file (run the replay first)", file=sys.stderr)
+        return 2
+    target = Path(args.to)
+    work, records = target / "work", target / "records"
+    if not work.exists():
+        sh(["git", "clone", "-q", "--no-checkout", str(layout.work), str(work)])
+        local_git(work, "fetch", "-q", "origin", "refs/tags/*:refs/tags/*")
+    commits = list(dict.fromkeys(row["commit"] for row in read_rows(layout.results)))
+    for number, commit in enumerate(commits, start=1):
+        if (records / commit / "record.json").exists():
+            continue
+        started = time.monotonic()
+        for tag in (f"commit-{commit}", f"parent-{commit}"):  # the parent last: it is recorded
+            switch(work, tag)
+            if not project.overlay_tests:  # this repository: the plugin is the harness's
+                shutil.copy(PLUGIN, work / "ci_runner" / "execution" / "record_child.py")
+            local_git(work, "add", "-A")
+            local_git(work, "commit", "-q", "--allow-empty", "-m", f"{tag} (rerecord)")
+            local_git(work, "tag", "-f", tag)
+        base = json.loads(layout.base(commit).read_text())
+        scratch = target / "scratch"
+        scratch.mkdir(parents=True, exist_ok=True)
+        junit = scratch / "record.xml"
+        sh([sys.executable, str(RUNNER), "--root", str(work), "--hw", "cpu", "--suite", SUITE,
+            "--continue-on-error", "--record-deps", str(records / commit), "--junit-xml",
+            str(junit)], env=child_env(work), check=False, timeout=7200)  # fmt: skip
+        print(f"{commit[:10]}: recorded {len(base['tests'])} file(s) in "
+              f"{time.monotonic() - started:.0f}s ({number} of {len(commits)})", flush=True)  # fmt: skip
     return 0
 
 
@@ -728,15 +836,23 @@ def main() -> int:
     go.add_argument("--mutants", type=int, default=210)
     go.add_argument("--seed", type=int, default=46)
     go.add_argument("--rev", help="replay the history of this commit (default: the project's)")
+    go.add_argument("--top-up", action="store_true",
+                    help="then plant more mutants in replayed commits until --mutants")  # fmt: skip
     go.add_argument("--out", default="/tmp/impact-replay")
     again = commands.add_parser("rejudge", help="our selection again, with this checkout's code")
     again.add_argument("out", help="the --out of the run")
     again.add_argument("project", choices=sorted(PROJECTS))
     again.add_argument("--to", help="write the rejudged rows here (default: in place)")
+    again.add_argument("--rerecorded", help="use the records and repository of `rerecord --to`")
+    redo = commands.add_parser("rerecord", help="the parents' records again, with this recorder")
+    redo.add_argument("out", help="the --out of the run")
+    redo.add_argument("project", choices=sorted(PROJECTS))
+    redo.add_argument("--to", required=True, help="where the repository copy and records go")
     show = commands.add_parser("summary", help="the table of docs/change-impact.md")
     show.add_argument("results", nargs="+")
     args = parser.parse_args()
-    return {"run": run, "rejudge": rejudge, "summary": summary}[args.command](args)
+    commands_ = {"run": run, "rejudge": rejudge, "rerecord": rerecord, "summary": summary}
+    return commands_[args.command](args)
 
 
 if __name__ == "__main__":
