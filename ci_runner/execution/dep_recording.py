@@ -9,7 +9,7 @@ compiler read, hashed). The child's pytest plugin and unittest hook measure each
 under a coverage context named by its id (:mod:`ci_runner_case_context`). After the file's last
 attempt its executed lines become blocks (:mod:`ci_runner.impact.blocks`, hashed from the tree
 as it is now, the recorded commit; each source content is cut once, and kept across runs by
-:mod:`ci_runner.execution.block_cache`), split into what ran outside every case and what each
+:mod:`ci_runner.impact.block_cache`), split into what ran outside every case and what each
 case ran; its opened files are hashed, and the record is written under ``DIR/tests/``.
 """
 
@@ -22,8 +22,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from ci_runner.execution.block_cache import BlockCache
 from ci_runner.file_safety import read_regular_text
+from ci_runner.impact.block_cache import BlockCache
 from ci_runner.impact.blocks import MODULE, Block
 from ci_runner.impact.record_format import (
     CaseRecord,

@@ -67,11 +67,19 @@ class FactCache:
         if location.directory is not None:
             self.path = location.directory / f"import-facts-{digest}.json"
         self.damage: list[str] = []  # what was found damaged, ignored and is rewritten
-        self.entries: dict[str, list] = self._load()
+        self._entries: dict[str, list] | None = None  # read at the first lookup
         self.changed = False
         self.parsed = 0
         self._read: dict[str, dict] = {}  # this run's facts, by path
         self._pool = ForkedPool()
+
+    @property
+    def entries(self) -> dict[str, list]:
+        """The cached entries by relative path, read from disk when first needed (a selection
+        that every record decides may need none)."""
+        if self._entries is None:
+            self._entries = self._load()
+        return self._entries
 
     def _load(self) -> dict[str, list]:
         if self.path is None:

@@ -175,9 +175,16 @@ class RecordSet:
         """False when the format is not this runner's: no record is used."""
         return self.format == FORMAT
 
-    def opened_paths(self) -> frozenset[str]:
-        """Every repository file some valid record opened (ignore rules do not hide these)."""
-        return frozenset(path for r in self.tests.values() if not r.problems for path in r.opened)
+    def read_paths(self) -> frozenset[str]:
+        """Every repository file some valid record opened, ran code of, or built a JIT module
+        from (ignore rules do not hide these)."""
+        found: set[str] = set()
+        for record in self.tests.values():
+            if not record.problems:
+                found |= record.opened.keys() | record.code.keys()
+                for use in record.kernels:
+                    found |= set(use.dependencies) | set(use.sources)
+        return frozenset(found)
 
 
 def read_records(directory: Path, flag: str = "--deps-from") -> RecordSet:

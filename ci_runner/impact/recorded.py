@@ -32,11 +32,13 @@ import dataclasses
 import hashlib
 import posixpath
 import subprocess
+import time
 from dataclasses import dataclass
 
 from ci_runner.catalog import Catalog
 from ci_runner.impact.binding import ModuleLevel
-from ci_runner.impact.blocks import MODULE, block_hashes
+from ci_runner.impact.block_cache import BlockCache
+from ci_runner.impact.blocks import MODULE, Block
 from ci_runner.impact.case_scope import CaseScope, case_scope, module_names, ran
 from ci_runner.impact.changes import (
     ADDED,
@@ -82,6 +84,7 @@ class _Tree:
         self._digests: dict[str, str | None] = {}
         self._blocks: dict[str, dict[str, str] | None] = {}
         self._rehashed: dict[tuple[str, str], dict[str, str] | None] = {}
+        self._block_cache = BlockCache()  # shared with recording runs: one parse per content
         self.module_level: ModuleLevel | None = None  # binding-only module-level changes
 
     def digest(self, path: str) -> str | None:
@@ -96,7 +99,8 @@ class _Tree:
             except OSError:
                 self._blocks[path] = None
             else:
-                self._blocks[path] = block_hashes(source)
+                digest = hashlib.sha256(source).hexdigest()
+                self._blocks[path] = _hashes(self._block_cache.blocks(source, digest))
         return self._blocks[path]
 
     def recorded_hashes(self, record: FileRecord, path: str) -> dict[str, str]:
@@ -115,7 +119,11 @@ class _Tree:
         if key not in self._rehashed:
             text = file_at(self.root, self.commit, path)
             same = text is not None and hashlib.sha256(text).hexdigest() == digest
-            self._rehashed[key] = block_hashes(text) if same and text is not None else None
+            self._rehashed[key] = (
+                _hashes(self._block_cache.blocks(text, digest))
+                if same and text is not None
+                else None
+            )
         again = self._rehashed[key]
         return recorded if again is None else {k: again.get(k, h) for k, h in recorded.items()}
 
@@ -126,6 +134,10 @@ class _Tree:
         if now is None:
             return None
         return {k for k, h in self.recorded_hashes(record, path).items() if now.get(k) != h}
+
+
+def _hashes(blocks: list[Block] | None) -> dict[str, str] | None:
+    return None if blocks is None else {b.key: b.digest for b in blocks}
 
 
 def _changed_block(changed: set[str] | None) -> str | None:
@@ -319,7 +331,7 @@ def _kernel_file(path: str, config: ImpactConfig) -> bool:
 class RecordLayer:
     """The records as the selection asks them, for one change: which tests they decide
     (:meth:`decides`), why one is kept (:meth:`reason`), and the repository files some recorded
-    test opened (:meth:`opened_paths`: an ignore rule never hides those)."""
+    test opened, ran or built from (:meth:`read_paths`: an ignore rule never hides those)."""
 
     def __init__(
         self,
@@ -376,8 +388,8 @@ class RecordLayer:
                 self.verdicts[test] = verdict
         tree.module_level.save()
 
-    def opened_paths(self) -> frozenset[str]:
-        return self.records.opened_paths()
+    def read_paths(self) -> frozenset[str]:
+        return self.records.read_paths()
 
     def decides(self, test: str) -> bool:
         return test in self.verdicts
@@ -403,6 +415,14 @@ def select_with_records(
 ) -> ChangeImpact:
     """The part of ``selection`` that ``change_set`` can affect, with ``records`` deciding the
     tests they validly describe and the static closure the others (see the module docstring)."""
+    started = time.perf_counter()
+    impact = _select_with_records(selection, catalog, change_set, records)
+    return dataclasses.replace(impact, seconds=time.perf_counter() - started)
+
+
+def _select_with_records(
+    selection: Selection, catalog: Catalog, change_set: ChangeSet, records: RecordSet
+) -> ChangeImpact:
     config = load_impact_config(catalog)
     facts = FactCache(config)  # one parse per file for the binding rule and the static graph
     layer = RecordLayer(records, config, change_set.changes, facts)

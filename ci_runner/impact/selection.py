@@ -3,8 +3,8 @@
 In order:
 
 1. **Ignore rules.** A changed path the catalog's ``ignore`` patterns match affects no test and
-   leaves the change set, unless a test is known to read it: a recorded test opened it
-   (:meth:`RecordedDependencies.opened_paths`) or the dependency graph reaches it (a test
+   leaves the change set, unless a test is known to read it: a recorded test opened, ran or
+   built it (:meth:`RecordedDependencies.read_paths`) or the dependency graph reaches it (a test
    imports, builds or names it). Such a path is kept, and the output says why.
 2. **The whole suite (fail open)** for a change the analysis cannot attribute, with the reason:
    a deleted or renamed file (with records: every test without a valid record, the others as
@@ -16,8 +16,8 @@ In order:
    ``ci-runner.toml`` changed only in tables no test run reads (:mod:`.toml_tables`: the
    catalog, linters' tables) is instead an untraced file, as in step 3.
 3. **Each test.** A test with a valid record (:class:`RecordedDependencies`, when a recorded
-   layer is given) is decided by its record alone. Any other test by the static dependency graph
-   (:mod:`.graph`): kept when a change reaches it (a changed test file selects itself), or when
+   layer is given) is decided by its record alone, and the static dependency graph
+   (:mod:`.graph`) is built from the other tests only. Each of those is kept when a change reaches it (a changed test file selects itself), or when
    its closure holds a site the graph cannot follow (for a kernel loader given a computed file,
    only for a change to a kernel file; for a module that is not in the tree, only for a change
    outside the kernel directories), or when a change is a file that is neither Python nor a
@@ -107,8 +107,9 @@ class RecordedDependencies(Protocol):
     A test it :meth:`decides` is kept or dropped by :meth:`reason` alone; every other test is
     decided by the static graph."""
 
-    def opened_paths(self) -> Collection[str]:
-        """Repository paths some recorded test opened: such a path is never ignored."""
+    def read_paths(self) -> Collection[str]:
+        """Repository paths some recorded test opened, ran or built a kernel from: such a path
+        is never ignored, nor called unused by the suite."""
         ...
 
     def decides(self, test: str) -> bool:
@@ -247,18 +248,18 @@ def select_changed(
     ``facts``: the import-facts cache, when the caller has already read from it."""
     started = time.perf_counter()
     config = load_impact_config(catalog)
-    opened = set(recorded.opened_paths()) if recorded is not None else set()
+    read = set(recorded.read_paths()) if recorded is not None else set()
     candidates: dict[str, str] = {}  # ignored path -> its pattern
     not_ignored: list[str] = []
     changes: list[Change] = []
     for change in change_set.changes:
         pattern = _ignore_pattern(change, config)
-        if pattern is not None and not opened & {change.path, change.old_path}:
+        if pattern is not None and not read & {change.path, change.old_path}:
             candidates[change.path] = pattern
         else:
             if pattern is not None:
                 not_ignored.append(
-                    f"{change.path} matches ignore {pattern!r}, but a recorded test opened it: "
+                    f"{change.path} matches ignore {pattern!r}, but a recorded test read it: "
                     "not ignored"
                 )
             changes.append(change)
@@ -282,14 +283,16 @@ def select_changed(
     if index.unlisted:  # an unseen file may be what a test imports
         unseen = tuple(f"directory {where}" for where in index.unlisted)
         return result.whole_suite(unseen, tuple(candidates.items()))
+    # A test its record decides needs no graph: the record alone keeps or drops it.
+    decided = {t for t in tests if recorded is not None and recorded.decides(t)}
     cache = facts if facts is not None else FactCache(config)
     try:
-        graph = DependencyGraph(config, index, cache, tests)
+        graph = DependencyGraph(config, index, cache, tests - decided)
     finally:
         cache.save()
     result.parsed = cache.parsed
     for path, pattern in list(candidates.items()):  # a test is known to read it: not ignored
-        found = _reached(graph, [path], tests)
+        found = _reached(graph, [path], tests - decided)
         if found:
             test, chain = min(found.items())
             not_ignored.append(
@@ -306,12 +309,14 @@ def select_changed(
         and not graph.is_kernel_file(c.path)
         and c.path not in deferred
     ]
-    decided = {t for t in tests if recorded is not None and recorded.decides(t)}
     if (untraced or deferred) and not decided:
         why = [*(_not_traced(p, confined) for p in sorted(untraced)), *deferred.values()]
         return result.whole_suite(tuple(why), result.ignored)
     static_changes = tuple(c for c in changes if c.path not in deferred)
-    reasons, unreached = _static_reasons(graph, config, static_changes, untraced, tests, confined)
+    reasons, unreached = _static_reasons(
+        graph, config, static_changes, untraced, tests - decided, confined
+    )
+    unreached = tuple(p for p in unreached if p not in read)
     for path, why in sorted(deferred.items()):
         for test in tests:
             reasons.setdefault(test, Reason((Link(path, UNTRACED), Link(test, UNTRACED)), why))

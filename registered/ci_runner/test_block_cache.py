@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from ci_runner import cache_location as location_module
 from ci_runner import register_cpu_ci
 from ci_runner.cache_location import CacheLocation
-from ci_runner.execution import block_cache as cache_module
-from ci_runner.execution.block_cache import BlockCache, _encode
+from ci_runner.impact import block_cache as cache_module
 from ci_runner.impact import blocks as blocks_module
+from ci_runner.impact.block_cache import BlockCache, _encode
 from ci_runner.impact.blocks import parse_blocks
 
 register_cpu_ci(est_time=5, suite="base-a-test-cpu")

@@ -102,12 +102,12 @@ def test_an_ignored_path_a_test_reaches_is_not_ignored(tmp_path):
 
 
 class Recorded:
-    """A recorded layer that decides nothing and reports the paths its tests opened."""
+    """A recorded layer that decides nothing and reports the paths its tests read."""
 
     def __init__(self, opened: set[str], decided: dict[str, bool] | None = None) -> None:
         self.opened, self.decided = opened, decided or {}
 
-    def opened_paths(self) -> set[str]:
+    def read_paths(self) -> set[str]:
         return self.opened
 
     def decides(self, test: str) -> bool:
@@ -134,7 +134,7 @@ def test_an_ignored_path_a_recorded_test_opened_is_not_ignored(tmp_path):
     impact = select_changed(selection, catalog, changes, Recorded({"docs/table.rst"}))
     assert impact.ignored == ()
     assert impact.not_ignored == (
-        "docs/table.rst matches ignore 'docs/**', but a recorded test opened it: not ignored",
+        "docs/table.rst matches ignore 'docs/**', but a recorded test read it: not ignored",
     )
     assert impact.run_everything  # no test has a record: what reads it cannot be traced
     # with records, the tests that have one are decided by them; the others fail open

@@ -38,6 +38,7 @@ from ci_runner.impact.record_format import (
     FileRecord,
     KernelUse,
     RecordError,
+    RecordSet,
     file_digest,
     read_records,
     write_meta,
@@ -415,6 +416,57 @@ def test_a_new_test_file_has_no_record_and_the_static_closure_keeps_it(repo):
     kept = {e["path"]: e for e in impact["kept"]}
     assert "no valid record: no record" in kept["registered/test_new.py"]["note"]
     assert "registered/test_add.py" not in kept
+
+
+def test_the_static_graph_is_built_only_for_tests_no_record_decides(repo, monkeypatch):
+    """A test its record decides is kept or dropped by the record alone, so its import closure
+    is not read; a changed module only recorded tests ran is still no "unused" change."""
+    from ci_runner.impact import selection as selection_module
+
+    built: list[list[str]] = []
+    real = selection_module.DependencyGraph
+
+    def spy(config, index, cache, tests, *rest):
+        built.append(sorted(tests))
+        return real(config, index, cache, tests, *rest)
+
+    monkeypatch.setattr(selection_module, "DependencyGraph", spy)
+    root, records = repo
+    edit(root, "pkg/ops.py", "return a * b", "return b * a")
+    _, impact = select(root, records, "pkg/ops.py")
+    assert built == [[]]
+    assert set(how(impact)) == {
+        "registered/test_data.py", "registered/test_mul.py", "registered/test_program.py"
+    }  # fmt: skip
+    assert impact["unused_changes"] == []
+    (root / "registered" / "test_new.py").write_text(
+        (root / "registered" / "test_mul.py").read_text()
+    )
+    built.clear()
+    _, impact = select(root, records, "pkg/ops.py")
+    assert built == [["registered/test_new.py"]]  # no record: the static closure decides it
+    assert how(impact)["registered/test_new.py"] == "imports"
+
+
+def test_read_paths_are_what_valid_records_opened_ran_or_built():
+    def record(test: str, problems: tuple[str, ...] = ()) -> FileRecord:
+        return FileRecord(
+            test=test,
+            commit="c",
+            status="passed",
+            problems=problems,
+            code={"pkg/ops.py": {MODULE: "h"}},
+            opened={"data/cfg.json": "d"},
+            kernels=(KernelUse("jit_add", ("csrc/add.cu",), {"include/add.cuh": "e"}),),
+        )
+
+    good = record("registered/test_a.py")
+    bad = FileRecord(test="registered/test_b.py", commit="c", status="failed",
+                     problems=("failed",), code={"pkg/other.py": {MODULE: "h"}})  # fmt: skip
+    records = RecordSet(Path("r"), "c", FORMAT, {good.test: good, bad.test: bad})
+    assert records.read_paths() == {
+        "pkg/ops.py", "data/cfg.json", "csrc/add.cu", "include/add.cuh"
+    }  # fmt: skip
 
 
 def test_a_change_since_the_recorded_commit_makes_the_record_stale(repo):

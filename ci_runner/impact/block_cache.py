@@ -1,8 +1,9 @@
-"""The blocks of the sources a recording run executed, kept on disk by content across runs.
+"""The blocks of a Python source, kept on disk by content across runs.
 
 After each recorded file the runner cuts every source it ran into blocks
 (:func:`ci_runner.impact.blocks.parse_blocks`): parsing and hashing them is most of what
-``--record-deps`` costs the runner itself. A source's blocks depend only on its bytes, the rules
+``--record-deps`` costs the runner itself; a ``--deps-from`` selection cuts each changed file at
+the recorded commit and now (the recorded side is usually on disk already). A source's blocks depend only on its bytes, the rules
 of :mod:`ci_runner.impact.blocks` and the interpreter's ``ast``; so they are stored under
 ``<cache>/blocks/<rules>/<content sha256>.json``, where ``<rules>`` hashes the source of
 ``blocks.py`` and the interpreter's version (a change to either starts afresh), and reused by
