@@ -50,7 +50,6 @@ from ci_runner.impact.changes import (
     file_at,
 )
 from ci_runner.impact.config import ImpactConfig, load_impact_config
-from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.record_format import FileRecord, RecordSet, file_digest
 from ci_runner.impact.selection import (
     CHANGED,
@@ -338,7 +337,6 @@ class RecordLayer:
         records: RecordSet,
         config: ImpactConfig,
         changes: tuple[Change, ...],
-        facts: FactCache | None = None,
     ) -> None:
         self.records = records
         self.source = f"--deps-from {records.source}"
@@ -366,8 +364,7 @@ class RecordLayer:
             {path for r in records.tests.values() for path in r.code},
             {c.path for c in self.changes if c.status == MODIFIED and c.path.endswith(".py")},
             set(records.tests),
-            facts,
-        )
+        )  # its identifier index parses alone: the facts would serve only the static graph
         for test, record in records.tests.items():
             if record.problems:
                 self.why_static[test] = record.problems[0]
@@ -424,15 +421,14 @@ def _select_with_records(
     selection: Selection, catalog: Catalog, change_set: ChangeSet, records: RecordSet
 ) -> ChangeImpact:
     config = load_impact_config(catalog)
-    facts = FactCache(config)  # one parse per file for the binding rule and the static graph
-    layer = RecordLayer(records, config, change_set.changes, facts)
+    layer = RecordLayer(records, config, change_set.changes)
     if change_set.base is None:  # --changed-files: a TOML file's tables as against the record's
         change_set = dataclasses.replace(change_set, base=records.commit)
     if layer.unusable:
         impact = select_changed(selection, catalog, change_set)
         note = f"{layer.source}: not used: {layer.unusable}; static selection"
         return dataclasses.replace(impact, record_lines=(note,))
-    impact = select_changed(selection, catalog, change_set, recorded=layer, facts=facts)
+    impact = select_changed(selection, catalog, change_set, recorded=layer)
     if impact.run_everything:
         note = f"{layer.source}: not used; a rule runs everything: {impact.run_everything[0]}"
         return dataclasses.replace(impact, record_lines=(note,))
