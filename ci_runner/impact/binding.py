@@ -594,13 +594,13 @@ class ModuleLevel:
         found = self.index.get(path)
         if found is None:  # unreadable or not Python: no facts to scan
             return False
-        return (
+        return (  # only module-level code runs when a module is imported
             found.star
-            or not found.attrs.isdisjoint(self.attrs)
-            or not found.names.isdisjoint(self.reached.get(path, ()))
+            or not found.module_attrs.isdisjoint(self.attrs)
+            or not found.module_names.isdisjoint(self.reached.get(path, ()))
             or (
                 MODULE in found.dynamic
-                and not self._module_names.isdisjoint(found.names | found.attrs)
+                and not self._module_names.isdisjoint(found.module_names | found.module_attrs)
             )
         )
 

@@ -38,7 +38,7 @@ from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.forked import forked_map
 from ci_runner.impact.identifiers import Identifiers, identifiers, tree_identifiers
 
-FORMAT = 1  # bump when Identifiers change shape or meaning
+FORMAT = 2  # bump when Identifiers change shape or meaning
 STAMP_FIELDS = 5
 
 
@@ -182,14 +182,28 @@ def _encoded(tree: ast.Module | None) -> list | None:
 def _encode(found: Identifiers | None) -> list | None:
     if found is None:
         return None
-    return [sorted(found.names), sorted(found.attrs), found.dynamic, found.star]
+    return [
+        sorted(found.names),
+        sorted(found.attrs),
+        found.dynamic,
+        found.star,
+        sorted(found.module_names),
+        sorted(found.module_attrs),
+    ]
 
 
 def _decode(encoded: list | None) -> Identifiers | None:
     if encoded is None:
         return None
-    names, attrs, dynamic, star = encoded
-    return Identifiers(frozenset(names), frozenset(attrs), dynamic, star)
+    names, attrs, dynamic, star, module_names, module_attrs = encoded
+    return Identifiers(
+        frozenset(names),
+        frozenset(attrs),
+        dynamic,
+        star,
+        frozenset(module_names),
+        frozenset(module_attrs),
+    )
 
 
 def _strings(value: object, what: str) -> list[str]:
@@ -217,11 +231,15 @@ def _decode_entry(raw: object) -> tuple[list | None, str, Identifiers | None]:
         raise ValueError("the digest is not a SHA-256")
     if encoded is None:
         return stamp, digest, None
-    if not isinstance(encoded, list) or len(encoded) != 4:
-        raise ValueError("the identifiers are not [names, attrs, dynamic, star]")
-    names, attrs, dynamic, star = encoded
+    if not isinstance(encoded, list) or len(encoded) != 6:
+        raise ValueError(
+            "the identifiers are not [names, attrs, dynamic, star, module names, module attrs]"
+        )
+    names, attrs, dynamic, star, module_names, module_attrs = encoded
     _strings(names, "names")
     _strings(attrs, "attrs")
+    _strings(module_names, "module names")
+    _strings(module_attrs, "module attrs")
     if not isinstance(dynamic, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in dynamic.items()
     ):

@@ -32,12 +32,16 @@ class Identifiers:
     """What any code of one file reads: ``names`` as its own module's names, ``attrs`` as
     attributes, imported names or string identifiers; ``dynamic``: each block (a function's key,
     or :data:`~ci_runner.impact.blocks.MODULE` for module-level code) that reads names
-    dynamically, with what and where; ``star``: a top-level star import."""
+    dynamically, with what and where; ``star``: a top-level star import. ``module_names`` and
+    ``module_attrs``: the part of ``names`` and ``attrs`` that module-level code reads (what
+    importing the file runs), the only code :meth:`.binding.ModuleLevel.close` follows."""
 
     names: frozenset[str] = frozenset()
     attrs: frozenset[str] = frozenset()
     dynamic: dict[str, str] = field(default_factory=dict)
     star: bool = False
+    module_names: frozenset[str] = frozenset()
+    module_attrs: frozenset[str] = frozenset()
 
 
 def identifiers(source: str | bytes) -> Identifiers | None:
@@ -74,8 +78,11 @@ def tree_identifiers(tree: ast.Module) -> Identifiers:
     keyed as :func:`~ci_runner.impact.blocks.function_nodes` keys them (``#2`` for a repeated
     name); a function's decorators, arguments and return annotation belong to the block that
     holds its ``def``, as :func:`~ci_runner.impact.module_facts._reads` counts them."""
-    names: set[str] = set()
-    attrs: set[str] = set()
+    module_names: set[str] = set()  # read by module-level code
+    module_attrs: set[str] = set()
+    body_names: set[str] = set()  # read only inside functions
+    body_attrs: set[str] = set()
+    names, attrs = module_names, module_attrs  # the sets of the block being walked
     dynamic_blocks: dict[str, ast.AST | None] = {}  # block key -> its function (None: module)
     counts: dict[str, int] = {}
     functions: dict[str, ast.AST | None] = {MODULE: None}
@@ -103,6 +110,9 @@ def tree_identifiers(tree: ast.Module) -> Identifiers:
             continue
         if kind is _State:
             owner, prefix = node.owner, node.prefix
+            names, attrs = (
+                (module_names, module_attrs) if owner == MODULE else (body_names, body_attrs)
+            )
             continue
         if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             name = prefix + node.name
@@ -160,4 +170,11 @@ def tree_identifiers(tree: ast.Module) -> Identifiers:
         isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
         for node in tree.body
     )
-    return Identifiers(frozenset(names), frozenset(attrs), dynamic, star)
+    return Identifiers(
+        frozenset(module_names | body_names),
+        frozenset(module_attrs | body_attrs),
+        dynamic,
+        star,
+        frozenset(module_names),
+        frozenset(module_attrs),
+    )

@@ -1,6 +1,6 @@
 """The identifier index of the binding rule (ci_runner/impact/identifiers.py) and its cache
-(identifier_cache.py): the index holds every name the statement facts read, so ruling a file out
-by it is sound; the cache is keyed by content, trusts a stat only once it settled, survives
+(identifier_cache.py): the index holds every name the statement facts read, and separately what the
+module-level statements read, so ruling a file out by it is sound; the cache is keyed by content, trusts a stat only once it settled, survives
 damage, and a cold run parses each file once for it and the import facts together."""
 
 import ast
@@ -57,14 +57,21 @@ def statement_union(source: str):
     attrs = set().union(*(r.attrs for r in reads))
     dynamic = {k: r.dynamic for k, r in facts.blocks.items() if r.dynamic}
     module_dynamic = any(s.reads.dynamic for s in facts.statements)
-    return names, attrs, dynamic, module_dynamic, facts.star_import
+    module_names = set().union(*(s.reads.names for s in facts.statements))
+    module_attrs = set().union(*(s.reads.attrs for s in facts.statements))
+    return names, attrs, dynamic, module_dynamic, facts.star_import, module_names, module_attrs
 
 
 def assert_same_as_statement_facts(source: str) -> None:
     found = identifiers(source)
-    names, attrs, dynamic, module_dynamic, star = statement_union(source)
+    names, attrs, dynamic, module_dynamic, star, module_names, module_attrs = statement_union(
+        source
+    )
     assert found.names == names
     assert found.attrs == attrs
+    # what module-level statements read: the binding rule follows only these
+    assert found.module_names == module_names
+    assert found.module_attrs == module_attrs
     assert {k: v for k, v in found.dynamic.items() if k != MODULE} == dynamic
     assert (MODULE in found.dynamic) == module_dynamic
     assert found.star == star
