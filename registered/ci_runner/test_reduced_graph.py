@@ -7,6 +7,7 @@ graph of all tests keeps, for any change and any decided subset
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -77,3 +78,7 @@ def test_the_graph_of_the_undecided_tests_keeps_what_the_full_graph_keeps(tmp_pa
     reduced = _kept(selection, catalog, change_set, decided, full=False)
     dropped = {test: full[test] for test in set(full) - set(reduced)}
     assert not dropped, f"{changed}: kept by the full graph only: {dropped}"
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
