@@ -570,10 +570,25 @@ class ModuleLevel:
         if _only_exports(statement):
             return False
         before = (len(names), len(self.attrs))
-        new = _names_of(statement, submodules=changed)
+        new = None if changed else self._imported_reached(path, statement)
+        if new is None:
+            new = _names_of(statement, submodules=changed)
         names |= {statement.scope.split(".")[0]} if statement.scope else new
         self.attrs |= new
         return (len(names), len(self.attrs)) != before
+
+    def _imported_reached(self, path: str, statement: Statement) -> set[str] | None:
+        """An unchanged top-level ``from module import a, b`` (no ``as``) reached only through
+        names it imports binds the others to the same objects as before: only those names are
+        reached. None for any other statement (it reaches everything it binds)."""
+        if statement.scope or len(statement.imports) != 1:
+            return None
+        imported = set(statement.imports[0].names)
+        if not imported or "*" in imported or statement.binds != imported:
+            return None
+        reads = statement.reads
+        hit = (reads.names & self.reached.get(path, set())) | (reads.attrs & self.attrs)
+        return hit if hit and hit <= imported else None
 
     def _reads_reached(self, path: str, statement: Statement) -> bool:
         """A module-level statement reads a reached name, or reads names dynamically where a
@@ -596,11 +611,14 @@ class ModuleLevel:
             return False
         return (  # only module-level code runs when a module is imported
             found.star
-            or not found.module_attrs.isdisjoint(self.attrs)
-            or not found.module_names.isdisjoint(self.reached.get(path, ()))
+            or not self.attrs.isdisjoint(found.module_attrs)
+            or not self.reached.get(path, set()).isdisjoint(found.module_names)
             or (
                 MODULE in found.dynamic
-                and not self._module_names.isdisjoint(found.module_names | found.module_attrs)
+                and not (
+                    self._module_names.isdisjoint(found.module_names)
+                    and self._module_names.isdisjoint(found.module_attrs)
+                )
             )
         )
 
@@ -651,8 +669,8 @@ class ModuleLevel:
             own = self.reached.get(path, set())
             if (
                 found is not None
-                and found.attrs.isdisjoint(self.attrs)
-                and found.names.isdisjoint(own)
+                and self.attrs.isdisjoint(found.attrs)
+                and own.isdisjoint(found.names)
             ):
                 # no function of it reads a reached name: only a dynamic read can see one
                 ran_dynamic = sorted(k for k in code[path] if k != MODULE and k in found.dynamic)  # type: ignore[attr-defined]

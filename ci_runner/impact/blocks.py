@@ -18,6 +18,8 @@ import ast
 import hashlib
 from dataclasses import dataclass
 
+from ci_runner.impact.parsed import parse
+
 MODULE = "<module>"
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -134,7 +136,7 @@ def blocks_of(tree: ast.Module) -> list[Block]:
 def parse_blocks(source: str | bytes) -> list[Block] | None:
     """The blocks of ``source`` (module level first); None when it does not parse."""
     try:
-        return blocks_of(ast.parse(source))
+        return blocks_of(parse(source))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -196,14 +196,8 @@ def _decode(encoded: list | None) -> Identifiers | None:
     if encoded is None:
         return None
     names, attrs, dynamic, star, module_names, module_attrs = encoded
-    return Identifiers(
-        frozenset(names),
-        frozenset(attrs),
-        dynamic,
-        star,
-        frozenset(module_names),
-        frozenset(module_attrs),
-    )
+    # sorted lists as read: the binding rule only tests them against its sets (isdisjoint)
+    return Identifiers(names, attrs, dynamic, star, module_names, module_attrs)
 
 
 def _strings(value: object, what: str) -> list[str]:

@@ -12,6 +12,7 @@ is made only for the files that do.
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ci_runner.impact.blocks import MODULE
@@ -36,12 +37,12 @@ class Identifiers:
     ``module_attrs``: the part of ``names`` and ``attrs`` that module-level code reads (what
     importing the file runs), the only code :meth:`.binding.ModuleLevel.close` follows."""
 
-    names: frozenset[str] = frozenset()
-    attrs: frozenset[str] = frozenset()
+    names: Collection[str] = frozenset()  # a cache hands back its sorted lists as they are
+    attrs: Collection[str] = frozenset()
     dynamic: dict[str, str] = field(default_factory=dict)
     star: bool = False
-    module_names: frozenset[str] = frozenset()
-    module_attrs: frozenset[str] = frozenset()
+    module_names: Collection[str] = frozenset()
+    module_attrs: Collection[str] = frozenset()
 
 
 def identifiers(source: str | bytes) -> Identifiers | None:

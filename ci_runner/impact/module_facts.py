@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ci_runner.impact.blocks import function_nodes, stub_dump
+from ci_runner.impact.parsed import parse
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Reading these reads names that no source text spells: the namespace of a module or object.
@@ -115,7 +116,7 @@ class ModuleFacts:
 def module_facts(source: str | bytes) -> ModuleFacts | None:
     """The facts of ``source``; None when it does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     future = any(

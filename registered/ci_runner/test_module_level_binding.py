@@ -456,6 +456,7 @@ EXPORT_CASES = {
     "test_all": f"assert sorted(ex.__all__) == {sorted(EXPORTS_BEFORE)!r}",
     "test_call": "assert ex.f() == 1",
     "test_user": "assert user.twice() == 2",
+    "test_pair_g": "assert pair.g() == 1",
 }
 EXPORT_FILES = {
     "pkg/__init__.py": "",
@@ -464,7 +465,9 @@ EXPORT_FILES = {
     # re-exports f from ex, and has an effect: importing it for the first time does more
     "pkg/relay.py": "import os\n\nfrom pkg.ex import f\n\nos.environ.setdefault('ZZ_RELAY', '1')\n",
     "pkg/user.py": "from pkg.relay import f\n\n\ndef twice():\n    return 2 * f()\n",
-    EXPORT_TEST: _registered("from pkg import ex, star, user", EXPORT_CASES),
+    # imports f and g: a change to f leaves its g the function it was
+    "pkg/pair.py": "from pkg.ex import f, g\n",
+    EXPORT_TEST: _registered("from pkg import ex, pair, star, user", EXPORT_CASES),
     DIRECT_TEST: _registered("from pkg import ex", {"test_g": "assert ex.g() == 1"}),
 }
 
@@ -502,7 +505,8 @@ def test_a_changed_all_reaches_only_the_names_one_side_lists(exports_repo):
 
 def test_an_unchanged_import_reached_by_a_change_runs_nothing_for_the_first_time(exports_repo):
     """pkg/user.py's ``from pkg.relay import f`` reads the changed f, but it ran before the change
-    as after it: a test that never ran pkg/relay.py (test_direct) is decided by what it reads."""
+    as after it: a test that never ran pkg/relay.py (test_direct) is decided by what it reads;
+    pkg/pair.py's ``from pkg.ex import f, g`` reaches f alone (test_pair_g reads its g)."""
     root, records = exports_repo
     (root / "pkg" / "ex.py").write_text(
         EXPORT_FILES["pkg/ex.py"].replace("def f(x=1)", "def f(x=2)")
