@@ -13,9 +13,11 @@ from cpp_includes.closure import (
     include_candidates,
     include_chain,
     include_closure,
+    remember_scans,
     resolve_file,
     resolve_include,
     scan_file,
+    scan_memo,
 )
 from cpp_includes.directives import Include, SourceScan, Unproven, scan_source
 
@@ -28,8 +30,10 @@ __all__ = [
     "include_candidates",
     "include_chain",
     "include_closure",
+    "remember_scans",
     "resolve_file",
     "resolve_include",
     "scan_file",
+    "scan_memo",
     "scan_source",
 ]

@@ -9,7 +9,10 @@ named by ``#embed`` / ``__has_embed`` are dependencies read as bytes: kept, not 
 file's directives leave unproven stays in the :class:`Closure`, per file.
 
 A file is read once per process for each (size, mtime, ctime, inode), except while it is fresh
-(changed in the last two seconds): a rewrite within one timestamp tick keeps all four.
+(changed in the last two seconds): a rewrite within one timestamp tick keeps all four. A file
+whose stat changed but whose content did not (a checkout elsewhere) is read and hashed, not
+scanned again. :func:`scan_memo` and :func:`remember_scans` let a caller keep the memo across
+processes (the runner's include-scan cache).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Resolved:
     files: tuple[Path, ...]
     data: tuple[Path, ...]
     unproven: tuple[Unproven, ...]
+    external: tuple[Include, ...] = ()  # the includes that resolve to no file
 
 
 @dataclass
@@ -54,8 +58,12 @@ class Closure:
         return not self.unproven
 
 
+StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+
+
 def scan_file(path: Path) -> tuple[str, SourceScan]:
-    """(sha256 hex digest, directives) of the file at ``path``, memoized per stat."""
+    """(sha256 hex digest, directives) of the file at ``path``, memoized per stat, and per
+    content when the stat changed."""
     stat = path.stat()
     key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
     with _scan_lock:
@@ -63,11 +71,28 @@ def scan_file(path: Path) -> tuple[str, SourceScan]:
     if memo is not None and memo[0] == key:
         return memo[1], memo[2]
     data = path.read_bytes()
-    digest, scan = hashlib.sha256(data).hexdigest(), scan_source(data)
+    digest = hashlib.sha256(data).hexdigest()
+    scan = memo[2] if memo is not None and memo[1] == digest else scan_source(data)
     if max(stat.st_mtime_ns, stat.st_ctime_ns) < time.time_ns() - FRESH_NS:
         with _scan_lock:
             _scan_memo[path] = (key, digest, scan)
     return digest, scan
+
+
+def scan_memo() -> dict[Path, tuple[StatKey, str, SourceScan]]:
+    """A copy of this process's scans: each file's stat key (recorded only once the file had
+    settled), content digest and directives."""
+    with _scan_lock:
+        return dict(_scan_memo)
+
+
+def remember_scans(entries: dict[Path, tuple[StatKey, str, SourceScan]]) -> None:
+    """Add scans made by another process (:func:`scan_memo`'s shape); a file already scanned
+    here keeps its own. Each is used as this process's own: for the same stat, else for the
+    same content."""
+    with _scan_lock:
+        for path, entry in entries.items():
+            _scan_memo.setdefault(path, entry)
 
 
 def include_candidates(
@@ -107,10 +132,14 @@ def resolve_file(path: Path, include_dirs: Sequence[Path]) -> Resolved:
     scan = scan_file(path)[1]
     files: list[Path] = []
     data: list[Path] = []
+    external: list[Include] = []
     for include in scan.includes:
         found = resolve_include(include, path.parent, include_dirs)
         (data if include.is_data else files).extend(p for p in found if p != path)
-    return Resolved(tuple(dict.fromkeys(files)), tuple(dict.fromkeys(data)), scan.unproven)
+        external += [] if found else [include]
+    return Resolved(
+        tuple(dict.fromkeys(files)), tuple(dict.fromkeys(data)), scan.unproven, tuple(external)
+    )
 
 
 def include_closure(

@@ -19,44 +19,12 @@ import argparse
 import random
 import sys
 from pathlib import Path
-from unittest import mock
 
 from ci_runner.catalog.suites import load_catalog
 from ci_runner.collect.discovery import collect
-from ci_runner.impact import Change, ChangeSet, Reason, select_changed
-from ci_runner.impact import selection as selection_module
+from ci_runner.impact import Change, ChangeSet
 from ci_runner.select.files import select
-
-
-class Decided:
-    """A recorded layer that decides ``tests`` and keeps none of them."""
-
-    def __init__(self, tests: set[str]) -> None:
-        self.tests = tests
-
-    def read_paths(self) -> set[str]:
-        return set()
-
-    def decides(self, test: str) -> bool:
-        return test in self.tests
-
-    def reason(self, test: str, changes: tuple[Change, ...]) -> Reason | None:
-        return None
-
-
-def _kept(selection, catalog, change_set, decided: set[str], full: bool) -> dict[str, str]:
-    """The undecided tests kept, each with its reason's text."""
-    real = selection_module.DependencyGraph
-    everyone = {f.path for f in selection.files}
-
-    def graph(config, index, cache, tests, *rest):
-        return real(config, index, cache, everyone if full else tests, *rest)
-
-    with mock.patch.object(selection_module, "DependencyGraph", graph):
-        impact = select_changed(selection, catalog, change_set, Decided(decided))
-    if impact.run_everything:
-        return {t: "runs everything" for t in everyone - decided}
-    return {t: r.text() for t, r in impact.reasons.items() if t not in decided}
+from testing.graph_roots import kept_undecided
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     for path in changed:
         decided = set(rng.sample(tests, len(tests) // 2))
         change_set = ChangeSet("check", (Change(path),))
-        full = _kept(selection, catalog, change_set, decided, full=True)
-        reduced = _kept(selection, catalog, change_set, decided, full=False)
+        full = kept_undecided(selection, catalog, change_set, decided, full=True)
+        reduced = kept_undecided(selection, catalog, change_set, decided, full=False)
         compared += len(tests) - len(decided)
         for test in sorted(set(full) - set(reduced)):
             drops += 1

@@ -477,15 +477,18 @@ class DependencyGraph:
         """The includes of ``file`` that resolve nowhere but name a file of the repository."""
         known = self._unresolved_includes.get(file)
         if known is None:
-            known = []
-            try:
-                includes = scan_file(file)[1].includes
-            except OSError:
-                includes = ()
-            for include in includes:
-                resolved = resolve_include(include, file.parent, self._include_dirs)
-                if not resolved and self.index.ending_with(include.target.lstrip("./")):
-                    known.append(include.target)
+            resolved = self._includes.get(file)  # its directives, resolved by the closure
+            if resolved is not None:
+                external = resolved.external
+            else:
+                try:
+                    includes = scan_file(file)[1].includes
+                except OSError:
+                    includes = ()
+                external = tuple(
+                    i for i in includes if not resolve_include(i, file.parent, self._include_dirs)
+                )
+            known = [i.target for i in external if self.index.ending_with(i.target.lstrip("./"))]
             self._unresolved_includes[file] = known
         return known
 

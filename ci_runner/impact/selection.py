@@ -50,6 +50,7 @@ from ci_runner.impact.changes import (
 from ci_runner.impact.config import ImpactConfig, load_impact_config
 from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.graph import BUILT_SITE, INCLUDE, KERNEL_SITE, DependencyGraph, Site
+from ci_runner.impact.include_scans import IncludeScans
 from ci_runner.impact.index import RepoIndex
 from ci_runner.impact.path_rules import matching_pattern
 from ci_runner.impact.toml_tables import OWN_FILE, changed_tables, describe
@@ -286,10 +287,13 @@ def select_changed(
     # A test its record decides needs no graph: the record alone keeps or drops it.
     decided = {t for t in tests if recorded is not None and recorded.decides(t)}
     cache = facts if facts is not None else FactCache(config)
+    scans = IncludeScans(config.root)
+    scans.load()
     try:
         graph = DependencyGraph(config, index, cache, tests - decided)
     finally:
         cache.save()
+        scans.save()
     result.parsed = cache.parsed
     for path, pattern in list(candidates.items()):  # a test is known to read it: not ignored
         found = _reached(graph, [path], tests - decided)

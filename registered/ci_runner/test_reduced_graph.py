@@ -21,8 +21,8 @@ from ci_runner.catalog import load_catalog
 from ci_runner.collect import collect
 from ci_runner.impact import Change, ChangeSet
 from ci_runner.select import select
+from testing.graph_roots import kept_undecided
 from testing.tree_builder import write_tree
-from verification.reduced_graph_check import _kept
 
 register_cpu_ci(est_time=15, suite="base-a-test-cpu")
 
@@ -74,8 +74,8 @@ def test_the_graph_of_the_undecided_tests_keeps_what_the_full_graph_keeps(tmp_pa
     catalog = load_catalog(root)
     selection = select(collect(catalog).registrations, catalog, "cpu", ["unit-cpu"], False)
     change_set = ChangeSet("t", (Change(changed),))
-    full = _kept(selection, catalog, change_set, decided, full=True)
-    reduced = _kept(selection, catalog, change_set, decided, full=False)
+    full = kept_undecided(selection, catalog, change_set, decided, full=True)
+    reduced = kept_undecided(selection, catalog, change_set, decided, full=False)
     dropped = {test: full[test] for test in set(full) - set(reduced)}
     assert not dropped, f"{changed}: kept by the full graph only: {dropped}"
 
