@@ -109,7 +109,7 @@ class IncludeScans:
         self.damage = []
         entries = {}
         for path, entry in scan_memo().items():
-            if path.is_relative_to(self.root):
+            if path.is_relative_to(self.root) and path.is_file():  # a deleted file is dropped
                 entries[path.relative_to(self.root).as_posix()] = _encode(entry)
         if self.path is None or entries == self.loaded:
             return

@@ -80,6 +80,16 @@ def test_a_touched_file_is_hashed_not_scanned(repo, monkeypatch):
     assert scanned == []
 
 
+def test_a_deleted_file_leaves_the_cache(repo, tmp_path, monkeypatch):
+    dry_changed(repo, "kernels/include/lib/deep.h")
+    (repo / "kernels" / "include" / "lib" / "only_b.h").unlink()
+    fresh_process(monkeypatch, [])
+    dry_changed(repo, "kernels/include/lib/deep.h")
+    stored = json.loads(cache_file(tmp_path).read_text())["entries"]
+    assert "kernels/include/lib/only_b.h" not in stored
+    assert "kernels/include/lib/deep.h" in stored
+
+
 def test_a_damaged_entry_is_one_notice_and_a_rescan(repo, tmp_path, monkeypatch, capsys):
     dry_changed(repo, "kernels/include/lib/deep.h")
     path = cache_file(tmp_path)
