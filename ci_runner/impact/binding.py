@@ -34,7 +34,6 @@ from functools import cached_property
 from pathlib import Path
 
 from ci_runner.impact.blocks import MODULE
-from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.identifier_cache import IdentifierCache
 from ci_runner.impact.module_facts import (
     BUILTINS,
@@ -74,7 +73,7 @@ class ModuleLevel:
 
     def __init__(
         self, root: Path, python_roots: tuple[str, ...], commit: str | None,
-        universe: set[str], changed: set[str], tests: set[str], facts: FactCache | None = None,
+        universe: set[str], changed: set[str], tests: set[str],
     ) -> None:  # fmt: skip
         self.root = root
         self.tests = tests
@@ -92,7 +91,7 @@ class ModuleLevel:
         # imported before
         self._first = True
         self.cache = ModuleFactsCache()
-        self.index = IdentifierCache(root, facts)  # what each file reads: rules files out
+        self.index = IdentifierCache(root)  # what each file reads: rules files out
         self._done = False
         self.reached: dict[str, set[str]] = {}  # module -> its reached names
         self.attrs: set[str] = set()  # every reached name

@@ -19,7 +19,6 @@ to parse in bulk (a cold cache) are parsed by a pool of forked workers, one per 
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import gc
 import hashlib
@@ -27,7 +26,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from ci_runner.cache_location import announce_damage, announce_no_cache, cache_location
@@ -38,8 +37,6 @@ from ci_runner.impact.python_facts import (
     FACTS_FORMAT,
     facts_problem,
     file_facts,
-    parse_source,
-    tree_facts,
 )
 
 STAMP_FIELDS = 5  # size, mtime_ns, ctime_ns, inode, device (stat_key); null while racy
@@ -156,32 +153,6 @@ class FactCache:
             return None
         return relative, stamp, digest, data
 
-    def parse_also(
-        self, sources: list[tuple[str, bytes]], also: Callable[[ast.Module | None], object]
-    ) -> list[object]:
-        """``also(tree)`` of each source (None: it does not parse), in forked workers; a file
-        whose facts are not cached is read from the same parse (one parse per file)."""
-        jobs: list[tuple[str, bytes, bytes | None]] = []
-        pending: dict[str, tuple[list | None, str]] = {}
-        for relative, data in sources:
-            found = None if relative in self._read else self._lookup(relative)
-            if found is not None and relative not in pending:
-                pending[relative] = (found[1], found[2])
-                jobs.append((relative, data, found[3]))
-            else:
-                jobs.append((relative, data, None))
-        results = self._pool.map(_parse_also, jobs, self.loaders, also)
-        if results is None:
-            results = _parse_also(self.loaders, also, jobs)
-        extras = []
-        for (relative, _data, own), (facts, extra) in zip(jobs, results, strict=True):
-            if own is not None and relative in pending:
-                stamp, digest = pending.pop(relative)
-                self.parsed += 1
-                self._store(relative, stamp, digest, facts)
-            extras.append(extra)
-        return extras
-
     def _store(self, relative: str, stamp: list | None, digest: str, facts: dict) -> None:
         self._read[relative] = facts
         self.entries[relative] = [stamp, digest, facts]
@@ -238,36 +209,6 @@ def _parse_chunk(loaders: tuple[KernelLoader, ...], sources: list[tuple[str, byt
             file_facts(data, loaders, relative.rsplit("/", 1)[-1] == "__init__.py")
             for relative, data in sources
         ]
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _parse_also(
-    loaders: tuple[KernelLoader, ...],
-    also: Callable[[ast.Module | None], object],
-    jobs: list[tuple[str, bytes, bytes | None]],
-) -> list[tuple[dict | None, object]]:
-    """``(facts, also(tree))`` of each ``(relative, source, source of its facts or None)``: one
-    parse when both are of the same bytes (the file did not change between two reads)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        out: list[tuple[dict | None, object]] = []
-        for relative, data, own in jobs:
-            tree = parse_source(data)
-            extra = also(None if isinstance(tree, dict) else tree)
-            facts = None
-            if own is not None:
-                package = relative.rsplit("/", 1)[-1] == "__init__.py"
-                if own != data:
-                    facts = file_facts(own, loaders, package)
-                elif isinstance(tree, dict):
-                    facts = tree
-                else:
-                    facts = tree_facts(tree, data, loaders, package)
-            out.append((facts, extra))
-        return out
     finally:
         if paused:
             gc.enable()

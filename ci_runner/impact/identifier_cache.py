@@ -34,7 +34,6 @@ from ci_runner.cache_location import (
     read_entries,
 )
 from ci_runner.collect.parse_cache import stat_key
-from ci_runner.impact.fact_cache import FactCache
 from ci_runner.impact.forked import forked_map
 from ci_runner.impact.identifiers import Identifiers, identifiers, tree_identifiers
 
@@ -46,9 +45,8 @@ class IdentifierCache:
     """Identifiers of the files of one repository, by relative path (None: the file cannot be
     read or does not parse); :meth:`save` writes them back."""
 
-    def __init__(self, root: Path, facts: FactCache | None = None) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self.facts = facts  # parses files whose import facts are missing too, once each
         identity = json.dumps([FORMAT, sys.version_info[:2], str(root.resolve())])
         location = cache_location()
         announce_no_cache(location)
@@ -81,12 +79,8 @@ class IdentifierCache:
                     pending.append(found)
         if not pending:
             return
-        if self.facts is not None:
-            jobs = [(relative, data) for relative, _stamp, _digest, data in pending]
-            results = self.facts.parse_also(jobs, _encoded)
-        else:
-            sources = [data for _relative, _stamp, _digest, data in pending]
-            results = forked_map(_parse_chunk, sources) or _parse_chunk(sources)
+        sources = [data for _relative, _stamp, _digest, data in pending]
+        results = forked_map(_parse_chunk, sources) or _parse_chunk(sources)
         for (relative, stamp, digest, _data), encoded in zip(pending, results, strict=True):
             self.parsed += 1
             self._store(relative, stamp, digest, encoded)

@@ -1,7 +1,7 @@
 """The identifier index of the binding rule (ci_runner/impact/identifiers.py) and its cache
 (identifier_cache.py): the index holds every name the statement facts read, and separately what the
 module-level statements read, so ruling a file out by it is sound; the cache is keyed by content, trusts a stat only once it settled, survives
-damage, and a cold run parses each file once for it and the import facts together."""
+damage, and a cold run parses in forked workers."""
 
 import ast
 import json
@@ -218,28 +218,6 @@ def test_an_unwritable_cache_is_one_warning(repo, tmp_path, monkeypatch, capsys)
     assert "sep" in cache.get("pkg/a.py").attrs
     cache.save()
     assert "warning: identifier cache not written" in capsys.readouterr().err
-
-
-def test_a_cold_run_parses_each_file_once_for_both_caches(repo, monkeypatch):
-    """With the import-facts cache cold too, one parse gives both."""
-    from ci_runner.catalog import load_catalog
-    from ci_runner.impact.config import load_impact_config
-    from ci_runner.impact.fact_cache import FactCache
-    from testing.tree_builder import catalog_toml, suite_toml, write_tree
-
-    write_tree(repo, catalog_toml(suite_toml("s", "cpu")), {"registered/.keep": ""})
-    facts = FactCache(load_impact_config(load_catalog(repo)))
-    parses = []
-    real_parse = ast.parse
-    monkeypatch.setattr(
-        ast, "parse", lambda source, *a, **k: parses.append(1) or real_parse(source, *a, **k)
-    )
-    index = IdentifierCache(repo, facts)
-    index.prefetch(["pkg/a.py", "pkg/b.py", "pkg/bad.py"])
-    assert len(parses) == 3 and facts.parsed == 3 and index.parsed == 3
-    assert facts.facts("pkg/a.py")["imports"][0][1] == "os" and len(parses) == 3
-    assert "cannot parse" in facts.facts("pkg/bad.py")["error"]
-    assert index.get("pkg/bad.py") is None and "f" in index.get("pkg/b.py").dynamic
 
 
 if __name__ == "__main__":
