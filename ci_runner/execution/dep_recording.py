@@ -22,6 +22,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from ci_runner.execution.record_child import CASE_VARIABLE, CHILD_CONTEXT, case_nonce
 from ci_runner.file_safety import read_regular_text
 from ci_runner.impact.block_cache import BlockCache
 from ci_runner.impact.blocks import MODULE, Block
@@ -94,7 +95,7 @@ class DepRecorder:
         need. coverage.py's own start-up variable is dropped: it takes precedence over
         ``COVERAGE_PROCESS_START``, and a recorded test that records a run of its own (a
         runner's test suite) inherits it from the coverage measuring the test."""
-        env = {k: v for k, v in base.items() if k != INHERITED_CONFIG}
+        env = {k: v for k, v in base.items() if k not in (INHERITED_CONFIG, CASE_VARIABLE)}
         env.update(self._variables(scratch))
         return env
 
@@ -151,7 +152,14 @@ class DepRecorder:
             )
         if partial:
             problems.append("only some of its cases ran in the recording run (--tests)")
-        code, sources, by_context, code_problems = self._code(scratch / "coverage")
+        notes, note_problems = _notes(scratch / "notes")
+        children = notes["child_runs"]
+        code, sources, measured, code_problems = self._code(scratch / "coverage")
+        by_context: dict[str, dict[str, tuple[str, ...]]] = {}
+        for context, files_ in measured.items():  # a case's children's code is the case's
+            into = by_context.setdefault(case_of(context, children), {})
+            for path, keys in files_.items():
+                into[path] = tuple(sorted({*into.get(path, ()), *keys}))
         durations = {c.case_id: c.time for c in result.cases if c.case_id}
         # A context that is not a case of the file (a test that runs pytest in a child process
         # of its own measures the child's cases) is the file's: what runs there is shared.
@@ -159,7 +167,6 @@ class DepRecorder:
         for context in set(by_context) - set(durations):
             for path, keys in by_context.pop(context).items():
                 file_code[path] = tuple(sorted({*file_code.get(path, ()), *keys}))
-        notes, note_problems = _notes(scratch / "notes")
         problems += code_problems + note_problems
         opened = {
             relative: file_digest(self.root / relative)
@@ -207,7 +214,8 @@ class DepRecorder:
         a path no context names, is the file's)."""
         by: dict[str, set[str]] = {}
         for context, paths in notes[f"{key}_by"].items():
-            case = context if context in cases else ""
+            case = case_of(context, notes["child_runs"])
+            case = case if case in cases else ""
             by.setdefault(case, set()).update(
                 r for p in paths if (r := self._relative(p)) is not None
             )
@@ -337,6 +345,32 @@ class DepRecorder:
         return tuple(uses[m] for m in sorted(uses)), problems
 
 
+def case_of(context: str, children: Mapping[str, str]) -> str:
+    """The case a coverage context or notes key names: itself, or for a case's child process
+    (``ci-runner-case-child:<nonce>``, then ``|`` and the child's own context) the case of
+    that run when ``children`` proves every child of it ended before it did; else "" (the
+    file's)."""
+    if not context.startswith(CHILD_CONTEXT):
+        return context
+    nonce = context[len(CHILD_CONTEXT) :].partition("|")[0]
+    return children.get(nonce, "")
+
+
+def child_runs(runs: Mapping[str, dict], ends: Mapping[str, list[float]]) -> dict[str, str]:
+    """``{nonce: case}`` for each run of a case (``runs``: nonce -> its case and when it
+    ended) every child process of which (``ends``: nonce -> when each child ended) ended
+    before the run did: what they ran and read was the case's alone. A run still going when
+    its process stopped, or one with a child that outlived it, is the file's."""
+    proven: dict[str, str] = {}
+    for nonce, run in runs.items():
+        ended, case = run.get("ended"), run.get("case")
+        if not isinstance(ended, (int, float)) or not isinstance(case, str) or not case:
+            continue
+        if all(end <= ended for end in ends.get(nonce, ())):
+            proven[nonce] = case
+    return proven
+
+
 def _notes(directory: Path) -> tuple[dict, list[str]]:
     """The union of the processes' notes; a process that started but wrote none is a problem."""
     merged: dict[str, set[str] | list[str]] = {
@@ -346,9 +380,17 @@ def _notes(directory: Path) -> tuple[dict, list[str]]:
     started = {p.stem for p in directory.glob("*.start")}
     written: set[str] = set()
     problems: list[str] = []
+    runs: dict[str, dict] = {}  # nonce -> the case run's case and end, from its process
+    ends: dict[str, list[float]] = {}  # nonce -> when each child process of the run ended
     for path in sorted(directory.glob("*.json")):
         try:
             data = json.loads(read_regular_text(path))
+            runs.update(data.get("runs", {}))
+            if tag := case_nonce(data.get("tag")):
+                ended = data.get("ended")
+                ends.setdefault(tag, []).append(
+                    ended if isinstance(ended, (int, float)) else float("inf")
+                )
             for key in ("opened", "listed", "imported"):
                 merged[key].update(data[key])  # type: ignore[union-attr]
             merged["unbounded"] += data["unbounded"]  # type: ignore[operator]
@@ -367,4 +409,9 @@ def _notes(directory: Path) -> tuple[dict, list[str]]:
             f"pid {pids}"
         )
     notes = {k: sorted(v) if isinstance(v, set) else v for k, v in merged.items()}
-    return {**notes, "opened_by": by_case["opened"], "listed_by": by_case["listed"]}, problems
+    return {
+        **notes,
+        "opened_by": by_case["opened"],
+        "listed_by": by_case["listed"],
+        "child_runs": child_runs(runs, ends),
+    }, problems

@@ -26,7 +26,16 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
 Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
 exits (``atexit``; ``os._exit`` wrapped, as forked children leave through it; before an
 ``exec``). A process killed by a signal writes nothing, and the runner then knows its record
-is incomplete. Standard library only: it runs in every child. The audit hook returns at once
+is incomplete.
+
+A case's child processes: while a case runs (not while a fixture wider than a function is set
+up), the process running it exports ``CI_RUNNER_RECORD_CASE``, a nonce of that run of the case,
+and notes when the run ended. A Python process started with it (exec'd or forked, and their own
+children) measures everything under the static coverage context ``ci-runner-case-child:<nonce>``
+and notes its opens under it, and writes in its notes when it ended. The runner gives that
+process's code and reads to the case only when every such process ended before the case did
+(:func:`ci_runner.execution.dep_recording.child_runs`); one that outlived it (a server, a
+background job) leaves them to the file, which every case shares. Standard library only: it runs in every child. The audit hook returns at once
 for the events it does not note, which are nearly all of them.
 """
 
@@ -37,6 +46,7 @@ import json
 import os
 import shutil
 import sys
+import time
 import uuid
 
 _IMPORT_SYSTEM = ("<frozen importlib._bootstrap", "<frozen zipimport>")
@@ -62,6 +72,9 @@ _HG_READS_NO_FILE = frozenset(
     {"path", "paths", "root", "version", "config", "showconfig", "id", "identify", "tip", "branch"}
 )
 _PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+CASE_VARIABLE = "CI_RUNNER_RECORD_CASE"  # the nonce of the case run whose children these are
+CHILD_CONTEXT = "ci-runner-case-child:"  # + the nonce: the context of a case's child processes
+_NONCE_LENGTH = 16
 # The audit events the hook notes; pytest raises others (``builtins.id``, ``object.__getattr__``,
 # ``exec``, ``compile``, ...) tens of thousands of times a file.
 _EVENTS = frozenset(
@@ -69,11 +82,21 @@ _EVENTS = frozenset(
 )
 
 
+def case_nonce(value: object) -> str:
+    """``value`` when it is a nonce this module makes (hex digits of one length), else ""."""
+    text = value if isinstance(value, str) else ""
+    hexadecimal = all(c in "0123456789abcdef" for c in text)
+    return text if len(text) == _NONCE_LENGTH and hexadecimal else ""
+
+
 class _Notes:
-    def __init__(self, root: str, out: str) -> None:
+    def __init__(self, root: str, out: str, tag: str = "") -> None:
         self.root = root.rstrip("/") + "/"
         self.out = out
         self.token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.tag = tag  # the nonce of the case run this process is a child of ("" if none)
+        self.current: tuple[str, str] | None = None  # (nonce, case id) of the case running here
+        self.runs: dict[str, dict[str, object]] = {}  # nonce -> {"case": id, "ended": seconds}
         self.opened: set[str] = set()
         self.opened_by: dict[str, set[str]] = {}  # case id ("" outside every case) -> paths
         self.listed_by: dict[str, set[str]] = {}  # the same, for directories listed
@@ -136,6 +159,9 @@ class _Notes:
             },
             "imported": sorted(self.import_names()),
             "unbounded": self.unbounded,
+            "tag": self.tag,
+            "ended": time.monotonic(),  # the clock every process of the machine shares
+            "runs": {nonce: dict(run) for nonce, run in list(self.runs.items())},
         }
         target = os.path.join(self.out, f"{self.token}.json")
         try:
@@ -158,7 +184,10 @@ _notes: _Notes | None = None
 
 def _case() -> str:
     """The test case running in this process ("" outside every case): the context that the
-    case-context plugin (``ci_runner_case_context``) set for coverage."""
+    case-context plugin (``ci_runner_case_context``) set for coverage; in a child of a case,
+    the context naming that case's run."""
+    if _notes is not None and _notes.tag:
+        return CHILD_CONTEXT + _notes.tag
     context = sys.modules.get("ci_runner_case_context")
     current = getattr(context, "_current", "") if context is not None else ""
     return current if isinstance(current, str) else ""
@@ -326,6 +355,44 @@ def _exit_with_notes(original):  # os._exit's replacement: write the notes first
     return _exit
 
 
+def context_switched(context: str) -> None:
+    """The case-context plugin switched to ``context`` (a case id, or "" for what every case
+    shares): export the nonce of that case's run to the processes it starts, or nothing."""
+    notes = _notes
+    if notes is None or notes.tag:  # not recording, or a case's child: its children are its
+        return
+    if not context:
+        os.environ.pop(CASE_VARIABLE, None)
+        return
+    if notes.current is None or notes.current[1] != context:  # a new run (not a fixture's end)
+        notes.current = (uuid.uuid4().hex[:_NONCE_LENGTH], context)
+        notes.runs[notes.current[0]] = {"case": context, "ended": None}
+    os.environ[CASE_VARIABLE] = notes.current[0]
+
+
+def case_left() -> None:
+    """The case running in this process ended: note when, on the clock its children note."""
+    notes = _notes
+    if notes is None or notes.current is None:
+        return
+    os.environ.pop(CASE_VARIABLE, None)
+    notes.runs[notes.current[0]]["ended"] = time.monotonic()
+    notes.current = None
+
+
+def _child_context(reg: object, tag: str) -> None:
+    """Measure this process under the context of the case run it is a child of, or under none
+    (coverage.py sets a configured static context before it measures anything; a child started
+    without the variable must not keep the one its parent's configuration passed on)."""
+    from coverage import CoveragePlugin
+
+    class ChildContext(CoveragePlugin):
+        def configure(self, config) -> None:
+            config.set_option("run:context", CHILD_CONTEXT + tag if tag else "")
+
+    reg.add_configurer(ChildContext())  # type: ignore[attr-defined]
+
+
 def coverage_init(reg: object, options: dict[str, str]) -> None:
     """coverage.py's plugin entry point, called in every process it starts in."""
     global _notes
@@ -333,7 +400,10 @@ def coverage_init(reg: object, options: dict[str, str]) -> None:
     if not root or not out:
         return
     first = _notes is None
-    _notes = _Notes(root, out)  # a forked child starts with empty notes of its own
+    # a forked child starts with empty notes of its own, a child of a case with its nonce
+    tag = case_nonce(os.environ.get(CASE_VARIABLE))
+    _notes = _Notes(root, out, tag)
+    _child_context(reg, tag)
     _notes.started()
     if first:
         sys.addaudithook(_hook)

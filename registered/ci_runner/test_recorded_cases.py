@@ -20,6 +20,8 @@ from recorded_tree import edit, make_cases_repo, private_copy, record, recorded_
 
 from ci_runner import register_cpu_ci
 from ci_runner.cli import main
+from ci_runner.execution.dep_recording import case_of, child_runs
+from ci_runner.execution.record_child import CHILD_CONTEXT
 from ci_runner.impact.blocks import MODULE
 from ci_runner.impact.case_scope import case_scope
 from ci_runner.impact.changes import MODIFIED, Change
@@ -236,27 +238,62 @@ def test_an_old_format_record_falls_back_with_the_reason(repo, tmp_path):
 # ------------------------------------------------------------ files opened, by case
 
 OPENS_FILE = "registered/test_opens.py"
-DATA = {"a": "1\n", "b": "2\n", "shared": "3\n", "child": "4\n"}
+DATA = {
+    "a": "1\n", "b": "2\n", "shared": "3\n", "child": "4\n", "forked": "5\n", "late": "6\n",
+    "spawned": "7\n", "grandchild": "8\n",
+}  # fmt: skip
+# A case's child reads data/<name>.txt through pkg/reader.py and prints it
+CHILD = "import sys; from pkg.reader import read; print(read(sys.argv[1]), end='')"
 OPENS_FILES = {
     "pkg/__init__.py": "",
+    "pkg/reader.py": (
+        "from pathlib import Path\n\n\ndef read(name):\n"
+        "    return Path(f'data/{name}.txt').read_text()\n"
+    ),
     **{f"data/{name}.txt": text for name, text in DATA.items()},
     "listed/one.txt": "",
     OPENS_FILE: (
         "import os\nimport subprocess\nimport sys\nfrom pathlib import Path\n\nimport pytest\n\n"
-        "from ci_runner import register_cpu_ci\n\nregister_cpu_ci(est_time=5, suite='unit-cpu')\n\n\n"
+        "from ci_runner import register_cpu_ci\n\nregister_cpu_ci(est_time=5, suite='unit-cpu')\n"
+        f"CHILD = {CHILD!r}\nBACKGROUND = []\n\n\n"
+        "def child(name, *before):\n"
+        "    code = ';'.join((*before, CHILD))\n"
+        "    return subprocess.run([sys.executable, '-c', code, name], capture_output=True,\n"
+        "                          text=True, check=True).stdout\n\n\n"
         "@pytest.fixture(scope='module')\ndef shared():\n"
         "    return Path('data/shared.txt').read_text()\n\n\n"
+        "@pytest.fixture(scope='module')\ndef spawned():\n"
+        "    return child('spawned')\n\n\n"
         "def test_a():\n    assert Path('data/a.txt').read_text() == '1\\n'\n\n\n"
         "def test_b():\n    assert Path('data/b.txt').read_text() == '2\\n'\n\n\n"
         "def test_shared(shared):\n    assert shared == '3\\n'\n\n\n"
-        "def test_child():\n"
-        "    code = \"import pathlib; print(pathlib.Path('data/child.txt').read_text(), end='')\"\n"
+        "def test_child():\n    assert child('child') == '4\\n'\n\n\n"
+        "def test_grandchild():\n"
+        "    code = 'import subprocess, sys; sys.exit(subprocess.run([sys.executable, \"-c\", '\n"
+        "    code += repr(CHILD) + ', \"grandchild\"]).returncode)'\n"
         "    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
-        "    assert out.stdout == '4\\n'\n\n\n"
+        "    assert out.stdout == '8\\n'\n\n\n"
+        "def test_forked():\n"
+        "    read, write = os.pipe()\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        from pkg.reader import read as read_data\n"
+        "        os.write(write, read_data('forked').encode())\n"
+        "        os._exit(0)\n"
+        "    os.close(write)\n"
+        "    os.waitpid(pid, 0)\n"
+        "    assert os.read(read, 100) == b'5\\n'\n\n\n"
+        "def test_spawned(spawned):\n    assert spawned == '7\\n'\n\n\n"
+        "def test_background():\n"
+        "    BACKGROUND.append(subprocess.Popen(\n"
+        "        [sys.executable, '-c', 'import time; time.sleep(1);' + CHILD, 'late'],\n"
+        "        stdout=subprocess.PIPE, text=True))\n\n\n"
         "def test_none():\n    assert 1 + 1 == 2\n\n\n"
         "def test_optional():\n    try:\n        text = open('data/optional.txt').read()\n"
         "    except FileNotFoundError:\n        text = ''\n    assert text == ''\n\n\n"
         "def test_listing():\n    assert len(os.listdir('listed')) == 1\n\n\n"
+        "def test_waits():\n"
+        "    assert BACKGROUND[0].communicate()[0] == '6\\n'  # the child test_background left\n\n\n"
         "if __name__ == '__main__':\n    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))\n"
     ),
 }
@@ -264,8 +301,9 @@ OPENS_FILES = {
 
 @pytest.fixture(scope="module")
 def opens_recorded(tmp_path_factory):
-    """A test file whose cases open data files (one through a module-scoped fixture, one in a
-    child process), recorded: (root, record dir)."""
+    """A test file whose cases open data files (one through a module-scoped fixture, others in
+    child processes: exec'd, a grandchild, forked, one a module-scoped fixture starts, one
+    that outlives its case), recorded: (root, record dir)."""
     return recorded_repo(tmp_path_factory.mktemp("opens"), OPENS_FILES)
 
 
@@ -288,17 +326,49 @@ def test_the_record_says_which_case_opened_each_file(opens_recorded):
     listed = {c.rsplit("::", 1)[-1]: set(d.listed) for c, d in record_.cases.items()}
     assert listed["test_listing"] == {"listed"} and listed["test_a"] == set()
     assert "listed" not in (record_.file_listed or ())
-    # a module-scoped fixture and a child process open outside every case
-    assert {"data/shared.txt", "data/child.txt"} <= set(record_.file_opened or ())
+    # a case's child processes that ended before it did open for it
+    assert by_case["test_child"] == {"data/child.txt"}
+    assert by_case["test_grandchild"] == {"data/grandchild.txt"}
+    # (os.fork in a process with threads warns, and the warning reads the test file's line)
+    assert by_case["test_forked"] - {OPENS_FILE} == {"data/forked.txt"}
+    # a module-scoped fixture (and the child it starts) and a child that outlived its case
+    # open outside every case
+    outside = {"data/shared.txt", "data/spawned.txt", "data/late.txt"}
+    assert outside <= set(record_.file_opened or ())
+    assert not outside & set().union(*by_case.values())
 
 
 @pytest.mark.parametrize(
-    ("name", "expected"), [("a", {"test_a"}), ("b", {"test_b"}), ("shared", None), ("child", None)]
+    ("name", "expected"),
+    [
+        ("a", {"test_a"}),
+        ("b", {"test_b"}),
+        ("shared", None),
+        ("child", {"test_child"}),
+        ("grandchild", {"test_grandchild"}),
+        ("forked", {"test_forked"}),
+        ("spawned", None),
+        ("late", None),
+    ],
 )
 def test_a_file_only_some_cases_opened_keeps_only_them(opens_recorded, tmp_path, name, expected):
     root, records = private_copy(opens_recorded, tmp_path)
     (root / "data" / f"{name}.txt").write_text("changed\n")
     assert _opens_kept(root, records, f"data/{name}.txt") == expected
+
+
+def test_code_a_case_s_children_ran_keeps_only_that_case(opens_recorded, tmp_path):
+    """pkg/reader.py's read() ran only in child processes: those of three cases, which ended
+    before their case, and two that did not (a module-scoped fixture's, one that outlived its
+    case), whose code every case shares."""
+    root, records = private_copy(opens_recorded, tmp_path)
+    record_ = read_records(records).tests[OPENS_FILE]
+    by_case = {c.rsplit("::", 1)[-1]: d.code for c, d in record_.cases.items()}
+    ran_read = {name for name, code in by_case.items() if "read" in code.get("pkg/reader.py", ())}
+    assert ran_read == {"test_child", "test_grandchild", "test_forked"}
+    assert "read" in (record_.file_code or {}).get("pkg/reader.py", ())
+    edit(root, "pkg/reader.py", "read_text()", "read_text(encoding='utf-8')")
+    assert _opens_kept(root, records, "pkg/reader.py") is None  # the fixture's child ran it
 
 
 def test_a_file_deleted_or_added_keeps_the_cases_that_opened_or_tried_to(opens_recorded, tmp_path):
@@ -330,6 +400,26 @@ def test_a_record_that_does_not_say_which_case_keeps_every_case(
         record_path.write_text(json.dumps(data))
     (root / path).write_text("changed\n")
     assert _opens_kept(root, old, path) is None
+
+
+@pytest.mark.parametrize(
+    ("run", "ends", "proven"),
+    [
+        ({"case": "t::a", "ended": 5.0}, [1.0, 5.0], True),  # every child ended by then
+        ({"case": "t::a", "ended": 5.0}, [], True),  # no child
+        ({"case": "t::a", "ended": 5.0}, [1.0, 5.5], False),  # one outlived the case
+        ({"case": "t::a", "ended": None}, [1.0], False),  # the case never ended
+        ({"case": "t::a", "ended": 5.0}, [float("inf")], False),  # a child with no end
+        ({"case": "", "ended": 5.0}, [], False),
+        ({"ended": "5"}, [], False),
+    ],
+)
+def test_a_case_s_children_count_for_it_only_when_they_ended_first(run, ends, proven):
+    children = child_runs({"0123456789abcdef": run}, {"0123456789abcdef": ends})
+    context = f"{CHILD_CONTEXT}0123456789abcdef|inner::case"
+    assert case_of(context, children) == ("t::a" if proven else "")
+    assert case_of("t::b", children) == "t::b"  # a case's own context
+    assert case_of(f"{CHILD_CONTEXT}fedcba9876543210", children) == ""  # a run nobody noted
 
 
 def _failing(root: Path) -> set[str]:

@@ -6,7 +6,9 @@ Under ``--record-deps`` coverage.py measures every process of the file
 ends; a fixture wider than a function (module, class, session scope) is set up under the empty
 context, the file's own, as are collection, imports and every other process of the file: what
 all the cases share. Without a running coverage.py nothing happens. Standard library only; coverage
-is looked up in ``sys.modules``, never imported.
+is looked up in ``sys.modules``, never imported. Each switch is passed on to the recorder
+(:mod:`ci_runner.execution.record_child`, loaded by coverage), which tells the processes a case
+starts which case's run they belong to.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import sys
 
 FILE_LEVEL = ""  # the context of what runs outside every case
+RECORDER = "ci_runner.execution.record_child"
 
 _current = FILE_LEVEL
 _monitoring = getattr(sys, "monitoring", None)  # Python >= 3.12
@@ -36,6 +39,9 @@ def switch(context: str) -> str:
             # what a case saw must be seen again by the next context. What the file's context
             # saw need not: the file-level part is shared by every case.
             _monitoring.restart_events()
+    recorder = sys.modules.get(RECORDER)
+    if recorder is not None:
+        recorder.context_switched(context)
     return before
 
 
@@ -45,3 +51,6 @@ def enter(case_id: str) -> None:
 
 def leave() -> None:
     switch(FILE_LEVEL)
+    recorder = sys.modules.get(RECORDER)
+    if recorder is not None:
+        recorder.case_left()
