@@ -111,6 +111,18 @@ PROJECTS = {
             ("tests/test_specifiers.py", "from .test_version import", "from test_version import"),
         ),
     ),
+    "cachetools": Project(
+        "cachetools",
+        "/work/.mirror/tkem+cachetools/repo",
+        "HEAD",
+        "tests",
+        ("tests/test_*.py",),
+        ("src",),
+        # its test files import their shared mixin from the package tests/ (``from . import``):
+        # pytest imports them as tests.test_x, a plain ``python tests/test_x.py`` cannot
+        catalog='[tool.ci-runner.execution]\nlauncher = "pytest"\n'
+        '[tool.ci-runner.change-impact]\npython-roots = ["src"]\n',
+    ),
     "toolz": Project(
         "toolz",
         "/work/.mirror/pytoolz+toolz/repo",
