@@ -50,12 +50,19 @@ def cpu_suite_files() -> list[str]:
     return [f["path"] for f in json.loads(done.stdout)["files"]]
 
 
+# --record-deps starts coverage.py with the runner's recorder in every Python process: the
+# recorder's plugin (ci_runner.execution.record_child) is harness too
+RECORDING = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG", "CI_RUNNER_RECORD_CASE")
+
+
 def environment_without_bootstrap() -> dict[str, str]:
-    """This process's environment less the runner's child bootstrap: under the runner, its
-    ``sitecustomize`` is on ``PYTHONPATH`` and is the runner's harness, not a test's import."""
+    """This process's environment less the runner's child bootstrap and recording: under the
+    runner, its ``sitecustomize`` is on ``PYTHONPATH``, and under ``--record-deps`` coverage.py
+    loads the recorder's plugin; both are the runner's harness, not a test's import."""
     parts = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     kept = [part for part in parts if part and Path(part).resolve() != CHILD_DIR.resolve()]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(kept)}
+    environment = {k: v for k, v in os.environ.items() if k not in RECORDING}
+    return {**environment, "PYTHONPATH": os.pathsep.join(kept)}
 
 
 def closure(graph: DependencyGraph, test: str) -> set[str]:
