@@ -823,6 +823,32 @@ def rerecord(args: argparse.Namespace) -> int:
     return 0
 
 
+def floor(args: argparse.Namespace) -> int:
+    """The floor of every stored mutant (``tools/impact_replay_floor.py``) beside the shares."""
+    from ci_runner.impact.record_format import read_records
+    from tools.impact_replay_floor import floor_lines, floor_share
+
+    layout = Layout(Path(args.out), args.project)
+    if not layout.results.exists():
+        print(f"floor: {layout.results}: no such file (run the replay first)", file=sys.stderr)
+        return 2
+    again = Path(args.rerecorded) if args.rerecorded else None
+    work = again / "work" if again else layout.work
+    rows = read_rows(Path(args.results) if args.results else layout.results)
+    floors, records, bases = [], {}, {}
+    for row in rows:
+        commit = row["commit"]
+        if commit not in bases:
+            bases[commit] = json.loads(layout.base(commit).read_text())
+            where = again / "records" / commit if again else Path(bases[commit]["record"])
+            records[commit] = read_records(where).tests
+        base = bases[commit]
+        source = lambda: local_git(work, "show", f"{base['commit_tag']}:{row['file']}")  # noqa: B023, E731
+        floors.append(floor_share(row, base, records[commit], source))
+    print("\n".join(floor_lines(args.project, floors, rows)))
+    return 0
+
+
 def summary(args: argparse.Namespace) -> int:
     print(TABLE_HEAD)
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -860,10 +886,17 @@ def main() -> int:
     redo.add_argument("out", help="the --out of the run")
     redo.add_argument("project", choices=sorted(PROJECTS))
     redo.add_argument("--to", required=True, help="where the repository copy and records go")
+    least = commands.add_parser("floor", help="the least a safe selection runs, per mutant")
+    least.add_argument("out", help="the --out of the run")
+    least.add_argument("project", choices=sorted(PROJECTS))
+    least.add_argument("--rerecorded", help="use the records and repository of `rerecord --to`")
+    least.add_argument("--results", help="the rows to read (default: the run's)")
     show = commands.add_parser("summary", help="the table of docs/change-impact.md")
     show.add_argument("results", nargs="+")
     args = parser.parse_args()
-    commands_ = {"run": run, "rejudge": rejudge, "rerecord": rerecord, "summary": summary}
+    commands_ = {
+        "run": run, "rejudge": rejudge, "rerecord": rerecord, "floor": floor, "summary": summary,
+    }  # fmt: skip
     return commands_[args.command](args)
 
 

@@ -9,6 +9,9 @@ import pytest
 import repo_root  # noqa: F401  (the repository root on sys.path)
 
 from ci_runner import register_cpu_ci
+from ci_runner.impact.blocks import MODULE
+from ci_runner.impact.record_format import CaseRecord, FileRecord
+from tools.impact_replay_floor import floor_keys, floor_share, mutated_block
 from tools.impact_replay_judge import (
     case_file,
     cases_of,
@@ -150,6 +153,35 @@ def test_table_row():
     assert table_row("x", rows) == (
         "| x | 2 | 2 | 1 | 0 / 1 | 20.0% / 10.0% | 20.0% / 10.0% | 1 of 3 |"
     )
+
+
+def test_the_floor_is_the_cases_that_ran_the_mutated_function_or_opened_its_file():
+    source = "X = 1\n\n\ndef f():\n    return 2\n\n\ndef g():\n    return 3\n"
+    assert mutated_block(source, 5) == "f" and mutated_block(source, 1) == MODULE
+    records = {
+        "t/test_a.py": FileRecord(
+            test="t/test_a.py", commit=None, status="passed", code={}, sources={},
+            opened={}, listed=(), imported=(), kernels=(), unbounded=(), problems=(),
+            file_code={"pkg/m.py": (MODULE,)}, file_opened=(),
+            cases={
+                "t/test_a.py::test_1": CaseRecord(1.0, {"pkg/m.py": ("f",)}),
+                "t/test_a.py::test_2": CaseRecord(3.0, {"pkg/m.py": ("g",)}),
+            },
+        ),
+        "t/test_b.py": FileRecord(
+            test="t/test_b.py", commit=None, status="passed", code={}, sources={},
+            opened={}, listed=(), imported=(), kernels=(), unbounded=(), problems=(),
+            file_opened=("pkg/m.py",), cases={"t/test_b.py::test_3": CaseRecord(6.0)},
+        ),
+    }  # fmt: skip
+    files = {(c, n): f for c, n, _, f in BASE["case_time"]}
+    assert floor_keys(records, files, "pkg/m.py", "f") == {("t.test_a", "test_1"),
+                                                            ("t.test_b", "test_3")}  # fmt: skip
+    assert floor_keys(records, files, "pkg/other.py", "f") == set()
+    share = floor_share({"file": "pkg/m.py", "line": 9}, BASE, records, lambda: source)
+    assert share == 0.9  # g: test_2 ran it (3 s), test_b opened the file outside its case (6 s)
+    module = floor_share({"file": "pkg/m.py", "line": 1}, BASE, records, lambda: source)
+    assert module == 1.0  # test_a's module level ran outside its cases: all of test_a
 
 
 def test_rejudge_names_a_missing_results_file(tmp_path, capsys):
