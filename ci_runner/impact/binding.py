@@ -195,9 +195,7 @@ class ModuleLevel:
             if not _visible(facts, index, name) and (name not in BUILTINS or star):
                 return f"it reads {name}, which may be unbound there"
         for name in statement.exports:  # a star import of the module fails on a missing name
-            if not any(
-                name in s.binds for s in facts.statements if s.scope == "" and s is not statement
-            ):
+            if not any(i != index for i in _binders(facts, name, "")):
                 return f"__all__ lists {name}, which may not be bound (a star import fails)"
         for name in statement.builtins:
             if _binders(facts, name, statement.scope) or star:
@@ -754,8 +752,19 @@ def _binders(facts: ModuleFacts, name: str, scope: str) -> list[int]:
     """The statements that bind ``name`` at the module's top level or in class body ``scope``."""
     return [
         i
-        for i in facts.binders.get(name, ())
+        for i in _value_binders(facts, name)
         if facts.statements[i].scope == "" or (scope and facts.statements[i].scope == scope)
+    ]
+
+
+def _value_binders(facts: ModuleFacts, name: str) -> list[int]:
+    """The statements that give ``name`` a value in the module: not an ``__all__`` that only
+    lists it (a star import of the module binds the names it lists; the module itself does
+    not)."""
+    return [
+        i
+        for i in facts.binders.get(name, ())
+        if name == "__all__" or not _only_exports(facts.statements[i])
     ]
 
 
@@ -850,7 +859,7 @@ def _visible(facts: ModuleFacts, index: int, name: str) -> bool:
     return any(
         (facts.statements[i].scope == "" and i < top)
         or (scope and facts.statements[i].scope == scope and i < index)
-        for i in facts.binders.get(name, ())
+        for i in _value_binders(facts, name)
     )
 
 

@@ -154,6 +154,11 @@ def write_module(root: Path, statements: list[str]) -> None:
             "a dataclass that defines __setattr__",
         ),
         ("L = []\nclass K:\n    x = L", "L may not hold an immutable constant"),
+        # an __all__ that lists a name binds __all__, not the name's value in the module
+        ("__all__ = ['N']\nN = 2\nclass K:\n    n = N", ""),
+        ("__all__ = ['N']\nA = N\nN = 1", "it reads N, which may be unbound"),
+        ("__all__ = ['os']\nimport os\nA = os.sep", ""),
+        ("__all__ = ['g']\n__all__ = ['g']", "__all__ lists g, which may not be bound"),
         ("class K:\n    x = y", "it reads y, which may be unbound"),
         ("A = B\nB = 1", "it reads B, which may be unbound"),
         ("o.attr = 1", "an assignment to something other than a name"),
