@@ -33,6 +33,7 @@ LAB_TESTS = {
     "registered/ci_runner/test_compare_sglang.py": ("tools.compare_sglang",),
     "registered/ci_runner/test_impact_replay.py": (
         "tools.impact_replay",
+        "tools.impact_replay_floor",
         "tools.impact_replay_judge",
         "tools.impact_replay_mutants",
     ),
