@@ -36,8 +36,8 @@ def kept_undecided(
     real = selection_module.DependencyGraph
     everyone = {f.path for f in selection.files}
 
-    def graph(config, index, cache, tests, *rest):
-        return real(config, index, cache, everyone if full else tests, *rest)
+    def graph(config, index, cache, tests, *rest, **named):
+        return real(config, index, cache, everyone if full else tests, *rest, **named)
 
     with mock.patch.object(selection_module, "DependencyGraph", graph):
         impact = select_changed(selection, catalog, change_set, Decided(decided))

@@ -12,7 +12,10 @@ import roots the packaging declares anywhere in the tree and the catalog's ``pyt
 (``sys.path[0]`` of ``python <file>``) and, for a test inside a package, the first directory
 above it that is not one (pytest's ``rootdir``-less ``prepend`` import mode puts it on
 ``sys.path``); directories a file puts on ``sys.path`` by a path spelled from its own location;
-and, for a file outside any package (a script), its own directory. A name found in several
+and, for a file outside any package (a script), its own directory. A graph built from some of
+the tests (``tests``: those no record decides) takes the test directories, ``conftest.py`` files
+and their ``sys.path`` edits of the whole suite (``suite``), so it resolves as the graph of
+every test does. A name found in several
 bases resolves to all of them, which can only add edges. A test also depends on every
 ``conftest.py`` above it (pytest loads them).
 
@@ -105,11 +108,15 @@ class DependencyGraph:
         cache: FactCache,
         tests: Iterable[str],
         roots: ImportRoots | None = None,
+        suite: Iterable[str] | None = None,
     ) -> None:
         self.config = config
         self.index = index
         self.cache = cache
         self.tests = sorted(set(tests))
+        # The tests whose directories, conftest files and own sys.path edits make the bases
+        # (every test's, so a graph built from some of them resolves as the whole one does)
+        self.suite = sorted(set(suite if suite is not None else ()) | set(self.tests))
         self.roots = roots if roots is not None else read_import_roots(index)
         self._registered = config.registered_dir.rstrip("/") + "/"
         self._include_dirs = [config.root / d for d in config.kernel_include_dirs]
@@ -122,7 +129,7 @@ class DependencyGraph:
     # ------------------------------------------------------------------ module resolution
 
     def _set_bases(self) -> None:
-        test_dirs = [posixpath.dirname(t) for t in self.tests]
+        test_dirs = [posixpath.dirname(t) for t in self.suite]
         package_bases = [self._package_base(d) for d in test_dirs]
         roots = [*self.config.python_roots, *self.roots.roots]
         bases = ["", *roots, *test_dirs, *package_bases, *sorted(self._path_dirs)]
@@ -545,7 +552,8 @@ class DependencyGraph:
         """Build from the tests. A file that puts a new directory on ``sys.path`` changes where
         names resolve: the files importing a name found there are read again."""
         present = [t for t in self.tests if t in self.index.files]
-        first = [*present, *(c for t in present for c, _ in self._conftests(t))]
+        suite = [t for t in self.suite if t in self.index.files]
+        first = list(dict.fromkeys([*suite, *(c for t in suite for c, _ in self._conftests(t))]))
         self.cache.prefetch(first)
         self._set_bases()
         for path in first:  # the usual places of sys.path edits, known before anything resolves

@@ -290,7 +290,7 @@ def select_changed(
     scans = IncludeScans(config.root)
     scans.load()
     try:
-        graph = DependencyGraph(config, index, cache, tests - decided)
+        graph = DependencyGraph(config, index, cache, tests - decided, suite=tests)
     finally:
         cache.save()
         scans.save()

@@ -426,9 +426,9 @@ def test_the_static_graph_is_built_only_for_tests_no_record_decides(repo, monkey
     built: list[list[str]] = []
     real = selection_module.DependencyGraph
 
-    def spy(config, index, cache, tests, *rest):
+    def spy(config, index, cache, tests, *rest, **named):
         built.append(sorted(tests))
-        return real(config, index, cache, tests, *rest)
+        return real(config, index, cache, tests, *rest, **named)
 
     monkeypatch.setattr(selection_module, "DependencyGraph", spy)
     root, records = repo

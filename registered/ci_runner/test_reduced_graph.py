@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -64,10 +64,21 @@ def trees(draw):
     return files, decided, changed
 
 
+def _found_once() -> tuple[dict[str, str], set[str], str]:
+    """A tree hypothesis found on 2026-11-28: registered/b is the directory of a decided test
+    only, so only the whole suite's bases resolve the other test's ``import help_b`` there."""
+    files = {"pkg/__init__.py": "", "pkg/m0.py": "V = 1\n", "registered/b/__init__.py": ""}
+    files["registered/b/help_b.py"] = "import pkg.m0\n"
+    files["registered/a/test_t0.py"] = registered_file("import help_b", suite="unit-cpu")
+    files["registered/b/test_t1.py"] = registered_file("", suite="unit-cpu")
+    return files, {"registered/b/test_t1.py"}, "pkg/__init__.py"
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(trees())
+@example(_found_once())
 def test_the_graph_of_the_undecided_tests_keeps_what_the_full_graph_keeps(tmp_path_factory, tree):
     files, decided, changed = tree
     root = write_tree(tmp_path_factory.mktemp("tree"), impact_catalog(""), files)
