@@ -23,6 +23,7 @@ fail, an old side git cannot give) keeps every importer, as before, with the rea
 
 from __future__ import annotations
 
+import abc
 import builtins
 import difflib
 import importlib.util
@@ -201,7 +202,8 @@ class ModuleLevel:
             if _binders(facts, name, statement.scope) or star:
                 return f"{name} may not be the builtin there"
         for name, attribute in statement.modules:
-            if why := _standard_attribute(facts, index, name, attribute):
+            why = _standard_attribute(facts, index, name, attribute)
+            if why and not self._bound_in_module(path, side, facts, index, name, attribute):
                 return why
         for name in statement.constants:
             if not self._constant(path, side, facts, index, name, 0):
@@ -325,10 +327,55 @@ class ModuleLevel:
                 return False
         return True
 
+    def _bound_in_module(
+        self, path: str, side: str, facts: ModuleFacts, index: int, name: str, attribute: str
+    ) -> bool:
+        """Whether ``name.attribute`` read at statement ``index`` is a name a repository module
+        binds: ``name`` is only ever ``from package import name`` (no alias) of a submodule
+        whose module level only binds names, one of them ``attribute``. Reading it then runs
+        no code and cannot fail (a module's ``__getattr__`` runs only for a missing name)."""
+        binders = _binders(facts, name, facts.statements[index].scope)
+        if "." in attribute or not binders:
+            return False
+        module: str | None = None
+        for b in binders:
+            statement = facts.statements[b]
+            imports = statement.imports
+            if statement.scope or len(imports) != 1 or name not in imports[0].names:
+                return False
+            found = self._submodule(path, side, imports[0], name)
+            if found is None or module not in (None, found):
+                return False
+            module = found
+        if module is None or self._module_problem(module, side) is not None:
+            return False
+        module_facts = self.facts(module, side)
+        return module_facts is not None and bool(_binders(module_facts, attribute, ""))
+
+    def _submodule(self, path: str, side: str, imported: Import, name: str) -> str | None:
+        """The file of submodule ``name`` that ``from package import name`` binds, when the
+        package is one place and its ``__init__.py`` binds no ``name`` of its own (the import
+        would bind that instead)."""
+        files = self._star_source_files(path, imported)
+        if not files or not files[-1].endswith("__init__.py"):
+            return None
+        package = files[-1]
+        if package != path:
+            package_facts = self.facts(package, side)
+            if package_facts is None or _binders(package_facts, name, ""):
+                return None
+        found = self._module_files(package.rpartition("/")[0], [name])
+        return found[-1] if found else None
+
     def _hooked(self, facts: ModuleFacts, index: int, base: str, seen: set[int]) -> str:
         """Why subclassing ``base`` (as statement ``index`` sees it) may run a hook or fail."""
         statement = facts.statements[index]
         hook = f"its base {base} may run a hook (__init_subclass__ or a metaclass)"
+        if "." in base:  # a module's attribute: a standard module's class without hooks
+            name, _, attribute = base.partition(".")
+            if _standard_attribute(facts, index, name, attribute):
+                return hook
+            return "" if _plain_standard_class(name, attribute) else hook
         if statement.scope and any(
             base in s.binds for s in facts.statements[:index] if s.scope == statement.scope
         ):
@@ -768,13 +815,33 @@ def _value_binders(facts: ModuleFacts, name: str) -> list[int]:
     ]
 
 
+def _plain_standard_class(name: str, attribute: str) -> bool:
+    """Whether ``name.attribute`` is a loaded standard-library class that a subclass statement
+    runs no hook of: subclassable, made by ``type`` or ``abc.ABCMeta`` (which only collects
+    the abstract methods), no ``__init_subclass__`` of its own or of a base."""
+    value: object = sys.modules.get(name)
+    for part in attribute.split("."):
+        value = getattr(value, part, None)
+    return (
+        name in sys.stdlib_module_names
+        and isinstance(value, type)
+        and bool(value.__flags__ & BASETYPE)
+        and type(value) in (type, abc.ABCMeta)
+        and not any("__init_subclass__" in vars(c) for c in value.__mro__ if c is not object)
+    )
+
+
 def _standard_attribute(facts: ModuleFacts, index: int, name: str, attribute: str) -> str:
     """Why ``name.attribute`` may fail or run code at statement ``index``; empty when ``name``
-    is only ever ``import name`` of a loaded standard module that has the attribute."""
+    is only ever ``import name`` (or ``import name.sub``) of a loaded standard module that has
+    the attribute."""
     scope = facts.statements[index].scope
     binders = _binders(facts, name, scope)
     if not binders or not all(
-        any(i.module == name and not i.level and not i.names for i in facts.statements[b].imports)
+        any(
+            (i.module == name or i.module.startswith(f"{name}.")) and not i.level and not i.names
+            for i in facts.statements[b].imports
+        )
         and facts.statements[b].scope == ""
         for b in binders
     ):

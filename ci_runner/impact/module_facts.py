@@ -154,7 +154,10 @@ def _class_header(node: ast.ClassDef, scope: str, future: bool) -> Statement:
         type_params=getattr(node, "type_params", []),
     )
     effect = ""
-    uses = _Uses(needs=set(_base_names(node)))
+    uses = _Uses(needs={base.partition(".")[0] for base in _base_names(node)})
+    for base in _base_names(node):  # a module's attribute: the module must be a standard one
+        if "." in base:
+            uses.modules.add(tuple(base.split(".", 1)))  # type: ignore[arg-type]
     if node.decorator_list:
         effect = _dataclass_problem(node, future, uses)
     if effect:
@@ -163,8 +166,11 @@ def _class_header(node: ast.ClassDef, scope: str, future: bool) -> Statement:
         effect = "a class with keywords (a metaclass= or a hook's arguments)"
     elif getattr(node, "type_params", None):
         effect = "a generic class"
-    elif not all(isinstance(base, ast.Name) for base in node.bases):
-        effect = "a class whose base is not a plain name"
+    elif not all(
+        isinstance(base, ast.Name) or (isinstance(base, ast.Attribute) and _chain(base) is not None)
+        for base in node.bases
+    ):
+        effect = "a class whose base is not a name or a module's attribute"
     elif len(node.bases) > 1:
         effect = "a class of several bases (its method order may not resolve)"
     hooks = any(
@@ -195,7 +201,15 @@ def _class_header(node: ast.ClassDef, scope: str, future: bool) -> Statement:
 
 
 def _base_names(node: ast.ClassDef) -> tuple[str, ...]:
-    return tuple(base.id for base in node.bases if isinstance(base, ast.Name))
+    """The bases as dotted names (``Base``, ``collections.abc.Mapping``)."""
+    names = []
+    for base in node.bases:
+        chain = _chain(base) if isinstance(base, ast.Attribute) else None
+        if isinstance(base, ast.Name):
+            names.append(base.id)
+        elif chain is not None:
+            names.append(".".join(chain))
+    return tuple(names)
 
 
 _DATACLASS_NAMES = frozenset({"ClassVar", "InitVar", "KW_ONLY", "typing", "dataclasses"})

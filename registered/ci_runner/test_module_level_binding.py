@@ -126,7 +126,7 @@ def write_module(root: Path, statements: list[str]) -> None:
         ("A = f()", "an assignment of a computed value"),
         ("A = x[0]", "an assignment of a computed value"),
         ("import os\nA = os.nope", "os.nope may fail"),
-        ("from . import other\nA = other.X", "other.X may run code"),
+        ("from . import other\nA = other.X", ""),  # other.py only binds X
         ("A = 1 + 2", "an assignment of a computed value"),
         ("A = frozenset([[]])", "an assignment of a computed value"),
         ("frozenset = list\nA = frozenset()", "frozenset may not be the builtin"),
@@ -159,6 +159,20 @@ def write_module(root: Path, statements: list[str]) -> None:
         ("__all__ = ['N']\nA = N\nN = 1", "it reads N, which may be unbound"),
         ("__all__ = ['os']\nimport os\nA = os.sep", ""),
         ("__all__ = ['g']\n__all__ = ['g']", "__all__ lists g, which may not be bound"),
+        # a standard module's class without hooks as a base; an ABC's metaclass only collects
+        ("import collections.abc\nclass K(collections.abc.MutableMapping):\n    n = 1", ""),
+        ("import collections\nclass K(collections.OrderedDict):\n    pass", ""),
+        ("import enum\nclass K(enum.Enum):\n    A = 1", "its base enum.Enum may run a hook"),
+        ("import typing\nclass K(typing.NamedTuple):\n    a: int", "may run a hook"),
+        ("collections = 1\nclass K(collections.abc.Mapping):\n    pass", "may run code"),
+        ("class K(x.y.Base):\n    pass", "it reads x, which may be unbound"),
+        ("class K(f().Base):\n    pass", "a class whose base is not a name or a module's"),
+        # a name a repository submodule binds, read as the submodule's attribute
+        ("from . import keys\ndef f(key=keys.hashkey):\n    pass", ""),
+        ("from . import keys\ndef f(key=keys.missing):\n    pass", "keys.missing may run code"),
+        ("from . import effectful\nA = effectful.X", "effectful.X may run code"),
+        ("from . import keys as k\nA = k.hashkey", "k.hashkey may run code"),
+        ("from . import keys\nA = keys.hashkey.__doc__", "may run code"),
         ("class K:\n    x = y", "it reads y, which may be unbound"),
         ("A = B\nB = 1", "it reads B, which may be unbound"),
         ("o.attr = 1", "an assignment to something other than a name"),
@@ -175,7 +189,11 @@ def write_module(root: Path, statements: list[str]) -> None:
 )
 def test_statements_are_classified(tmp_path, source, effect):
     (tmp_path / "other.py").write_text("X = 1\n")
-    (tmp_path / "effectful.py").write_text("print('imported')\n")
+    (tmp_path / "effectful.py").write_text("print('imported')\nX = 1\n")
+    (tmp_path / "keys.py").write_text(
+        "import functools\n\n\ndef hashkey(*args):\n    return args\n"
+    )
+    (tmp_path / "__init__.py").write_text("")
     (tmp_path / "m.py").write_text(source + "\n")
     level = ModuleLevel(tmp_path, (), None, {"m.py"}, set(), set())
     why = level.first_import_effect("m.py") or ""
