@@ -331,9 +331,9 @@ class ModuleLevel:
         self, path: str, side: str, facts: ModuleFacts, index: int, name: str, attribute: str
     ) -> bool:
         """Whether ``name.attribute`` read at statement ``index`` is a name a repository module
-        binds: ``name`` is only ever ``from package import name`` (no alias) of a submodule
-        whose module level only binds names, one of them ``attribute``. Reading it then runs
-        no code and cannot fail (a module's ``__getattr__`` runs only for a missing name)."""
+        binds: ``name`` is only ever ``from package import name`` (no alias) of a submodule in
+        which ``attribute`` stays bound (:meth:`_stays_bound`). Reading it then runs no code
+        and cannot fail (a module's ``__getattr__`` runs only for a missing name)."""
         binders = _binders(facts, name, facts.statements[index].scope)
         if "." in attribute or not binders:
             return False
@@ -347,10 +347,22 @@ class ModuleLevel:
             if found is None or module not in (None, found):
                 return False
             module = found
-        if module is None or self._module_problem(module, side) is not None:
-            return False
-        module_facts = self.facts(module, side)
-        return module_facts is not None and bool(_binders(module_facts, attribute, ""))
+        module_facts = self.facts(module, side) if module is not None else None
+        return module_facts is not None and self._stays_bound(module, side, module_facts, attribute)
+
+    def _stays_bound(self, path: str, side: str, facts: ModuleFacts, name: str) -> bool:
+        """Whether ``name`` is bound once ``path`` has been imported: a top-level statement
+        that only binds names binds it, and every statement after it (class bodies included)
+        only binds names too, so none can delete or replace it by an effect."""
+        first, self._first = self._first, True  # as when the module runs
+        try:
+            pure = [i for i in _binders(facts, name, "") if not self._effect(path, side, facts, i)]
+            return bool(pure) and not any(
+                self._effect(path, side, facts, i)
+                for i in range(pure[0] + 1, len(facts.statements))
+            )
+        finally:
+            self._first = first
 
     def _submodule(self, path: str, side: str, imported: Import, name: str) -> str | None:
         """The file of submodule ``name`` that ``from package import name`` binds, when the

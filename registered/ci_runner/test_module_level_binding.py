@@ -170,9 +170,11 @@ def write_module(root: Path, statements: list[str]) -> None:
         # a name a repository submodule binds, read as the submodule's attribute
         ("from . import keys\ndef f(key=keys.hashkey):\n    pass", ""),
         ("from . import keys\ndef f(key=keys.missing):\n    pass", "keys.missing may run code"),
-        ("from . import effectful\nA = effectful.X", "effectful.X may run code"),
+        ("from . import effectful\nA = effectful.X", ""),  # its print runs before X is bound
         ("from . import keys as k\nA = k.hashkey", "k.hashkey may run code"),
         ("from . import keys\nA = keys.hashkey.__doc__", "may run code"),
+        ("from . import late\nA = late.last", ""),  # effects only before the binding
+        ("from . import late\nA = late.early", "late.early may run code"),  # one after it
         ("class K:\n    x = y", "it reads y, which may be unbound"),
         ("A = B\nB = 1", "it reads B, which may be unbound"),
         ("o.attr = 1", "an assignment to something other than a name"),
@@ -194,6 +196,7 @@ def test_statements_are_classified(tmp_path, source, effect):
         "import functools\n\n\ndef hashkey(*args):\n    return args\n"
     )
     (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "late.py").write_text("print(1)\nearly = 1\nprint(2)\nlast = 2\n")
     (tmp_path / "m.py").write_text(source + "\n")
     level = ModuleLevel(tmp_path, (), None, {"m.py"}, set(), set())
     why = level.first_import_effect("m.py") or ""
