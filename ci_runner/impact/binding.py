@@ -203,7 +203,10 @@ class ModuleLevel:
                 return f"{name} may not be the builtin there"
         for name, attribute in statement.modules:
             why = _standard_attribute(facts, index, name, attribute)
-            if why and not self._bound_in_module(path, side, facts, index, name, attribute):
+            if why and not (
+                self._bound_in_module(path, side, facts, index, name, attribute)
+                or self._bound_in_class(path, side, facts, index, name, attribute)
+            ):
                 return why
         for name in statement.constants:
             if not self._constant(path, side, facts, index, name, 0):
@@ -349,6 +352,35 @@ class ModuleLevel:
             module = found
         module_facts = self.facts(module, side) if module is not None else None
         return module_facts is not None and self._stays_bound(module, side, module_facts, attribute)
+
+    def _bound_in_class(
+        self, path: str, side: str, facts: ModuleFacts, index: int, name: str, attribute: str
+    ) -> bool:
+        """Whether ``name.attribute`` read at statement ``index`` (outside that class's body)
+        is a name a class of the module binds: ``name`` is only ever one top-level class
+        statement before ``index`` whose header and bases run no hook (so its metaclass is
+        ``type`` or ``abc.ABCMeta``, neither of which looks names up its own way), and its body
+        binds ``attribute`` by a statement that only binds names with none after it that does
+        more (a ``def`` read from its class is the function itself)."""
+        binders = _binders(facts, name, facts.statements[index].scope)
+        if "." in attribute or len(binders) != 1 or binders[0] >= _top(facts, index):
+            return False
+        header = facts.statements[binders[0]]
+        if header.scope:
+            return False
+        if not header.is_class or header.effect or header.hooks:
+            return False
+        if self._effect(path, side, facts, binders[0]):
+            return False
+        body = [i for i, s in enumerate(facts.statements) if s.scope == name]
+        pure = [
+            i
+            for i in body
+            if attribute in facts.statements[i].binds and not self._effect(path, side, facts, i)
+        ]
+        return bool(pure) and not any(
+            self._effect(path, side, facts, i) for i in body if i > pure[0]
+        )
 
     def _stays_bound(self, path: str, side: str, facts: ModuleFacts, name: str) -> bool:
         """Whether ``name`` is bound once ``path`` has been imported: a top-level statement

@@ -95,6 +95,8 @@ def write_module(root: Path, statements: list[str]) -> None:
 
 # ---------------------------------------------------------------------- classification
 
+CLASS_READ = "class C:\n    def get(self):\n        pass\nclass D(C):\n    def get(self, g=C.get):\n        pass"
+
 
 @pytest.mark.parametrize(
     ("source", "effect"),
@@ -173,6 +175,17 @@ def write_module(root: Path, statements: list[str]) -> None:
         ("from . import effectful\nA = effectful.X", ""),  # its print runs before X is bound
         ("from . import keys as k\nA = k.hashkey", "k.hashkey may run code"),
         ("from . import keys\nA = keys.hashkey.__doc__", "may run code"),
+        # a name a class of the module binds, read from outside its body
+        (CLASS_READ, ""),
+        ("class C:\n    n = 1\nA = C.n", ""),
+        ("class C:\n    n = 1\n    print(2)\nA = C.n", "a module-level call"),
+        ("class C:\n    pass\nA = C.missing", "C.missing may run code"),
+        ("class C:\n    n = 1\nC = 2\nA = C.n", "C.n may run code"),
+        (
+            "class M(type):\n    pass\nclass C(metaclass=M):\n    n = 1\nA = C.n",
+            "a class with keywords",
+        ),
+        ("A = C.n\nclass C:\n    n = 1", "it reads C, which may be unbound"),
         ("from . import late\nA = late.last", ""),  # effects only before the binding
         ("from . import late\nA = late.early", "late.early may run code"),  # one after it
         ("class K:\n    x = y", "it reads y, which may be unbound"),
