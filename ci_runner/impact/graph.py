@@ -115,8 +115,10 @@ class DependencyGraph:
         self.cache = cache
         self.tests = sorted(set(tests))
         # The tests whose directories, conftest files and own sys.path edits make the bases
-        # (every test's, so a graph built from some of them resolves as the whole one does)
-        self.suite = sorted(set(suite if suite is not None else ()) | set(self.tests))
+        # (every test's, so a graph built from some of them resolves as the whole one does;
+        # none when no test is left to resolve for)
+        given = set(suite if suite is not None else ()) if self.tests else set()
+        self.suite = sorted(given | set(self.tests))
         self.roots = roots if roots is not None else read_import_roots(index)
         self._registered = config.registered_dir.rstrip("/") + "/"
         self._include_dirs = [config.root / d for d in config.kernel_include_dirs]
