@@ -842,9 +842,8 @@ def floor(args: argparse.Namespace) -> int:
             bases[commit] = json.loads(layout.base(commit).read_text())
             where = again / "records" / commit if again else Path(bases[commit]["record"])
             records[commit] = read_records(where).tests
-        base = bases[commit]
-        source = lambda: local_git(work, "show", f"{base['commit_tag']}:{row['file']}")  # noqa: B023, E731
-        floors.append(floor_share(row, base, records[commit], source))
+        source = local_git(work, "show", f"{bases[commit]['commit_tag']}:{row['file']}")
+        floors.append(floor_share(row, bases[commit], records[commit], source))
     print("\n".join(floor_lines(args.project, floors, rows)))
     return 0
 

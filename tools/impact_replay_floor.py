@@ -11,7 +11,7 @@ target cannot meet that target with such a selection.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ci_runner.impact.blocks import MODULE, parse_blocks
 from ci_runner.impact.record_format import FileRecord
@@ -46,14 +46,12 @@ def floor_keys(
     return kept
 
 
-def floor_share(
-    row: dict, base: dict, records: Mapping[str, FileRecord], source: Callable[[], str]
-) -> float:
+def floor_share(row: dict, base: dict, records: Mapping[str, FileRecord], source: str) -> float:
     """The floor of the mutant ``row`` (``source``: the mutated file at the commit, unmutated)."""
     case_time = {(c, n): t for c, n, t, _ in base["case_time"]}
     case_files = {(c, n): f for c, n, _, f in base["case_time"]}
     total = sum(case_time.values()) or 1.0
-    keys = floor_keys(records, case_files, row["file"], mutated_block(source(), row["line"]))
+    keys = floor_keys(records, case_files, row["file"], mutated_block(source, row["line"]))
     return sum(case_time.get(k, 0.0) for k in keys) / total
 
 

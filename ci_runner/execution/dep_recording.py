@@ -157,16 +157,13 @@ class DepRecorder:
         code, sources, measured, code_problems = self._code(scratch / "coverage")
         by_context: dict[str, dict[str, tuple[str, ...]]] = {}
         for context, files_ in measured.items():  # a case's children's code is the case's
-            into = by_context.setdefault(case_of(context, children), {})
-            for path, keys in files_.items():
-                into[path] = tuple(sorted({*into.get(path, ()), *keys}))
+            _merge_keys(by_context.setdefault(case_of(context, children), {}), files_)
         durations = {c.case_id: c.time for c in result.cases if c.case_id}
         # A context that is not a case of the file (a test that runs pytest in a child process
         # of its own measures the child's cases) is the file's: what runs there is shared.
         file_code = by_context.pop("", {})
         for context in set(by_context) - set(durations):
-            for path, keys in by_context.pop(context).items():
-                file_code[path] = tuple(sorted({*file_code.get(path, ()), *keys}))
+            _merge_keys(file_code, by_context.pop(context))
         problems += code_problems + note_problems
         opened = {
             relative: file_digest(self.root / relative)
@@ -343,6 +340,12 @@ class DepRecorder:
                     str(module), tuple(s for s in sources if s is not None), dependencies
                 )
         return tuple(uses[m] for m in sorted(uses)), problems
+
+
+def _merge_keys(into: dict[str, tuple[str, ...]], files: Mapping[str, tuple[str, ...]]) -> None:
+    """Add ``files``' block keys to ``into`` (file -> sorted keys)."""
+    for path, keys in files.items():
+        into[path] = tuple(sorted({*into.get(path, ()), *keys}))
 
 
 def case_of(context: str, children: Mapping[str, str]) -> str:

@@ -35,8 +35,10 @@ children) measures everything under the static coverage context ``ci-runner-case
 and notes its opens under it, and writes in its notes when it ended. The runner gives that
 process's code and reads to the case only when every such process ended before the case did
 (:func:`ci_runner.execution.dep_recording.child_runs`); one that outlived it (a server, a
-background job) leaves them to the file, which every case shares. Standard library only: it runs in every child. The audit hook returns at once
-for the events it does not note, which are nearly all of them.
+background job) leaves them to the file, which every case shares.
+
+Standard library only: it runs in every child. The audit hook returns at once for the events
+it does not note, which are nearly all of them.
 """
 
 from __future__ import annotations

@@ -13,11 +13,10 @@ import roots the packaging declares anywhere in the tree and the catalog's ``pyt
 above it that is not one (pytest's ``rootdir``-less ``prepend`` import mode puts it on
 ``sys.path``); directories a file puts on ``sys.path`` by a path spelled from its own location;
 and, for a file outside any package (a script), its own directory. A graph built from some of
-the tests (``tests``: those no record decides) takes the test directories, ``conftest.py`` files
-and their ``sys.path`` edits of the whole suite (``suite``), so it resolves as the graph of
-every test does. A name found in several
-bases resolves to all of them, which can only add edges. A test also depends on every
-``conftest.py`` above it (pytest loads them).
+the tests (``tests``: those no record decides) takes the test directories, ``conftest.py``
+files and their ``sys.path`` edits of the whole suite (``suite``), so it resolves as the graph
+of every test does. A name found in several bases resolves to all of them, which can only add
+edges. A test also depends on every ``conftest.py`` above it (pytest loads them).
 
 What the graph cannot follow is recorded as a :class:`Site`, and a test that reaches one is kept
 (see :mod:`.selection`): an import by a name computed at run time that no rule resolves, a
@@ -117,8 +116,7 @@ class DependencyGraph:
         # The tests whose directories, conftest files and own sys.path edits make the bases
         # (every test's, so a graph built from some of them resolves as the whole one does;
         # none when no test is left to resolve for)
-        given = set(suite if suite is not None else ()) if self.tests else set()
-        self.suite = sorted(given | set(self.tests))
+        self.suite = sorted({*(suite or ()), *self.tests}) if self.tests else []
         self.roots = roots if roots is not None else read_import_roots(index)
         self._registered = config.registered_dir.rstrip("/") + "/"
         self._include_dirs = [config.root / d for d in config.kernel_include_dirs]

@@ -154,10 +154,10 @@ def _class_header(node: ast.ClassDef, scope: str, future: bool) -> Statement:
         type_params=getattr(node, "type_params", []),
     )
     effect = ""
-    uses = _Uses(needs={base.partition(".")[0] for base in _base_names(node)})
-    for base in _base_names(node):  # a module's attribute: the module must be a standard one
-        if "." in base:
-            uses.modules.add(tuple(base.split(".", 1)))  # type: ignore[arg-type]
+    bases = [base.partition(".") for base in _base_names(node)]
+    uses = _Uses(needs={name for name, _, _ in bases})
+    # a module's attribute as a base: the module must be a standard one (binding.py checks)
+    uses.modules.update((name, attribute) for name, _, attribute in bases if attribute)
     if node.decorator_list:
         effect = _dataclass_problem(node, future, uses)
     if effect:

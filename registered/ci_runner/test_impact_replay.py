@@ -178,9 +178,9 @@ def test_the_floor_is_the_cases_that_ran_the_mutated_function_or_opened_its_file
     assert floor_keys(records, files, "pkg/m.py", "f") == {("t.test_a", "test_1"),
                                                             ("t.test_b", "test_3")}  # fmt: skip
     assert floor_keys(records, files, "pkg/other.py", "f") == set()
-    share = floor_share({"file": "pkg/m.py", "line": 9}, BASE, records, lambda: source)
+    share = floor_share({"file": "pkg/m.py", "line": 9}, BASE, records, source)
     assert share == 0.9  # g: test_2 ran it (3 s), test_b opened the file outside its case (6 s)
-    module = floor_share({"file": "pkg/m.py", "line": 1}, BASE, records, lambda: source)
+    module = floor_share({"file": "pkg/m.py", "line": 1}, BASE, records, source)
     assert module == 1.0  # test_a's module level ran outside its cases: all of test_a
 
 
@@ -190,6 +190,14 @@ def test_rejudge_names_a_missing_results_file(tmp_path, capsys):
     sys.argv = ["impact_replay", "rejudge", str(tmp_path), "boltons"]
     assert main() == 2
     assert f"{Path(tmp_path) / 'boltons.jsonl'}: no such file" in capsys.readouterr().err
+
+
+def test_floor_names_a_missing_results_file(tmp_path, capsys):
+    from tools.impact_replay import main
+
+    sys.argv = ["impact_replay", "floor", str(tmp_path), "cachetools"]
+    assert main() == 2
+    assert f"{Path(tmp_path) / 'cachetools.jsonl'}: no such file" in capsys.readouterr().err
 
 
 def test_rerecord_names_a_missing_results_file(tmp_path, capsys):
