@@ -15,8 +15,13 @@ keeps the whole file, with the reason:
   deleted or renamed Python file it ran or a package's ``__init__.py``;
 * a changed block ran outside every case, or is module-level code (whichever case ran it: the
   state it leaves is shared by the cases that come after);
-* a kept case is not defined by the names of its id in the test file now (a generated or
-  inherited case, one renamed or removed): its id may not select it.
+* a kept case is not defined by the names of its id in the test file now (a generated case,
+  one renamed or removed): its id may not select it. A test method a class of the file inherits
+  (``Class::test_x``, ``Class`` defined in the file with base classes, ``test_x`` in none of its
+  bodies) counts as defined: the class statement is module-level code of the test file, and
+  the classes it inherits from are defined by module-level code its import ran outside every
+  case, so a change to either (renaming or removing the method among them) has already kept
+  the whole file.
 """
 
 from __future__ import annotations
@@ -196,24 +201,29 @@ def case_scope(
     return CaseScope(kept, "", len(record.cases), _share(record, kept))
 
 
-def _defined_names(path: Path) -> set[str]:
-    """The names of the classes and functions a test file defines now (empty: unreadable)."""
+def _defined_names(path: Path) -> dict[str, bool]:
+    """The names of the classes and functions a test file defines now, each with whether it is
+    a class with base classes, whose test methods may be inherited (empty: unreadable)."""
     try:
         tree = ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    return {
-        node.name
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    }
+        return {}
+    names: dict[str, bool] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inherits = isinstance(node, ast.ClassDef) and bool(node.bases)
+            names[node.name] = names.get(node.name, False) or inherits
+    return names
 
 
-def _defined(case: str, test: str, names: set[str]) -> bool:
-    """``path::Class::test[param]`` names ``test``'s file and classes and functions it defines."""
+def _defined(case: str, test: str, names: dict[str, bool]) -> bool:
+    """``path::Class::test[param]`` names ``test``'s file and classes and functions it defines,
+    or a test method its innermost class, defined there with base classes, inherits."""
     path, _, rest = case.partition("::")
-    parts = rest.split("[", 1)[0].split("::")
-    return path == test and bool(rest) and all(part in names for part in parts)
+    *classes, last = rest.split("[", 1)[0].split("::")
+    if path != test or not rest or not all(part in names for part in classes):
+        return False
+    return last in names or (bool(classes) and names[classes[-1]])
 
 
 def _share(record: FileRecord, kept: dict[str, str]) -> float:

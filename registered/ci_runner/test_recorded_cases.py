@@ -472,6 +472,70 @@ def test_every_case_a_data_change_breaks_is_kept(
     assert kept is None or failing <= kept, f"dropped {sorted(failing - kept)}; kept {kept}"
 
 
+INHERITING_FILE = "registered/test_inherit.py"
+# each case appends its name to $CASES_LOG (outside the tree), so a test sees which ran
+_RAN = "\n\ndef ran(name):\n    with open(os.environ['CASES_LOG'], 'a') as log:\n        log.write(name + '\\n')\n"
+INHERITED = {
+    "pkg/__init__.py": "",
+    "pkg/ops.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+    # the cases are methods of a mixin in another file: no name of their ids is in the test file
+    "registered/cases_mixin.py": (
+        "import os\n\nfrom pkg import ops\n" + _RAN + "\n\n"
+        "class OpsCases:\n    def test_add(self):\n        ran('test_add')\n"
+        "        self.assertEqual(ops.add(1, 2), 3)\n\n    def test_mul(self):\n"
+        "        ran('test_mul')\n        self.assertEqual(ops.mul(2, 2), 4)\n"
+    ),
+    INHERITING_FILE: (
+        "import unittest\n\nfrom cases_mixin import OpsCases\n\nfrom ci_runner import "
+        "register_cpu_ci\n\nregister_cpu_ci(est_time=10, suite='unit-cpu')\n\n\n"
+        "class TestOps(OpsCases, unittest.TestCase):\n    pass\n\n\n"
+        "if __name__ == '__main__':\n    unittest.main()\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def inherited_recorded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("inherited")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CASES_LOG", str(base / "recording.log"))
+        return recorded_repo(base, INHERITED)
+
+
+def test_an_inherited_case_is_run_alone_by_its_id(inherited_recorded, tmp_path, capsys):
+    root, records = private_copy(inherited_recorded, tmp_path)
+    edit(root, "pkg/ops.py", "return a * b", "return b * a")
+    _, impact = select(root, records, "pkg/ops.py")
+    cases = kept_cases(impact)[INHERITING_FILE]
+    assert cases["run"] == [
+        {"id": f"{INHERITING_FILE}::TestOps::test_mul", "why": "pkg/ops.py: ran mul()"}
+    ]
+    listing = tmp_path / "changed.txt"
+    listing.write_text("pkg/ops.py\n")
+    capsys.readouterr()
+    argv = ["--root", str(root), "--hw", "cpu", "--suite", "unit-cpu", "--changed-files",
+            str(listing), "--deps-from", str(records)]  # fmt: skip
+    assert main(argv) == 0
+    assert (tmp_path / "ran.log").read_text().split() == ["test_mul"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("    def test_mul(self):", "    def test_mul2(self):"),  # the inherited case renamed
+        ("class OpsCases:", "class OpsCases(object):"),  # the mixin's statement changed
+    ],
+)
+def test_a_change_to_the_inherited_class_keeps_every_case(inherited_recorded, tmp_path, old, new):
+    root, records = private_copy(inherited_recorded, tmp_path)
+    edit(root, "registered/cases_mixin.py", old, new)
+    edit(root, "pkg/ops.py", "return a * b", "return b * a")
+    _, impact = select(root, records, "pkg/ops.py", "registered/cases_mixin.py")
+    cases = kept_cases(impact)[INHERITING_FILE]
+    assert cases["run"] is None
+    assert "registered/cases_mixin.py" in cases["every_case_because"]
+
+
 # ------------------------------------------------------------ the rule, on synthetic records
 
 FUNCTIONS = ("f0", "f1", "f2", "f3", "f4")
@@ -551,6 +615,38 @@ def test_a_case_the_file_no_longer_defines_keeps_the_whole_file(test_root):
     )
     assert scope.cases == {}
     assert "test_gone[1] is not defined by that name" in scope.whole
+
+
+@pytest.mark.parametrize(
+    ("source", "case", "defined"),
+    [
+        ("class TestA(Base):\n    pass\n", "TestA::test_x", True),  # inherited from Base
+        ("class TestA(Base):\n    pass\n", "TestA::test_x[1]", True),
+        ("class TestA:\n    pass\n", "TestA::test_x", False),  # no base to inherit it from
+        ("class TestA(Base):\n    pass\n", "TestB::test_x", False),  # no such class
+        ("class TestA(Base):\n    pass\n", "test_x", False),  # a function, not a method
+        ("class Outer(Base):\n    class TestA:\n        pass\n", "Outer::TestA::test_x", False),
+        ("class Outer:\n    class TestA(B):\n        pass\n", "Outer::TestA::test_x", True),
+        ("def test_x():\n    pass\n", "test_x", True),
+    ],
+)
+def test_which_case_ids_the_file_defines(tmp_path, source, case, defined):
+    test = "registered/test_s.py"
+    (tmp_path / "registered").mkdir()
+    (tmp_path / test).write_text(source)
+    record = FileRecord(
+        test, "c", "passed",
+        code={"pkg/m.py": {"f0": "old"}},
+        cases={f"{test}::{case}": CaseRecord(1.0, {"pkg/m.py": ("f0",)}),
+               f"{test}::other": CaseRecord(1.0, {})},
+    )  # fmt: skip
+    scope = case_scope(
+        record, (Change("pkg/m.py", MODIFIED),), _Tree(tmp_path, {"f0": "new"}), lambda c: "ran"
+    )
+    if defined:
+        assert list(scope.cases) == [f"{test}::{case}"] and not scope.whole
+    else:
+        assert scope.cases == {} and "is not defined by that name" in scope.whole
 
 
 if __name__ == "__main__":
