@@ -1,9 +1,11 @@
 """The runner side of ``--record-deps DIR``: set up each attempt's recording, then write the
 file's :class:`~ci_runner.impact.record_format.FileRecord`.
 
-Each attempt gets a scratch directory and, in its environment, ``COVERAGE_PROCESS_START`` (a
+Each attempt gets a scratch directory and, in its environment, ``CI_RUNNER_RECORD_DEPS`` (a
 coverage configuration measuring the repository's code in every Python process of the file's
-tree, with :mod:`ci_runner.execution.record_child` as its plugin) and ``JIT_KERNEL_LOAD_LOG``
+tree that runs any, with :mod:`ci_runner.execution.record_child` as its plugin and start-up
+hook; ``COVERAGE_PROCESS_START`` where the package's ``.pth`` file is not installed, and coverage
+then starts in every process) and ``JIT_KERNEL_LOAD_LOG``
 (where every process that loads a JIT module writes the module's sources and the headers its
 compiler read, hashed). The child's pytest plugin and unittest hook measure each test case
 under a coverage context named by its id (:mod:`ci_runner_case_context`). After the file's last
@@ -18,11 +20,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import site
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ci_runner.execution.record_child import CASE_VARIABLE, CHILD_CONTEXT, case_nonce
+from ci_runner.execution import record_child
+from ci_runner.execution.record_child import (
+    CASE_VARIABLE,
+    CHILD_CONTEXT,
+    COVERAGE_START,
+    START_VARIABLE,
+    case_nonce,
+)
 from ci_runner.file_safety import read_regular_text
 from ci_runner.impact.block_cache import BlockCache
 from ci_runner.impact.blocks import MODULE, Block
@@ -36,9 +47,9 @@ from ci_runner.impact.record_format import (
 )
 from ci_runner.model import PASSED, FileResult
 
-COVERAGE_VARIABLE = "COVERAGE_PROCESS_START"
-# coverage's ``patch = subprocess`` passes a running measurement to child processes in this one
+# coverage's ``patch = subprocess, execv`` passes a running measurement to child processes in this
 INHERITED_CONFIG = "COVERAGE_PROCESS_CONFIG"
+START_HOOK = Path(record_child.__file__).with_name("a1_ci_runner_record.pth")
 JIT_LOG_VARIABLE = "JIT_KERNEL_LOAD_LOG"
 PLUGIN = "ci_runner.execution.record_child"
 SKIPPED_PARTS = ("site-packages", "dist-packages", "__pycache__")
@@ -68,6 +79,15 @@ def head_commit(root: Path) -> str | None:
     return head.stdout.strip() or None
 
 
+def start_hook_installed() -> bool:
+    """Whether this interpreter runs the package's ``a1_ci_runner_record.pth`` at start-up (a site
+    directory holds it: ``setup.py`` installs it with the package)."""
+    directories = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        directories.append(site.getusersitepackages())
+    return any((Path(d) / START_HOOK.name).is_file() for d in directories)
+
+
 class DepRecorder:
     """Writes the records of one shard's files into ``directory``."""
 
@@ -85,6 +105,14 @@ class DepRecorder:
         self._block_cache = BlockCache()  # and across runs, on disk
         self._sources: dict[str, str | None] = {}  # measured path -> relative source path
         self.commit = head_commit(self.root)
+        # coverage starts in a process only once it runs repository code (record_child.start)
+        self.lazy = start_hook_installed()
+        if not self.lazy:
+            print(
+                f"--record-deps: {START_HOOK.name} is not installed in {sys.prefix} (install "
+                "the package: pip install .), so coverage.py starts in every Python process",
+                file=sys.stderr,
+            )
         try:
             write_meta(directory, self.commit)
         except OSError as exc:
@@ -95,7 +123,8 @@ class DepRecorder:
         need. coverage.py's own start-up variable is dropped: it takes precedence over
         ``COVERAGE_PROCESS_START``, and a recorded test that records a run of its own (a
         runner's test suite) inherits it from the coverage measuring the test."""
-        env = {k: v for k, v in base.items() if k not in (INHERITED_CONFIG, CASE_VARIABLE)}
+        dropped = (INHERITED_CONFIG, CASE_VARIABLE, COVERAGE_START, START_VARIABLE)
+        env = {k: v for k, v in base.items() if k not in dropped}
         env.update(self._variables(scratch))
         return env
 
@@ -118,7 +147,9 @@ class DepRecorder:
                         for part in ("site-packages", "dist-packages")
                         for deep in ("", "**/")
                     ),
-                    "patch = subprocess, fork, execv, _exit",
+                    # children inherit the variable that starts the recording; coverage's
+                    # own ``subprocess`` patch would start it eagerly in every one of them
+                    "patch = fork, execv, _exit",
                     # sys.monitoring (Python >= 3.12) reports a line once, until the case
                     # context restarts its events (ci_runner_case_context); older
                     # interpreters fall back to coverage's C tracer.
@@ -135,7 +166,8 @@ class DepRecorder:
             ),
             encoding="utf-8",
         )
-        return {COVERAGE_VARIABLE: str(rc), JIT_LOG_VARIABLE: str(scratch / "jit")}
+        start = START_VARIABLE if self.lazy else COVERAGE_START
+        return {start: str(rc), JIT_LOG_VARIABLE: str(scratch / "jit")}
 
     def write(
         self, test: str, result: FileResult, attempts: int, partial: bool, scratch: Path

@@ -1,9 +1,18 @@
 """The child side of ``--record-deps``: what a Python process of a recorded file opens.
 
-coverage.py starts itself in every Python process of the file's tree (its ``.pth`` file reads
-``COVERAGE_PROCESS_START``; ``patch = subprocess, fork, execv, _exit`` carry it into children)
-and loads this module as a plugin there, so the one startup that measures executed code also
-installs an audit hook (PEP 578) that notes, for paths under the repository root:
+Every Python process of the file's tree starts this module: the package's ``.pth`` file
+(``a1_ci_runner_record.pth``, which ``setup.py`` installs next to the package) calls :func:`start`
+where ``CI_RUNNER_RECORD_DEPS`` names the run's coverage configuration, and coverage.py
+starts only when the process first runs or reads a file of the repository (its first ``exec``
+of a code object, or ``open`` of a path, under the root and outside the runner's child
+bootstrap and any ``site-packages``): a process that never does (a tool a test runs in a
+temporary tree, a probe) is spared coverage's start-up, about 0.1 s of CPU, and has no code
+to record. That needs ``sys.monitoring`` (Python >= 3.12), which measures every thread from
+the moment coverage starts; on older interpreters coverage starts at once. Where the ``.pth`` file is not installed the runner sets ``COVERAGE_PROCESS_START``
+instead and coverage.py starts itself in every process (its own ``.pth``). Either way coverage
+loads this module as its plugin (``patch = fork, execv, _exit`` carry it into forked and
+exec'd images), and the module installs an audit hook (PEP 578) that notes, for paths under
+the repository root:
 
 * ``open``: files opened by anything but the import system, pytest's assertion rewriter (an
   import loader), the interpreter starting its script (imported and run code is coverage's) and
@@ -73,15 +82,22 @@ _HG_VALUED_OPTIONS = frozenset({"-R", "--repository", "--cwd", "--config"})
 _HG_READS_NO_FILE = frozenset(
     {"path", "paths", "root", "version", "config", "showconfig", "id", "identify", "tip", "branch"}
 )
-_PROCESS_VARIABLES = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+START_VARIABLE = "CI_RUNNER_RECORD_DEPS"  # the run's coverage configuration, for start()
+COVERAGE_START = "COVERAGE_PROCESS_START"
+_PROCESS_VARIABLES = (START_VARIABLE, COVERAGE_START, "COVERAGE_PROCESS_CONFIG")
 CASE_VARIABLE = "CI_RUNNER_RECORD_CASE"  # the nonce of the case run whose children these are
 CHILD_CONTEXT = "ci-runner-case-child:"  # + the nonce: the context of a case's child processes
 _NONCE_LENGTH = 16
 # The audit events the hook notes; pytest raises others (``builtins.id``, ``object.__getattr__``,
 # ``exec``, ``compile``, ...) tens of thousands of times a file.
 _EVENTS = frozenset(
-    {"open", "os.listdir", "os.scandir", "import", "subprocess.Popen", "os.posix_spawn", "os.exec"}
-)
+    {"open", "os.listdir", "os.scandir", "import", "subprocess.Popen", "os.posix_spawn", "os.exec",
+     "exec"}
+)  # fmt: skip
+# Code of the runner's child bootstrap (on every child's PYTHONPATH) and of installed packages
+# is no repository code of the test's: running it does not start coverage.
+_HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child") + os.sep
+_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 
 def case_nonce(value: object) -> str:
@@ -95,7 +111,8 @@ class _Notes:
     def __init__(self, root: str, out: str, tag: str = "") -> None:
         self.root = root.rstrip("/") + "/"
         self.out = out
-        self.token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.pid = os.getpid()
+        self.token = f"{self.pid}-{uuid.uuid4().hex[:12]}"
         self.tag = tag  # the nonce of the case run this process is a child of ("" if none)
         self.current: tuple[str, str] | None = None  # (nonce, case id) of the case running here
         self.runs: dict[str, dict[str, object]] = {}  # nonce -> {"case": id, "ended": seconds}
@@ -182,6 +199,9 @@ def _real_inside(path: str, notes: _Notes) -> bool:
 
 
 _notes: _Notes | None = None
+_hooked = False  # the audit hook, the atexit flush and os._exit's wrapper: once a process
+_pending = ""  # the coverage configuration to start at the first repository code ("" if none)
+_starting = False  # coverage.py is being imported and started: its own events are not the test's
 
 
 def _case() -> str:
@@ -312,12 +332,49 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
         notes.unbounded.append(f"ran {' '.join(args)[:200]}")
 
 
+def _runs_repository_code(notes: _Notes, event: str, args: tuple) -> bool:
+    """Whether the event runs or reads a file of the repository (not of the harness)."""
+    raw = getattr(args[0], "co_filename", None) if event == "exec" else args[0]
+    if raw is None or (isinstance(raw, str) and raw.startswith("<")):
+        return False  # a descriptor, or code of no file (``<string>`` from ``-c``, ``<frozen>``)
+    path = notes.path(raw)
+    return (
+        path is not None
+        and notes.inside(path)
+        and not path.startswith(_HARNESS)
+        and not any(part in path for part in _INSTALLED)
+    )
+
+
+def _start_coverage() -> None:
+    """Start coverage.py with the run's configuration, now that repository code is about to run;
+    a process where it cannot start is noted as unbounded (its record then proves nothing)."""
+    global _pending, _starting
+    config, _pending = _pending, ""
+    _starting = True
+    try:
+        import coverage
+
+        os.environ[COVERAGE_START] = config  # process_startup reads it; no child inherits it
+        try:
+            coverage.process_startup()
+        finally:
+            os.environ.pop(COVERAGE_START, None)
+    except Exception as exc:  # a test process must not break for its record
+        if _notes is not None:
+            _notes.unbounded.append(f"could not start coverage.py: {exc}"[:200])
+    finally:
+        _starting = False
+
+
 def _hook(event: str, args: tuple) -> None:
     if event not in _EVENTS:
         return
     notes = _notes
-    if notes is None:
+    if notes is None or _starting:
         return
+    if _pending and event in ("open", "exec") and _runs_repository_code(notes, event, args):
+        _start_coverage()
     if event == "open":
         caller = _caller()
         if (
@@ -395,19 +452,65 @@ def _child_context(reg: object, tag: str) -> None:
     reg.add_configurer(ChildContext())  # type: ignore[attr-defined]
 
 
-def coverage_init(reg: object, options: dict[str, str]) -> None:
-    """coverage.py's plugin entry point, called in every process it starts in."""
-    global _notes
-    root, out = options.get("root"), options.get("out")
-    if not root or not out:
-        return
-    first = _notes is None
-    # a forked child starts with empty notes of its own, a child of a case with its nonce
-    tag = case_nonce(os.environ.get(CASE_VARIABLE))
-    _notes = _Notes(root, out, tag)
-    _child_context(reg, tag)
-    _notes.started()
-    if first:
+def _take_notes(root: str, out: str) -> _Notes:
+    """This process's notes, begun now unless it already has its own (a forked child starts
+    with empty notes of its own, a child of a case with that run's nonce)."""
+    global _notes, _hooked
+    if _notes is None or _notes.pid != os.getpid():
+        _notes = _Notes(root, out, case_nonce(os.environ.get(CASE_VARIABLE)))
+        _notes.started()
+    if not _hooked:
+        _hooked = True
         sys.addaudithook(_hook)
         atexit.register(lambda: _notes.flush() if _notes is not None else None)
         os._exit = _exit_with_notes(os._exit)
+        os.register_at_fork(after_in_child=_forked)
+    return _notes
+
+
+def _forked() -> None:
+    if _notes is not None:
+        _take_notes(_notes.root, _notes.out)
+
+
+def _plugin_options(config: str) -> tuple[str, str] | None:
+    """``root`` and ``out`` of this module's section of the coverage configuration the runner
+    wrote (one ``key = value`` a line); None when it cannot be read."""
+    try:
+        with open(config, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, ValueError):
+        return None
+    section, found = "", {}
+    for line in lines:
+        if line.startswith("["):
+            section = line.strip()
+        elif section == f"[{__name__}]" and "=" in line:
+            key, _, value = line.partition("=")
+            found[key.strip()] = value.strip()
+    root, out = found.get("root"), found.get("out")
+    return (root, out) if root and out else None
+
+
+def start() -> None:
+    """The ``.pth`` file's entry: begin this process's notes now, and have coverage.py start at
+    the process's first run or read of a repository file. Only ``sys.monitoring`` (Python >=
+    3.12) measures every thread once started; an older interpreter's tracer would miss threads
+    that already run, so there coverage starts at once."""
+    global _pending
+    config = os.environ.get(START_VARIABLE, "")
+    options = _plugin_options(config) if config else None
+    if options is None:
+        return
+    _take_notes(*options)
+    _pending = config
+    if not hasattr(sys, "monitoring"):
+        _start_coverage()
+
+
+def coverage_init(reg: object, options: dict[str, str]) -> None:
+    """coverage.py's plugin entry point, called in every process it starts in."""
+    root, out = options.get("root"), options.get("out")
+    if not root or not out:
+        return
+    _child_context(reg, _take_notes(root, out).tag)

@@ -52,7 +52,12 @@ def cpu_suite_files() -> list[str]:
 
 # --record-deps starts coverage.py with the runner's recorder in every Python process: the
 # recorder's plugin (ci_runner.execution.record_child) is harness too
-RECORDING = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG", "CI_RUNNER_RECORD_CASE")
+RECORDING = (
+    "COVERAGE_PROCESS_START",
+    "COVERAGE_PROCESS_CONFIG",
+    "CI_RUNNER_RECORD_CASE",
+    "CI_RUNNER_RECORD_DEPS",
+)
 
 
 def environment_without_bootstrap() -> dict[str, str]:

@@ -1,0 +1,145 @@
+"""--record-deps starts coverage.py in a process only once it runs or reads a repository file
+(Python >= 3.12; at once on older interpreters, whose tracer would miss running threads).
+
+Real Python processes started with the environment the recorder gives an attempt, in a small
+tree: what each writes (its notes, its coverage data) shows whether and when coverage started.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from coverage import CoverageData
+
+from ci_runner import register_cpu_ci
+from ci_runner.execution import dep_recording
+from ci_runner.execution.dep_recording import START_HOOK, DepRecorder, start_hook_installed
+from ci_runner.execution.record_child import COVERAGE_START, START_VARIABLE
+
+register_cpu_ci(est_time=6, suite="base-a-test-cpu")
+
+# a process reports whether coverage.py was imported in it by the time it exits
+REPORT = "import atexit, sys; atexit.register(lambda: print('coverage' in sys.modules))"
+LAZY = hasattr(sys, "monitoring")  # what a process that runs no repository code reports: not LAZY
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """(root, scratch, environment): a repository with ``pkg/m.py`` and ``data.txt``."""
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "m.py").write_text("def f():\n    return 1\n")
+    (root / "data.txt").write_text("x\n")
+    scratch = tmp_path / "scratch"
+    env = DepRecorder(tmp_path / "record", root).environment(scratch, os.environ)
+    return root, scratch, env
+
+
+def run(tree, code: str) -> str:
+    root, _, env = tree
+    done = subprocess.run(
+        [sys.executable, "-c", f"{REPORT}\n{code}"],
+        cwd=root, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def data_files(scratch: Path) -> list[CoverageData]:
+    found = []
+    for path in sorted((scratch / "coverage").iterdir()):
+        data = CoverageData(basename=str(path))
+        data.read()
+        found.append(data)
+    return found
+
+
+def notes(scratch: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((scratch / "notes").glob("*.json"))]
+
+
+def test_the_start_hook_is_installed_with_the_package():
+    """``pip install`` (editable or not) puts ``a1_ci_runner_record.pth`` in site-packages."""
+    assert start_hook_installed()
+    import site
+
+    installed = [Path(d) / START_HOOK.name for d in site.getsitepackages()]
+    assert [p.read_text() for p in installed if p.is_file()] == [START_HOOK.read_text()]
+
+
+def test_a_process_that_runs_no_repository_code_starts_no_coverage(tree):
+    _, scratch, env = tree
+    assert START_VARIABLE in env and COVERAGE_START not in env
+    assert run(tree, "import json, os; os.listdir('.')") == str(not LAZY)
+    assert len(data_files(scratch)) == (0 if LAZY else 1)
+    (only,) = notes(scratch)
+    assert only["listed"] == [str(tree[0].resolve())]  # its reads are noted all the same
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import pkg.m; pkg.m.f()",
+        "import runpy; runpy.run_path('pkg/m.py')['f']()",
+        "exec(compile(open('pkg/m.py').read(), 'pkg/m.py', 'exec')); f()",
+    ],
+)
+def test_repository_code_starts_coverage_before_it_runs(tree, code):
+    root, scratch, _ = tree
+    assert run(tree, code) == "True"
+    (data,) = data_files(scratch)
+    module = str(root.resolve() / "pkg" / "m.py")
+    assert module in data.measured_files()
+    assert data.lines(module) == [1, 2]  # the def line (module level) and f's body
+
+
+def test_a_child_that_runs_no_repository_code_stays_without_coverage(tree):
+    _, scratch, _ = tree
+    child = "[sys.executable, '-c', 'import json']"
+    out = run(tree, f"import pkg.m, subprocess, sys; subprocess.run({child}, check=True)")
+    assert out == "True"
+    assert len(notes(scratch)) == 2 and len(data_files(scratch)) == (1 if LAZY else 2)
+
+
+def test_a_forked_child_keeps_notes_and_data_of_its_own(tree):
+    root, scratch, _ = tree
+    code = (
+        "import os\npid = os.fork()\n"
+        "if pid == 0:\n    import pkg.m; pkg.m.f(); open('data.txt').read(); os._exit(0)\n"
+        "os.waitpid(pid, 0)"
+    )
+    assert run(tree, code) == str(not LAZY)  # the parent never ran repository code
+    parent, child = sorted(notes(scratch), key=lambda n: len(n["opened"]))
+    assert parent["opened"] == [] and child["opened"] == [str(root.resolve() / "data.txt")]
+    measured = set().union(*(d.measured_files() for d in data_files(scratch)))
+    assert str(root.resolve() / "pkg" / "m.py") in measured
+
+
+def test_without_the_start_hook_coverage_starts_in_every_process(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(dep_recording, "start_hook_installed", lambda: False)
+    root = tmp_path / "repo"
+    root.mkdir()
+    recorder = DepRecorder(tmp_path / "record", root)
+    assert "a1_ci_runner_record.pth is not installed" in capsys.readouterr().err
+    env = recorder.environment(tmp_path / "scratch", os.environ)
+    assert COVERAGE_START in env and START_VARIABLE not in env
+    done = subprocess.run(
+        [sys.executable, "-c", REPORT], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert done.stdout.strip() == "True"
+
+
+def test_an_outer_recording_s_variables_are_replaced(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    outer = {**os.environ, START_VARIABLE: "/outer/rc", COVERAGE_START: "/outer/rc"}
+    env = DepRecorder(tmp_path / "record", root).environment(tmp_path / "scratch", outer)
+    assert env[START_VARIABLE] == str(tmp_path / "scratch" / "coveragerc")
+    assert COVERAGE_START not in env
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
