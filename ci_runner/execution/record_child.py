@@ -52,6 +52,7 @@ it does not note, which are nearly all of them.
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import json
 import os
@@ -201,7 +202,8 @@ def _real_inside(path: str, notes: _Notes) -> bool:
 _notes: _Notes | None = None
 _hooked = False  # the audit hook, the atexit flush and os._exit's wrapper: once a process
 _pending = ""  # the coverage configuration to start at the first repository code ("" if none)
-_starting = False  # coverage.py is being imported and started: its own events are not the test's
+# the thread importing and starting coverage.py (its events are not the test's), or None
+_starting: int | None = None
 
 
 def _case() -> str:
@@ -351,7 +353,7 @@ def _start_coverage() -> None:
     a process where it cannot start is noted as unbounded (its record then proves nothing)."""
     global _pending, _starting
     config, _pending = _pending, ""
-    _starting = True
+    _starting = _thread.get_ident()
     try:
         import coverage
 
@@ -364,14 +366,14 @@ def _start_coverage() -> None:
         if _notes is not None:
             _notes.unbounded.append(f"could not start coverage.py: {exc}"[:200])
     finally:
-        _starting = False
+        _starting = None
 
 
 def _hook(event: str, args: tuple) -> None:
     if event not in _EVENTS:
         return
     notes = _notes
-    if notes is None or _starting:
+    if notes is None or _starting == _thread.get_ident():
         return
     if _pending and event in ("open", "exec") and _runs_repository_code(notes, event, args):
         _start_coverage()
