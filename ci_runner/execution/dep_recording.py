@@ -47,7 +47,7 @@ from ci_runner.impact.record_format import (
 )
 from ci_runner.model import PASSED, FileResult
 
-# coverage's ``patch = subprocess, execv`` passes a running measurement to child processes in this
+# coverage's ``patch = execv`` (and ``subprocess``) pass a running measurement to children in this
 INHERITED_CONFIG = "COVERAGE_PROCESS_CONFIG"
 START_HOOK = Path(record_child.__file__).with_name("a1_ci_runner_record.pth")
 JIT_LOG_VARIABLE = "JIT_KERNEL_LOAD_LOG"
@@ -120,9 +120,9 @@ class DepRecorder:
 
     def environment(self, scratch: Path, base: Mapping[str, str]) -> dict[str, str]:
         """Create the attempt's scratch directory; ``base`` with the variables its processes
-        need. coverage.py's own start-up variable is dropped: it takes precedence over
-        ``COVERAGE_PROCESS_START``, and a recorded test that records a run of its own (a
-        runner's test suite) inherits it from the coverage measuring the test."""
+        need. A recorded test that records a run of its own (a runner's test suite) inherits
+        the outer recording's variables: they are replaced, and coverage.py's own
+        ``COVERAGE_PROCESS_CONFIG``, which it prefers to any configuration file, is dropped."""
         dropped = (INHERITED_CONFIG, CASE_VARIABLE, COVERAGE_START, START_VARIABLE)
         env = {k: v for k, v in base.items() if k not in dropped}
         env.update(self._variables(scratch))
