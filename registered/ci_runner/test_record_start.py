@@ -64,6 +64,7 @@ def notes(scratch: Path) -> list[dict]:
 def test_the_start_hook_is_installed_with_the_package():
     """``pip install`` (editable or not) puts ``a1_ci_runner_record.pth`` in site-packages."""
     assert start_hook_installed()
+    assert f'os.environ.get("{START_VARIABLE}")' in START_HOOK.read_text()  # the runner's variable
     import site
 
     installed = [Path(d) / START_HOOK.name for d in site.getsitepackages()]
