@@ -8,8 +8,9 @@ of a code object, or ``open`` of a path, under the root and outside the runner's
 bootstrap and any ``site-packages``): a process that never does (a tool a test runs in a
 temporary tree, a probe) is spared coverage's start-up, about 0.1 s of CPU, and has no code
 to record. That needs ``sys.monitoring`` (Python >= 3.12), which measures every thread from
-the moment coverage starts; on older interpreters coverage starts at once. Where the ``.pth`` file is not installed the runner sets ``COVERAGE_PROCESS_START``
-instead and coverage.py starts itself in every process (its own ``.pth``). Either way coverage
+the moment coverage starts; on older interpreters coverage starts at once. Where the ``.pth``
+file is not installed the runner sets ``COVERAGE_PROCESS_START`` instead and coverage.py
+starts itself in every process (its own ``.pth``). Either way coverage
 loads this module as its plugin (``patch = fork, execv, _exit`` carry it into forked and
 exec'd images), and the module installs an audit hook (PEP 578) that notes, for paths under
 the repository root:
@@ -477,20 +478,16 @@ def _forked() -> None:
 
 def _plugin_options(config: str) -> tuple[str, str] | None:
     """``root`` and ``out`` of this module's section of the coverage configuration the runner
-    wrote (one ``key = value`` a line); None when it cannot be read."""
+    wrote; None when it cannot be read."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
     try:
-        with open(config, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except (OSError, ValueError):
+        parser.read(config, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
         return None
-    section, found = "", {}
-    for line in lines:
-        if line.startswith("["):
-            section = line.strip()
-        elif section == f"[{__name__}]" and "=" in line:
-            key, _, value = line.partition("=")
-            found[key.strip()] = value.strip()
-    root, out = found.get("root"), found.get("out")
+    root = parser.get(__name__, "root", fallback="")
+    out = parser.get(__name__, "out", fallback="")
     return (root, out) if root and out else None
 
 

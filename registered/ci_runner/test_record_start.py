@@ -133,6 +133,19 @@ def test_without_the_start_hook_coverage_starts_in_every_process(tmp_path, monke
     assert done.stdout.strip() == "True"
 
 
+@pytest.mark.parametrize("config", ["missing", "[run\n", "[other]\nroot = /\n"])
+def test_a_configuration_it_cannot_read_records_nothing_and_breaks_nothing(tmp_path, config):
+    """A process that outlives its attempt (the scratch directory is gone) or a foreign file."""
+    rc = tmp_path / "rc"
+    if config != "missing":
+        rc.write_text(config)
+    env = {**os.environ, START_VARIABLE: str(rc)}
+    done = subprocess.run(
+        [sys.executable, "-c", REPORT], env=env, capture_output=True, text=True, check=True
+    )
+    assert (done.stdout.strip(), done.stderr) == ("False", "")
+
+
 def test_an_outer_recording_s_variables_are_replaced(tmp_path):
     root = tmp_path / "repo"
     root.mkdir()

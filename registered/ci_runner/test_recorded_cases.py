@@ -602,17 +602,21 @@ def test_the_kept_cases_are_those_whose_blocks_changed(test_root, ran, file_leve
         assert scope.share == pytest.approx((2.0 + len(expected)) / (2.0 + len(cases)))
 
 
-def test_a_case_the_file_no_longer_defines_keeps_the_whole_file(test_root):
-    test = "registered/test_s.py"
+def _scope_of_one_reached_case(root: Path, test: str, case: str, other: str):
+    """The case scope of ``test``'s record when only ``case`` ran the changed ``f0``."""
     record = FileRecord(
         test, "c", "passed",
         code={"pkg/m.py": {"f0": "old"}},
-        cases={f"{test}::test_gone[1]": CaseRecord(1.0, {"pkg/m.py": ("f0",)}),
-               f"{test}::test_1": CaseRecord(1.0, {})},
+        cases={f"{test}::{case}": CaseRecord(1.0, {"pkg/m.py": ("f0",)}),
+               f"{test}::{other}": CaseRecord(1.0, {})},
     )  # fmt: skip
-    scope = case_scope(
-        record, (Change("pkg/m.py", MODIFIED),), _Tree(test_root, {"f0": "new"}), lambda c: "ran"
+    return case_scope(
+        record, (Change("pkg/m.py", MODIFIED),), _Tree(root, {"f0": "new"}), lambda c: "ran"
     )
+
+
+def test_a_case_the_file_no_longer_defines_keeps_the_whole_file(test_root):
+    scope = _scope_of_one_reached_case(test_root, "registered/test_s.py", "test_gone[1]", "test_1")
     assert scope.cases == {}
     assert "test_gone[1] is not defined by that name" in scope.whole
 
@@ -634,15 +638,7 @@ def test_which_case_ids_the_file_defines(tmp_path, source, case, defined):
     test = "registered/test_s.py"
     (tmp_path / "registered").mkdir()
     (tmp_path / test).write_text(source)
-    record = FileRecord(
-        test, "c", "passed",
-        code={"pkg/m.py": {"f0": "old"}},
-        cases={f"{test}::{case}": CaseRecord(1.0, {"pkg/m.py": ("f0",)}),
-               f"{test}::other": CaseRecord(1.0, {})},
-    )  # fmt: skip
-    scope = case_scope(
-        record, (Change("pkg/m.py", MODIFIED),), _Tree(tmp_path, {"f0": "new"}), lambda c: "ran"
-    )
+    scope = _scope_of_one_reached_case(tmp_path, test, case, "other")
     if defined:
         assert list(scope.cases) == [f"{test}::{case}"] and not scope.whole
     else:
