@@ -316,18 +316,21 @@ def _change_impact(
     if args.changed_since is None and args.changed_files is None:
         return None
     from ci_runner.impact.changes import changes_from_list, changes_since  # only when asked for
+    from ci_runner.impact.fewer_collections import fewer_collections
     from ci_runner.impact.selection import select_changed
 
     if args.changed_since is not None:
         change_set = changes_since(catalog.root, args.changed_since)
     else:
         change_set = changes_from_list(catalog.root, args.changed_files)
-    if args.deps_from is not None:
-        from ci_runner.impact.record_format import read_records
-        from ci_runner.impact.recorded import select_with_records
+    with fewer_collections():
+        if args.deps_from is not None:
+            from ci_runner.impact.record_format import read_records
+            from ci_runner.impact.recorded import select_with_records
 
-        return select_with_records(selection, catalog, change_set, read_records(args.deps_from))
-    return select_changed(selection, catalog, change_set)
+            records = read_records(args.deps_from)
+            return select_with_records(selection, catalog, change_set, records)
+        return select_changed(selection, catalog, change_set)
 
 
 def _dry_run(
