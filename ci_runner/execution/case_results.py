@@ -13,6 +13,7 @@ from collections.abc import Callable
 from ci_runner.execution.case_record import CaseRecord, RecordedCase
 from ci_runner.execution.retry import (
     PYTEST_NO_TESTS,
+    UNITTEST_NO_TESTS,
     broken_file_error,
     pytest_exit_blocks_retry,
 )
@@ -78,6 +79,8 @@ def judge_exit(
         return FAILED, f"{record.collection_errors} collection error(s) (exit {exit_code})", False
     if pytest_ran and exit_code == PYTEST_NO_TESTS and _only_module_skips(record):
         return PASSED, "", False  # every module skipped itself: pytest's own report, exit 5
+    if _unittest_skipped_all(record, exit_code):
+        return PASSED, "", False  # Python 3.12.0-3.12.1's unittest exits 5 when all skipped
     if not record.cases or (pytest_ran and exit_code == PYTEST_NO_TESTS):
         collected = "" if record.collected is None else f"collected {len(record.collected)}, "
         return NO_TESTS, f"{runners} ran no test case ({collected}exit {exit_code})", False
@@ -103,6 +106,19 @@ def _only_module_skips(record: CaseRecord) -> bool:
     """The record holds cases, and each is a module pytest skipped while collecting it."""
     return bool(record.cases) and all(
         case.outcome == "skipped" and case.detail == "module" for case in record.cases
+    )
+
+
+def _unittest_skipped_all(record: CaseRecord, exit_code: int) -> bool:
+    """Only unittest ran, every case it reported was skipped, and it exited with "no tests
+    ran" (5): what Python 3.12.0 and 3.12.1 do for a file whose tests all skip (gh-113661;
+    later versions exit 0), not a failure."""
+    return (
+        exit_code == UNITTEST_NO_TESTS
+        and record.runners == ("unittest",)
+        and bool(record.cases)
+        and not record.failures
+        and all(case.outcome == "skipped" for case in record.cases)
     )
 
 

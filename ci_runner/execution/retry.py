@@ -29,6 +29,7 @@ PYTEST_INTERRUPTED = 2  # also: errors during collection
 PYTEST_INTERNAL_ERROR = 3
 PYTEST_USAGE_ERROR = 4
 PYTEST_NO_TESTS = 5
+UNITTEST_NO_TESTS = 5  # unittest.main() on Python >= 3.12 when no test ran
 PYTEST_EXIT_REASONS: dict[int, str] = {
     PYTEST_INTERRUPTED: "pytest was interrupted or hit errors during collection (exit 2)",
     PYTEST_INTERNAL_ERROR: "pytest internal error (exit 3)",

@@ -142,6 +142,22 @@ def test_judging_exit_codes():
     assert judge_exit(0, CaseRecord(problem="line 3: not JSON"), "", never)[0] == "failed"
 
 
+def test_unittest_exit_5_after_only_skips_passes():
+    """Python 3.12.0-3.12.1's unittest.main() exits 5 ("NO TESTS RAN (skipped=N)") when every
+    test skips; any other exit 5 of unittest still fails."""
+    skipped = recorded("skipped", "skipped", runner="unittest")
+    assert judge_exit(5, skipped, "", never) == ("passed", "", False)
+    assert judge_exit(5, recorded("skipped", "passed", runner="unittest"), "", never) == (
+        "failed",
+        "exit code 5 after its cases passed",
+        True,
+    )
+    assert judge_exit(5, recorded("skipped", "failed", runner="unittest"), "", never)[0] == "failed"
+    assert judge_exit(5, recorded(runner="unittest"), "", never)[0] == "no_tests"
+    assert judge_exit(5, recorded("skipped", runner="pytest"), "", never)[0] == "no_tests"
+    assert judge_exit(1, skipped, "", never)[0] == "failed"
+
+
 def test_a_file_without_cases_passes_unless_it_defines_tests():
     assert judge_exit(0, CaseRecord(), "", lambda: []) == ("passed", "", False)
     status, reason, retriable = judge_exit(0, CaseRecord(), "", lambda: ["test_a", "T.test_b"])
