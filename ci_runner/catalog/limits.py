@@ -14,6 +14,7 @@ MAX_SECONDS = 7 * 24 * 3600  # est_time, time limits, waits and budgets: a week 
 MAX_MINUTES = MAX_SECONDS // 60  # job-timeout-minutes, --matrix-target-minutes
 MAX_GPUS = 1024  # gpus-per-file, min_gpus, --gpus, device ids of a runner
 MAX_ATTEMPTS = 100  # --max-attempts
+MAX_JOBS = 1024  # --jobs: files at a time on a CPU backend
 SHOWN_DIGITS = 20
 
 

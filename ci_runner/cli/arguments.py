@@ -20,6 +20,7 @@ from ci_runner.catalog.execution_settings import DEFAULT_EXECUTION_SETTINGS, Exe
 from ci_runner.catalog.limits import (
     MAX_ATTEMPTS,
     MAX_GPUS,
+    MAX_JOBS,
     MAX_MINUTES,
     MAX_SECONDS,
     number_text,
@@ -391,7 +392,7 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a file that passed only on a retry fails the run (exit 1)",
     )
-    gpus = parser.add_argument_group("GPU slots")
+    gpus = parser.add_argument_group("slots: files at a time")
     exclusive = gpus.add_mutually_exclusive_group()
     exclusive.add_argument(
         "--gpus",
@@ -406,6 +407,14 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         action=StoreOnce,
         metavar="IDS",
         help="run on these GPU ids, comma-separated (e.g. 0,1,2,3)",
+    )
+    exclusive.add_argument(
+        "--jobs",
+        action=StoreOnce,
+        type=whole_number_type(1, MAX_JOBS),
+        metavar="N",
+        help="a backend other than cuda: run N files at a time, each in its own process tree "
+        "(default: 1); for --hw cuda use --gpus or --gpu-ids",
     )
     run.add_argument(
         "--record-deps",
@@ -473,6 +482,11 @@ def shard_options(
             gpu_ids = parse_id_list(args.gpu_ids, "--gpu-ids")
         except SlotError as exc:
             parser.error(str(exc))
+    if args.jobs is not None and args.hw == "cuda":
+        parser.error(
+            f"--jobs {args.jobs}: runs files side by side on a backend other than cuda; on "
+            "--hw cuda files share GPU slots: use --gpus N or --gpu-ids"
+        )
     message = check_boolean_environment()
     if message:
         parser.error(message)
@@ -487,6 +501,7 @@ def shard_options(
         fail_on_flaky=args.fail_on_flaky,
         gpus=args.gpus,
         gpu_ids=gpu_ids,
+        jobs=args.jobs or 1,
         one_file_at_a_time=settings.one_file_at_a_time,
         working_directory=settings.working_directory,
         file_arguments=settings.file_arguments,

@@ -8,7 +8,8 @@ one anonymous slot, and files run one at a time with the environment untouched.
 A file takes ``max(gpus, 1)`` slots, or every slot when its suite has ``gpus-per-file = "all"``;
 a file that needs GPUs gets ``CUDA_VISIBLE_DEVICES`` set to its slots' ids. A file needing 0 GPUs
 still takes one slot, so on CPU suites the slot count is simply the number of files that run at
-once (1 unless ``--gpus``/``--gpu-ids`` is given). A file that needs more GPUs than the shard has
+once: ``--jobs N`` (unpinned slots: the environment untouched), else 1 unless
+``--gpus``/``--gpu-ids`` is given. A file that needs more GPUs than the shard has
 is skipped with the reason from :func:`skip_reason`.
 """
 
@@ -70,7 +71,7 @@ class SlotSet:
 
     def describe(self) -> str:
         if not self.pinned:
-            return f"{len(self.ids)} slot ({self.source})"
+            return f"{len(self.ids)} slot{'s' if len(self.ids) > 1 else ''} ({self.source})"
         return f"{len(self.ids)} slot(s): GPU {','.join(self.ids)} ({self.source})"
 
 
@@ -80,10 +81,12 @@ def resolve_slots(
     gpu_ids: Sequence[str] | None,
     environ: Mapping[str, str] | None = None,
     nvidia_smi_count: int | None = None,
+    jobs: int = 1,
 ) -> SlotSet:
     """Decide the shard's slots from the flags and the machine (see module docstring).
 
-    ``gpu_ids``: the ids of ``--gpu-ids``, already parsed (:func:`parse_id_list`).
+    ``gpu_ids``: the ids of ``--gpu-ids``, already parsed (:func:`parse_id_list`); ``jobs``:
+    ``--jobs``, the files at a time of a backend other than cuda.
     """
     env = os.environ if environ is None else environ
     if gpu_ids is not None:
@@ -108,6 +111,8 @@ def resolve_slots(
         if count > 0:
             return SlotSet(tuple(str(i) for i in range(count)), True, "nvidia-smi -L")
         return SlotSet(("0",), False, "no GPU found: one file at a time")
+    if jobs > 1:
+        return SlotSet(tuple(str(i) for i in range(jobs)), False, f"--jobs {jobs}")
     return SlotSet(("0",), False, "sequential")
 
 

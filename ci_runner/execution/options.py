@@ -45,6 +45,7 @@ class ExecutionOptions:
     fail_on_flaky: bool = False  # a file that passed only on a retry fails the run
     gpus: int | None = None  # --gpus N: run on N GPU slots
     gpu_ids: tuple[str, ...] | None = None  # --gpu-ids: these GPU ids (parsed, distinct)
+    jobs: int = 1  # --jobs N: files at a time on a backend other than cuda
     one_file_at_a_time: bool = False  # cuda without --gpus/--gpu-ids: one unpinned slot
     working_directory: str = "."  # where files run, relative to the root
     file_arguments: tuple[str, ...] = ()  # python <file> <file_arguments...>

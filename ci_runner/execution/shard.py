@@ -59,7 +59,9 @@ def execute_shard(
         )
     sequential = _one_file_at_a_time(ctx.hw, options)
     try:
-        slots: SlotSet = sequential or resolve_slots(ctx.hw, options.gpus, options.gpu_ids)
+        slots: SlotSet = sequential or resolve_slots(
+            ctx.hw, options.gpus, options.gpu_ids, jobs=options.jobs
+        )
     except SlotError as exc:
         return usage_error(exc, prog="run_suite")
     try:

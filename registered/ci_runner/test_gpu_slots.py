@@ -1,4 +1,5 @@
-"""GPU slots: where the ids come from, the pool, and concurrent pinned files with fake ids."""
+"""Slots: where the ids come from, the pool, concurrent pinned files with fake ids, and
+``--jobs`` (CPU files side by side)."""
 
 import json
 import sys
@@ -9,7 +10,7 @@ import pytest
 from ci_runner import register_cpu_ci
 from ci_runner.execution.gpu_slots import SlotError, SlotPool, parse_id_list, resolve_slots
 
-register_cpu_ci(est_time=7, suite="base-a-test-cpu")
+register_cpu_ci(est_time=12, suite="base-a-test-cpu")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from execution_tree import gpu_recorder, make_tree, run_suite  # noqa: E402
@@ -47,6 +48,14 @@ def test_cuda_without_any_gpu_runs_one_file_at_a_time_unpinned():
 
 def test_cpu_default_is_one_unpinned_slot():
     assert resolve_slots("cpu", None, None, environ={}).pinned is False
+
+
+def test_jobs_gives_a_cpu_backend_that_many_unpinned_slots():
+    slots = resolve_slots("cpu", None, None, environ={"CUDA_VISIBLE_DEVICES": "0"}, jobs=3)
+    assert (slots.ids, slots.pinned, slots.describe()) == (
+        ("0", "1", "2"), False, "3 slots (--jobs 3)",
+    )  # fmt: skip
+    assert resolve_slots("cpu", None, None, environ={}, jobs=1).describe() == "1 slot (sequential)"
 
 
 @pytest.mark.parametrize(
@@ -100,6 +109,51 @@ def test_files_run_concurrently_each_pinned_to_free_gpus(tmp_path):
     span = max(r["end"] for r in records) - min(r["start"] for r in records)
     assert span < 3.5, span
     assert "[gpu 0,1]" in proc.stdout
+
+
+def cpu_sleeper(est: float, seconds: float) -> str:
+    return (
+        gpu_recorder(est, seconds)
+        .replace("register_cuda_ci", "register_cpu_ci")
+        .replace('suite="gpu-suite"', 'suite="cpu-suite"')
+    )
+
+
+@pytest.mark.parametrize("jobs", [None, "2"])
+def test_jobs_runs_cpu_files_side_by_side_with_the_environment_untouched(tmp_path, jobs):
+    files = {f"test_c{i}.py": cpu_sleeper(est=10 - i, seconds=1.0) for i in range(4)}
+    root = make_tree(tmp_path / "tree", files)
+    log = tmp_path / "slots.jsonl"
+    flags = ("--jobs", jobs) if jobs else ()
+    proc = run_suite(
+        root, *flags, hw="cpu", suite="cpu-suite",
+        env={"SLOT_LOG": str(log), "CUDA_VISIBLE_DEVICES": "7"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = sorted((json.loads(line) for line in log.read_text().splitlines()),
+                     key=lambda r: r["start"])  # fmt: skip
+    assert len(records) == 4 and all(r["gpus"] == "7" for r in records)  # not pinned
+    overlapping = max(
+        sum(1 for b in records if b["start"] < a["end"] and a["start"] < b["end"]) for a in records
+    )
+    if jobs:  # two at a time, never three: two waves of two one-second files
+        assert overlapping == 2, records
+        assert "2 slots (--jobs 2)" in proc.stdout
+    else:
+        assert overlapping == 1, records
+        assert "1 slot (sequential)" in proc.stdout
+
+
+def test_jobs_is_refused_for_cuda_and_bad_counts(tmp_path):
+    root = make_tree(tmp_path / "tree", {"test_c.py": cpu_sleeper(est=1, seconds=0)})
+    cuda = run_suite(root, "--jobs", "2", hw="cuda", suite="gpu-suite")
+    assert cuda.returncode == 2
+    assert "--jobs 2: runs files side by side on a backend other than cuda" in cuda.stderr
+    zero = run_suite(root, "--jobs", "0", hw="cpu", suite="cpu-suite")
+    assert zero.returncode == 2
+    assert "argument --jobs: expected a whole number from 1 to 1024, got '0'" in zero.stderr
+    both = run_suite(root, "--jobs", "2", "--gpus", "2", hw="cpu", suite="cpu-suite")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
 
 
 if __name__ == "__main__":
