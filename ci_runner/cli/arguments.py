@@ -392,8 +392,8 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a file that passed only on a retry fails the run (exit 1)",
     )
-    gpus = parser.add_argument_group("slots: files at a time")
-    exclusive = gpus.add_mutually_exclusive_group()
+    slots = parser.add_argument_group("slots: files at a time")
+    exclusive = slots.add_mutually_exclusive_group()
     exclusive.add_argument(
         "--gpus",
         action=StoreOnce,
