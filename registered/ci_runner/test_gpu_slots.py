@@ -154,6 +154,12 @@ def test_jobs_is_refused_for_cuda_and_bad_counts(tmp_path):
     assert "argument --jobs: expected a whole number from 1 to 1024, got '0'" in zero.stderr
     both = run_suite(root, "--jobs", "2", "--gpus", "2", hw="cpu", suite="cpu-suite")
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
+    twice = run_suite(root, "--jobs", "2", "--jobs", "3", hw="cpu", suite="cpu-suite")
+    assert twice.returncode == 2
+    assert "--jobs given twice ('2', then '3'); give it once" in twice.stderr
+    word = run_suite(root, "--jobs", "x", hw="cpu", suite="cpu-suite")
+    assert word.returncode == 2
+    assert "argument --jobs: expected a whole number, got 'x'" in word.stderr
 
 
 if __name__ == "__main__":
