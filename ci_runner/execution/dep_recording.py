@@ -1,18 +1,19 @@
 """The runner side of ``--record-deps DIR``: set up each attempt's recording, then write the
 file's :class:`~ci_runner.impact.record_format.FileRecord`.
 
-Each attempt gets a scratch directory and, in its environment, ``CI_RUNNER_RECORD_DEPS`` (a
-coverage configuration measuring the repository's code in every Python process of the file's
-tree that runs any, with :mod:`ci_runner.execution.record_child` as its plugin and start-up
-hook; ``COVERAGE_PROCESS_START`` where the package's ``.pth`` file is not installed, and coverage
-then starts in every process) and ``JIT_KERNEL_LOAD_LOG``
+Each attempt gets a scratch directory and, in its environment, ``CI_RUNNER_RECORD_DEPS`` (the
+run's recording configuration, for the package's start-up hook: every Python process of the
+file's tree records the repository code it runs, with ``sys.monitoring`` on Python >= 3.12 and
+coverage.py on older interpreters, and notes what it opens, lists, imports and starts; see
+:mod:`ci_runner.execution.record_child`; ``COVERAGE_PROCESS_START`` where the package's ``.pth``
+file is not installed, and coverage.py then starts in every process) and ``JIT_KERNEL_LOAD_LOG``
 (where every process that loads a JIT module writes the module's sources and the headers its
-compiler read, hashed). The child's pytest plugin and unittest hook measure each test case
-under a coverage context named by its id (:mod:`ci_runner_case_context`). After the file's last
-attempt its executed lines become blocks (:mod:`ci_runner.impact.blocks`, hashed from the tree
-as it is now, the recorded commit; each source content is cut once, and kept across runs by
-:mod:`ci_runner.impact.block_cache`), split into what ran outside every case and what each
-case ran; its opened files are hashed, and the record is written under ``DIR/tests/``.
+compiler read, hashed). The child's pytest plugin and unittest hook record each test case under
+a context named by its id (:mod:`ci_runner_case_context`). After the file's last attempt the
+code it ran becomes blocks (:mod:`ci_runner.impact.blocks`, hashed from the tree as it is now,
+the recorded commit; each source content is cut once, and kept across runs by
+:mod:`ci_runner.impact.block_cache`), split into what ran outside every case and what each case
+ran; its opened files are hashed, and the record is written under ``DIR/tests/``.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ START_HOOK = Path(record_child.__file__).with_name("a1_ci_runner_record.pth")
 JIT_LOG_VARIABLE = "JIT_KERNEL_LOAD_LOG"
 PLUGIN = "ci_runner.execution.record_child"
 SKIPPED_PARTS = ("site-packages", "dist-packages", "__pycache__")
-NO_DATA = "coverage recorded no process of this file (is coverage installed?)"
+NO_DATA = (
+    "no process of this file recorded the code it ran (is the package installed, and coverage.py "
+    "where Python is older than 3.12?)"
+)
 
 
 class RecordingError(Exception):
@@ -92,12 +96,17 @@ class DepRecorder:
     """Writes the records of one shard's files into ``directory``."""
 
     def __init__(self, directory: Path, root: Path) -> None:
-        try:
-            import coverage  # noqa: F401 - only recording needs it
-        except ImportError:
-            raise RecordingError(
-                "--record-deps needs coverage.py (pip install 'coverage>=7.10')"
-            ) from None
+        # The package's start-up hook starts each process's recording (record_child.start):
+        # on Python >= 3.12 with sys.monitoring and no coverage.py, on older ones with it.
+        self.hooked = start_hook_installed()
+        if not (self.hooked and hasattr(sys, "monitoring")):
+            try:
+                import coverage  # noqa: F401 - only recording through coverage.py needs it
+            except ImportError:
+                raise RecordingError(
+                    "--record-deps needs coverage.py on Python < 3.12 or without the package "
+                    "installed (pip install 'coverage>=7.10')"
+                ) from None
         self.directory = directory
         self.root = root.resolve()
         # (file, sha256) -> its blocks and each line's block: many files run the same modules
@@ -105,9 +114,7 @@ class DepRecorder:
         self._block_cache = BlockCache()  # and across runs, on disk
         self._sources: dict[str, str | None] = {}  # measured path -> relative source path
         self.commit = head_commit(self.root)
-        # coverage starts in a process only once it runs repository code (record_child.start)
-        self.lazy = start_hook_installed()
-        if not self.lazy:
+        if not self.hooked:
             print(
                 f"--record-deps: {START_HOOK.name} is not installed in {sys.prefix} (install "
                 "the package: pip install .), so coverage.py starts in every Python process",
@@ -166,7 +173,7 @@ class DepRecorder:
             ),
             encoding="utf-8",
         )
-        start = START_VARIABLE if self.lazy else COVERAGE_START
+        start = START_VARIABLE if self.hooked else COVERAGE_START
         return {start: str(rc), JIT_LOG_VARIABLE: str(scratch / "jit")}
 
     def write(
@@ -186,7 +193,7 @@ class DepRecorder:
             problems.append("only some of its cases ran in the recording run (--tests)")
         notes, note_problems = _notes(scratch / "notes")
         children = notes["child_runs"]
-        code, sources, measured, code_problems = self._code(scratch / "coverage")
+        code, sources, measured, code_problems = self._code(scratch / "coverage", notes["executed"])
         by_context: dict[str, dict[str, tuple[str, ...]]] = {}
         for context, files_ in measured.items():  # a case's children's code is the case's
             _merge_keys(by_context.setdefault(case_of(context, children), {}), files_)
@@ -278,45 +285,24 @@ class DepRecorder:
         return self._sources[measured]
 
     def _code(
-        self, directory: Path
+        self, directory: Path, executed: list[dict]
     ) -> tuple[
         dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, tuple[str, ...]]], list[str]
     ]:
-        """``{file: {block: digest}}`` of every line coverage saw executed, in every process,
-        ``{file: sha256}`` of those files (the bytes cut into blocks), and ``{context: {file:
-        block keys}}``: the context is the id of the case that ran them, "" outside every case.
-        Module-level code counts as the file's, whichever case ran it."""
-        from coverage import CoverageData
-
-        lines: dict[str, dict[int, set[str]]] = {}  # file -> line -> contexts
-        files = sorted(
-            p
-            for p in directory.iterdir()
-            if p.name.startswith("data.") and not p.name.endswith(("-journal", "-wal", "-shm"))
-        )
-        if not files:
+        """``{file: {block: digest}}`` of the code every process ran (coverage.py's executed
+        lines in ``directory``, and the code objects of the processes that recorded their own,
+        ``executed``), ``{file: sha256}`` of those files (the bytes cut into blocks), and
+        ``{context: {file: block keys}}``: the context is the id of the case that ran them, ""
+        outside every case. Module-level code counts as the file's, whichever case ran it."""
+        # file -> lines that ran together (a line, or a code object's lines) -> contexts
+        lines: dict[str, dict[tuple[int, ...], set[str]]] = {}
+        problem = self._coverage_lines(directory, lines)
+        if problem:
+            return {}, {}, {}, [problem]
+        for table in executed:
+            self._executed_lines(table, lines)
+        if not lines and not executed:
             return {}, {}, {}, [NO_DATA]
-        # The processes' data combined in memory: one query per measured file, not one per
-        # file and process, each opening its data file again.
-        combined = CoverageData(no_disk=True)
-        try:
-            for data_file in files:
-                data = CoverageData(basename=str(data_file))
-                try:
-                    data.read()
-                    combined.update(data)
-                except Exception as exc:  # a damaged data file: coverage raises its own errors
-                    return {}, {}, {}, [f"cannot read coverage data {data_file.name}: {exc}"]
-                finally:
-                    data.close()
-            for measured in combined.measured_files():
-                relative = self._source(measured)
-                if relative is not None:
-                    into = lines.setdefault(relative, {})
-                    for line, contexts in combined.contexts_by_lineno(measured).items():
-                        into.setdefault(line, set()).update(contexts or ("",))
-        finally:
-            combined.close(force=True)
         code: dict[str, dict[str, str]] = {}
         sources: dict[str, str] = {}
         by_context: dict[str, dict[str, set[str]]] = {}
@@ -339,16 +325,70 @@ class DepRecorder:
             blocks, owner = parsed
             sources[relative] = key[1]
             hit = code.setdefault(relative, {})
-            for line, contexts in ran.items():
-                block = owner.get(line, blocks[0])
-                hit[block.key] = block.digest
-                for context in contexts if block.key != MODULE else ("",):
-                    by_context.setdefault(context, {}).setdefault(relative, set()).add(block.key)
+            for unit, contexts in ran.items():
+                for block in {owner.get(line, blocks[0]) for line in unit}:
+                    hit[block.key] = block.digest
+                    for context in contexts if block.key != MODULE else ("",):
+                        by_context.setdefault(context, {}).setdefault(relative, set()).add(
+                            block.key
+                        )
         keyed = {
             context: {path: tuple(sorted(keys)) for path, keys in files_.items()}
             for context, files_ in by_context.items()
         }
         return code, sources, keyed, problems
+
+    def _coverage_lines(
+        self, directory: Path, lines: dict[str, dict[tuple[int, ...], set[str]]]
+    ) -> str:
+        """Add the lines coverage.py measured in ``directory`` (its data files, if any) to
+        ``lines``; a problem, or ""."""
+        files = sorted(
+            p
+            for p in directory.iterdir()
+            if p.name.startswith("data.") and not p.name.endswith(("-journal", "-wal", "-shm"))
+        )
+        if not files:
+            return ""
+        from coverage import CoverageData
+
+        # The processes' data combined in memory: one query per measured file, not one per
+        # file and process, each opening its data file again.
+        combined = CoverageData(no_disk=True)
+        try:
+            for data_file in files:
+                data = CoverageData(basename=str(data_file))
+                try:
+                    data.read()
+                    combined.update(data)
+                except Exception as exc:  # a damaged data file: coverage raises its own errors
+                    return f"cannot read coverage data {data_file.name}: {exc}"
+                finally:
+                    data.close()
+            for measured in combined.measured_files():
+                relative = self._source(measured)
+                if relative is not None:
+                    into = lines.setdefault(relative, {})
+                    for line, contexts in combined.contexts_by_lineno(measured).items():
+                        into.setdefault((line,), set()).update(contexts or ("",))
+        finally:
+            combined.close(force=True)
+        return ""
+
+    def _executed_lines(
+        self, table: dict, lines: dict[str, dict[tuple[int, ...], set[str]]]
+    ) -> None:
+        """Add a process's code objects (:meth:`ExecutedCode.table`, checked by
+        :func:`_notes`) to ``lines``: each code object's lines under the contexts that ran it."""
+        units = []
+        for path, numbers in table["code"]:
+            relative = self._source(path)
+            units.append(None if relative is None else (relative, tuple(numbers)))
+        for context, indices in table["contexts"].items():
+            for index in indices:
+                unit = units[index]
+                if unit is not None:
+                    lines.setdefault(unit[0], {}).setdefault(unit[1], set()).add(context)
 
     def _kernels(self, directory: Path) -> tuple[tuple[KernelUse, ...], list[str]]:
         """The JIT modules the file's processes loaded (``JIT_KERNEL_LOAD_LOG`` lines)."""
@@ -417,9 +457,12 @@ def _notes(directory: Path) -> tuple[dict, list[str]]:
     problems: list[str] = []
     runs: dict[str, dict] = {}  # nonce -> the case run's case and end, from its process
     ends: dict[str, list[float]] = {}  # nonce -> when each child process of the run ended
+    executed: list[dict] = []  # the code tables of processes that recorded their own
     for path in sorted(directory.glob("*.json")):
         try:
             data = json.loads(read_regular_text(path))
+            if "executed" in data:
+                executed.append(_executed_table(data["executed"]))
             runs.update(data.get("runs", {}))
             if tag := case_nonce(data.get("tag")):
                 ended = data.get("ended")
@@ -449,4 +492,29 @@ def _notes(directory: Path) -> tuple[dict, list[str]]:
         "opened_by": by_case["opened"],
         "listed_by": by_case["listed"],
         "child_runs": child_runs(runs, ends),
+        "executed": executed,
     }, problems
+
+
+def _executed_table(table: object) -> dict:
+    """A process's code table as :meth:`ExecutedCode.table` writes it; ValueError otherwise."""
+    if not isinstance(table, dict):
+        raise ValueError("not a table")
+    code, contexts = table.get("code"), table.get("contexts")
+    if not isinstance(code, list) or not isinstance(contexts, dict):
+        raise ValueError("no code or contexts")
+    for entry in code:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and isinstance(entry[0], str)
+            and isinstance(entry[1], list)
+            and all(isinstance(n, int) for n in entry[1])
+        ):
+            raise ValueError("a code entry is not [file, lines]")
+    for context, indices in contexts.items():
+        if not isinstance(indices, list) or not all(
+            isinstance(i, int) and 0 <= i < len(code) for i in indices
+        ):
+            raise ValueError(f"context {context!r} names no code")
+    return table

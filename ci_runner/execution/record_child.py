@@ -1,19 +1,16 @@
-"""The child side of ``--record-deps``: what a Python process of a recorded file opens.
+"""The child side of ``--record-deps``: what a Python process of a recorded file runs and opens.
 
 Every Python process of the file's tree starts this module: the package's ``.pth`` file
 (``a1_ci_runner_record.pth``, which ``setup.py`` installs next to the package) calls :func:`start`
-where ``CI_RUNNER_RECORD_DEPS`` names the run's coverage configuration, and coverage.py
-starts only when the process first runs or reads a file of the repository (its first ``exec``
-of a code object, or ``open`` of a path, under the root and outside the runner's child
-bootstrap and any ``site-packages``): a process that never does (a tool a test runs in a
-temporary tree, a probe) is spared coverage's start-up, about 0.1 s of CPU, and has no code
-to record. That needs ``sys.monitoring`` (Python >= 3.12), which measures every thread from
-the moment coverage starts; on older interpreters coverage starts at once. Where the ``.pth``
-file is not installed the runner sets ``COVERAGE_PROCESS_START`` instead and coverage.py
-starts itself in every process (its own ``.pth``). Either way coverage
-loads this module as its plugin (``patch = fork, execv, _exit`` carry it into forked and
-exec'd images), and the module installs an audit hook (PEP 578) that notes, for paths under
-the repository root:
+where ``CI_RUNNER_RECORD_DEPS`` names the run's recording configuration. On Python >= 3.12 the
+process notes the code objects of the repository it runs with ``sys.monitoring``
+(:mod:`ci_runner.execution.executed_code`: a record's unit is a function, so no line events and
+no coverage.py, whose import alone costs a process about 0.08 s); on older interpreters
+coverage.py starts at once and measures lines with its C tracer. Where the ``.pth`` file is not
+installed the runner sets ``COVERAGE_PROCESS_START`` instead and coverage.py starts itself in
+every process (its own ``.pth``). Where coverage runs it loads this module as its plugin
+(``patch = fork, execv, _exit`` carry it into forked and exec'd images). Either way the module
+installs an audit hook (PEP 578) that notes, for paths under the repository root:
 
 * ``open``: files opened by anything but the import system, pytest's assertion rewriter (an
   import loader), the interpreter starting its script (imported and run code is coverage's) and
@@ -41,8 +38,9 @@ is incomplete.
 A case's child processes: while a case runs (not while a fixture wider than a function is set
 up), the process running it exports ``CI_RUNNER_RECORD_CASE``, a nonce of that run of the case,
 and notes when the run ended. A Python process started with it (exec'd or forked, and their own
-children) measures everything under the static coverage context ``ci-runner-case-child:<nonce>``
-and notes its opens under it, and writes in its notes when it ended. The runner gives that
+children) records everything under the context ``ci-runner-case-child:<nonce>`` (coverage's
+static context where coverage measures) and notes its opens under it, and writes in its notes
+when it ended. The runner gives that
 process's code and reads to the case only when every such process ended before the case did
 (:func:`ci_runner.execution.dep_recording.child_runs`); one that outlived it (a server, a
 background job) leaves them to the file, which every case shares.
@@ -61,6 +59,8 @@ import shutil
 import sys
 import time
 import uuid
+
+from ci_runner.execution.executed_code import ExecutedCode
 
 _IMPORT_SYSTEM = ("<frozen importlib._bootstrap", "<frozen zipimport>")
 # Listings that find no file a test reads: pytest collecting a test file's directory and
@@ -93,13 +93,8 @@ _NONCE_LENGTH = 16
 # The audit events the hook notes; pytest raises others (``builtins.id``, ``object.__getattr__``,
 # ``exec``, ``compile``, ...) tens of thousands of times a file.
 _EVENTS = frozenset(
-    {"open", "os.listdir", "os.scandir", "import", "subprocess.Popen", "os.posix_spawn", "os.exec",
-     "exec"}
+    {"open", "os.listdir", "os.scandir", "import", "subprocess.Popen", "os.posix_spawn", "os.exec"}
 )  # fmt: skip
-# Code of the runner's child bootstrap (on every child's PYTHONPATH) and of installed packages
-# is no repository code of the test's: running it does not start coverage.
-_HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child") + os.sep
-_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 
 def case_nonce(value: object) -> str:
@@ -168,7 +163,7 @@ class _Notes:
 
     def _write(self) -> None:
         kept = {p for p in self.opened if self.inside(p) or _real_inside(p, self)}
-        data = {
+        data: dict[str, object] = {
             "opened": sorted(kept),
             "opened_by": {
                 case: sorted(paths & kept) for case, paths in list(self.opened_by.items())
@@ -184,6 +179,8 @@ class _Notes:
             "ended": time.monotonic(),  # the clock every process of the machine shares
             "runs": {nonce: dict(run) for nonce, run in list(self.runs.items())},
         }
+        if _executed is not None:
+            data["executed"] = _executed.table()
         target = os.path.join(self.out, f"{self.token}.json")
         try:
             with open(target + ".tmp", "w", encoding="utf-8") as handle:
@@ -202,7 +199,7 @@ def _real_inside(path: str, notes: _Notes) -> bool:
 
 _notes: _Notes | None = None
 _hooked = False  # the audit hook, the atexit flush and os._exit's wrapper: once a process
-_pending = ""  # the coverage configuration to start at the first repository code ("" if none)
+_executed: ExecutedCode | None = None  # the code this process runs (Python >= 3.12), if recording
 # the thread importing and starting coverage.py (its events are not the test's), or None
 _starting: int | None = None
 
@@ -335,25 +332,10 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
         notes.unbounded.append(f"ran {' '.join(args)[:200]}")
 
 
-def _runs_repository_code(notes: _Notes, event: str, args: tuple) -> bool:
-    """Whether the event runs or reads a file of the repository (not of the harness)."""
-    raw = getattr(args[0], "co_filename", None) if event == "exec" else args[0]
-    if raw is None or (isinstance(raw, str) and raw.startswith("<")):
-        return False  # a descriptor, or code of no file (``<string>`` from ``-c``, ``<frozen>``)
-    path = notes.path(raw)
-    return (
-        path is not None
-        and notes.inside(path)
-        and not path.startswith(_HARNESS)
-        and not any(part in path for part in _INSTALLED)
-    )
-
-
-def _start_coverage() -> None:
-    """Start coverage.py with the run's configuration, now that repository code is about to run;
-    a process where it cannot start is noted as unbounded (its record then proves nothing)."""
-    global _pending, _starting
-    config, _pending = _pending, ""
+def _start_coverage(config: str) -> None:
+    """Start coverage.py with the run's configuration; a process where it cannot start is noted
+    as unbounded (its record then proves nothing)."""
+    global _starting
     _starting = _thread.get_ident()
     try:
         import coverage
@@ -376,8 +358,6 @@ def _hook(event: str, args: tuple) -> None:
     notes = _notes
     if notes is None or _starting == _thread.get_ident():
         return
-    if _pending and event in ("open", "exec") and _runs_repository_code(notes, event, args):
-        _start_coverage()
     if event == "open":
         caller = _caller()
         if (
@@ -417,9 +397,19 @@ def _exit_with_notes(original):  # os._exit's replacement: write the notes first
     return _exit
 
 
-def context_switched(context: str) -> None:
+def records_code() -> bool:
+    """Whether this process records the code it runs itself (``sys.monitoring``), not through
+    coverage.py."""
+    return _executed is not None
+
+
+def context_switched(context: str, restart: bool = False) -> None:
     """The case-context plugin switched to ``context`` (a case id, or "" for what every case
-    shares): export the nonce of that case's run to the processes it starts, or nothing."""
+    shares; ``restart``: from a case, whose code the next context must note again): record
+    the code run from now on under it, and export the nonce of that case's run to the processes
+    it starts, or nothing."""
+    if _executed is not None:
+        _executed.switch(context, restart)
     notes = _notes
     if notes is None or notes.tag:  # not recording, or a case's child: its children are its
         return
@@ -473,7 +463,9 @@ def _take_notes(root: str, out: str) -> _Notes:
 
 def _forked() -> None:
     if _notes is not None:
-        _take_notes(_notes.root, _notes.out)
+        notes = _take_notes(_notes.root, _notes.out)
+        if _executed is not None:
+            _executed.forked(CHILD_CONTEXT + notes.tag if notes.tag else "")
 
 
 def _plugin_options(config: str) -> tuple[str, str] | None:
@@ -492,19 +484,23 @@ def _plugin_options(config: str) -> tuple[str, str] | None:
 
 
 def start() -> None:
-    """The ``.pth`` file's entry: begin this process's notes now, and have coverage.py start at
-    the process's first run or read of a repository file. Only ``sys.monitoring`` (Python >=
-    3.12) measures every thread once started; an older interpreter's tracer would miss threads
-    that already run, so there coverage starts at once."""
-    global _pending
+    """The ``.pth`` file's entry: begin this process's notes and its record of the code it runs
+    (``sys.monitoring``, Python >= 3.12; coverage.py on older interpreters)."""
+    global _executed
     config = os.environ.get(START_VARIABLE, "")
     options = _plugin_options(config) if config else None
     if options is None:
         return
-    _take_notes(*options)
-    _pending = config
+    notes = _take_notes(*options)
     if not hasattr(sys, "monitoring"):
-        _start_coverage()
+        _start_coverage(config)
+        return
+    executed = ExecutedCode(notes.root, CHILD_CONTEXT + notes.tag if notes.tag else "")
+    problem = executed.start()
+    if problem:
+        notes.unbounded.append(problem)
+    else:
+        _executed = executed
 
 
 def coverage_init(reg: object, options: dict[str, str]) -> None:

@@ -1,8 +1,9 @@
-"""--record-deps starts coverage.py in a process only once it runs or reads a repository file
-(Python >= 3.12; at once on older interpreters, whose tracer would miss running threads).
+"""--record-deps records the code each Python process runs: with ``sys.monitoring`` and no
+coverage.py on Python >= 3.12, with coverage.py on older interpreters (and wherever the
+package's start-up hook is not installed).
 
 Real Python processes started with the environment the recorder gives an attempt, in a small
-tree: what each writes (its notes, its coverage data) shows whether and when coverage started.
+tree: what each writes (its notes, its coverage data) shows how it recorded and what.
 """
 
 import json
@@ -23,7 +24,7 @@ register_cpu_ci(est_time=6, suite="base-a-test-cpu")
 
 # a process reports whether coverage.py was imported in it by the time it exits
 REPORT = "import atexit, sys; atexit.register(lambda: print('coverage' in sys.modules))"
-LAZY = hasattr(sys, "monitoring")  # what a process that runs no repository code reports: not LAZY
+SYSMON = hasattr(sys, "monitoring")  # processes record without coverage.py
 
 
 @pytest.fixture
@@ -61,6 +62,19 @@ def notes(scratch: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((scratch / "notes").glob("*.json"))]
 
 
+def recorded_lines(scratch: Path) -> dict[str, set[int]]:
+    """file -> lines of the code every process recorded running (coverage's data, or the code
+    tables of the notes)."""
+    lines: dict[str, set[int]] = {}
+    for data in data_files(scratch):
+        for path in data.measured_files():
+            lines.setdefault(path, set()).update(data.lines(path) or ())
+    for note in notes(scratch):
+        for path, numbers in note.get("executed", {"code": []})["code"]:
+            lines.setdefault(path, set()).update(numbers)
+    return lines
+
+
 def test_the_start_hook_is_installed_with_the_package():
     """``pip install`` (editable or not) puts ``a1_ci_runner_record.pth`` in site-packages."""
     assert start_hook_installed()
@@ -71,13 +85,14 @@ def test_the_start_hook_is_installed_with_the_package():
     assert [p.read_text() for p in installed if p.is_file()] == [START_HOOK.read_text()]
 
 
-def test_a_process_that_runs_no_repository_code_starts_no_coverage(tree):
+def test_a_process_records_without_coverage_on_python_3_12(tree):
     _, scratch, env = tree
     assert START_VARIABLE in env and COVERAGE_START not in env
-    assert run(tree, "import json, os; os.listdir('.')") == str(not LAZY)
-    assert len(data_files(scratch)) == (0 if LAZY else 1)
+    assert run(tree, "import json, os; os.listdir('.')") == str(not SYSMON)
+    assert len(data_files(scratch)) == (0 if SYSMON else 1)
     (only,) = notes(scratch)
     assert only["listed"] == [str(tree[0].resolve())]  # its reads are noted all the same
+    assert ("executed" in only) == SYSMON
 
 
 @pytest.mark.parametrize(
@@ -88,21 +103,20 @@ def test_a_process_that_runs_no_repository_code_starts_no_coverage(tree):
         "exec(compile(open('pkg/m.py').read(), 'pkg/m.py', 'exec')); f()",
     ],
 )
-def test_repository_code_starts_coverage_before_it_runs(tree, code):
+def test_repository_code_is_recorded_however_it_runs(tree, code):
     root, scratch, _ = tree
-    assert run(tree, code) == "True"
-    (data,) = data_files(scratch)
+    assert run(tree, code) == str(not SYSMON)
     module = str(root.resolve() / "pkg" / "m.py")
-    assert module in data.measured_files()
-    assert data.lines(module) == [1, 2]  # the def line (module level) and f's body
+    assert recorded_lines(scratch)[module] == {1, 2}  # the def line (module level), f's body
 
 
-def test_a_child_that_runs_no_repository_code_stays_without_coverage(tree):
-    _, scratch, _ = tree
-    child = "[sys.executable, '-c', 'import json']"
-    out = run(tree, f"import pkg.m, subprocess, sys; subprocess.run({child}, check=True)")
-    assert out == "True"
-    assert len(notes(scratch)) == 2 and len(data_files(scratch)) == (1 if LAZY else 2)
+def test_a_child_process_records_its_own(tree):
+    root, scratch, _ = tree
+    child = "[sys.executable, '-c', 'import pkg.m']"
+    out = run(tree, f"import subprocess, sys; subprocess.run({child}, check=True)")
+    assert out == str(not SYSMON)
+    assert len(notes(scratch)) == 2 and len(data_files(scratch)) == (0 if SYSMON else 2)
+    assert recorded_lines(scratch)[str(root.resolve() / "pkg" / "m.py")] == {1}
 
 
 def test_a_forked_child_keeps_notes_and_data_of_its_own(tree):
@@ -112,11 +126,15 @@ def test_a_forked_child_keeps_notes_and_data_of_its_own(tree):
         "if pid == 0:\n    import pkg.m; pkg.m.f(); open('data.txt').read(); os._exit(0)\n"
         "os.waitpid(pid, 0)"
     )
-    assert run(tree, code) == str(not LAZY)  # the parent never ran repository code
+    assert run(tree, code) == str(not SYSMON)
     parent, child = sorted(notes(scratch), key=lambda n: len(n["opened"]))
     assert parent["opened"] == [] and child["opened"] == [str(root.resolve() / "data.txt")]
-    measured = set().union(*(d.measured_files() for d in data_files(scratch)))
-    assert str(root.resolve() / "pkg" / "m.py") in measured
+    assert recorded_lines(scratch)[str(root.resolve() / "pkg" / "m.py")] == {1, 2}
+    if SYSMON:  # the parent ran no repository code; the child ran it after the fork
+        assert parent["executed"]["code"] == []
+        assert {path for path, _ in child["executed"]["code"]} == {
+            str(root.resolve() / "pkg" / name) for name in ("__init__.py", "m.py")
+        }
 
 
 def test_without_the_start_hook_coverage_starts_in_every_process(tmp_path, monkeypatch, capsys):

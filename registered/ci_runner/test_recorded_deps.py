@@ -30,7 +30,7 @@ from recorded_tree import (
 
 from ci_runner import register_cpu_ci
 from ci_runner.cli import main
-from ci_runner.execution import record_child
+from ci_runner.execution import dep_recording, record_child
 from ci_runner.execution.dep_recording import DepRecorder
 from ci_runner.impact.blocks import MODULE, block_hashes, executed_blocks
 from ci_runner.impact.record_format import (
@@ -205,19 +205,23 @@ def test_a_tree_removal_is_no_read_and_a_plain_read_is(tmp_path):
     assert not [p for p in opened if p.endswith(("inner", "deeper", "f.txt"))], opened
 
 
-def measured_files(directory: Path) -> set[str]:
-    """Every file coverage measured in the processes whose data files are in ``directory``."""
+def measured_files(scratch: Path) -> set[str]:
+    """Every file the processes of an attempt's scratch directory recorded running code of:
+    coverage.py's data files (Python < 3.12) and the code tables of the processes' notes."""
     measured = set()
-    for data_file in directory.iterdir():
+    for data_file in (scratch / "coverage").iterdir():
         data = CoverageData(basename=str(data_file))
         data.read()
         measured |= set(data.measured_files())
+    for notes in (scratch / "notes").glob("*.json"):
+        executed = json.loads(notes.read_text()).get("executed", {"code": []})
+        measured |= {path for path, _ in executed["code"]}
     return measured
 
 
 def test_an_environment_inside_the_root_is_not_traced(tmp_path):
     """A virtual environment inside the repository (``.venv/``) is not the repository's code:
-    coverage does not trace it (the record drops it anyway), the repository's own module is."""
+    the recorder does not trace it (the record drops it anyway), the repository's own module is."""
     root = tmp_path / "repo"
     site = root / ".venv" / "lib" / "python3.12" / "site-packages"
     (site / "vendored").mkdir(parents=True)
@@ -229,7 +233,7 @@ def test_an_environment_inside_the_root_is_not_traced(tmp_path):
     subprocess.run(
         [sys.executable, "-c", "import vendored.deep, mine"], cwd=root, env=env, check=True
     )
-    measured = measured_files(tmp_path / "scratch" / "coverage")
+    measured = measured_files(tmp_path / "scratch")
     assert str(root.resolve() / "mine.py") in measured
     assert not [m for m in measured if "site-packages" in m]
 
@@ -249,9 +253,46 @@ def test_a_recording_inside_a_recorded_test_measures_into_its_own_directory(tmp_
     env = recorder.environment(tmp_path / "scratch", base)
     assert "COVERAGE_PROCESS_CONFIG" not in env
     subprocess.run([sys.executable, "-c", "import mine"], cwd=root, env=env, check=True)
-    measured = measured_files(tmp_path / "scratch" / "coverage")
+    measured = measured_files(tmp_path / "scratch")
     assert str(root.resolve() / "mine.py") in measured
     assert not (tmp_path / "outer").exists()
+
+
+def test_a_process_s_code_table_becomes_each_context_s_blocks(tmp_path):
+    """A process that recorded its own code (``sys.monitoring``) writes code objects as lines:
+    each line counts for the block it falls in; module level for the file."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    source = "X = 1\n\n\ndef f():\n    return X\n\n\ndef g():\n    return 2\n"
+    (root / "m.py").write_text(source)
+    path = str(root.resolve() / "m.py")
+    table = {"code": [[path, [1, 4]], [path, [5]], ["/elsewhere/x.py", [1]]],
+             "contexts": {"": [0, 2], "case-a": [1], "case-b": []}}  # fmt: skip
+    recorder = DepRecorder(tmp_path / "record", root)
+    code, sources, by_context, problems = recorder._code(tmp_path, [table])
+    assert problems == [] and set(sources) == {"m.py"}
+    assert set(code["m.py"]) == {MODULE, "f"}  # g never ran
+    assert by_context == {"": {"m.py": (MODULE,)}, "case-a": {"m.py": ("f",)}}
+
+
+@pytest.mark.parametrize(
+    "executed",
+    [
+        [1],
+        {"code": [["m.py", [1]]], "contexts": {"": [1]}},  # an index past the table
+        {"code": [["m.py", ["1"]]], "contexts": {}},
+        {"code": [["m.py"]], "contexts": {}},
+        {"contexts": {}},
+    ],
+)
+def test_a_damaged_code_table_makes_the_process_s_notes_unreadable(tmp_path, executed):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    good = {"opened": [], "listed": [], "imported": [], "unbounded": []}
+    (notes / "1-a.json").write_text(json.dumps({**good, "executed": executed}))
+    found, problems = dep_recording._notes(notes)
+    assert problems == ["the notes of process 1-a are unreadable"]
+    assert found["executed"] == []
 
 
 def test_a_missing_or_foreign_directory_is_an_error_naming_the_flag(tmp_path):

@@ -1,14 +1,15 @@
-"""Attributes the code a recorded test runs to its case: coverage.py's dynamic context.
+"""Attributes the code a recorded test runs to its case: the recorder's context.
 
-Under ``--record-deps`` coverage.py measures every process of the file
-(:mod:`ci_runner.execution.dep_recording`). The pytest plugin and the unittest hook call
+Under ``--record-deps`` every process of the file records the code it runs
+(:mod:`ci_runner.execution.dep_recording`: ``sys.monitoring`` on Python >= 3.12, else
+coverage.py, whose dynamic context this switches). The pytest plugin and the unittest hook call
 :func:`enter` when a case starts (its id, as the case record writes it) and :func:`leave` when it
 ends; a fixture wider than a function (module, class, session scope) is set up under the empty
 context, the file's own, as are collection, imports and every other process of the file: what
-all the cases share. Without a running coverage.py nothing happens. Standard library only; coverage
+all the cases share. Without a recording nothing happens. Standard library only; coverage
 is looked up in ``sys.modules``, never imported. Each switch is passed on to the recorder
-(:mod:`ci_runner.execution.record_child`, loaded by coverage), which tells the processes a case
-starts which case's run they belong to.
+(:mod:`ci_runner.execution.record_child`), which records the code run from then on under it and
+tells the processes a case starts which case's run they belong to.
 """
 
 from __future__ import annotations
@@ -27,11 +28,19 @@ def _coverage():
     return module.Coverage.current() if module is not None else None
 
 
+def recording() -> bool:
+    """Whether this process records the code it runs (``--record-deps``), by either recorder."""
+    recorder = sys.modules.get(RECORDER)
+    return recorder is not None and (recorder.records_code() or _coverage() is not None)
+
+
 def switch(context: str) -> str:
     """Measure from now on under ``context``; the context before."""
     global _current
     before, _current = _current, context
-    coverage = _coverage()
+    recorder = sys.modules.get(RECORDER)
+    # a process that records its code itself leaves any coverage.py of the test's alone
+    coverage = None if recorder is not None and recorder.records_code() else _coverage()
     if coverage is not None and before != context:
         coverage.switch_context(context)
         if _monitoring is not None and before != FILE_LEVEL:
@@ -39,9 +48,8 @@ def switch(context: str) -> str:
             # what a case saw must be seen again by the next context. What the file's context
             # saw need not: the file-level part is shared by every case.
             _monitoring.restart_events()
-    recorder = sys.modules.get(RECORDER)
     if recorder is not None:
-        recorder.context_switched(context)
+        recorder.context_switched(context, before not in (FILE_LEVEL, context))
     return before
 
 

@@ -6,7 +6,7 @@ failing call ``failed``, a skip ``skipped`` (an xfail too, with detail ``xfail``
 ``passed``; the first failure of a case stands. Under pytest-xdist the controller writes the
 record (it sees every worker's reports), the workers do not.
 
-Under ``--record-deps`` it measures each case under its own coverage context
+Under ``--record-deps`` it records each case's code under its own context
 (:mod:`ci_runner_case_context`), in xdist's workers (its controller runs no case). It also
 deselects the cases the runner's selection leaves out (:mod:`ci_runner_case_select`) and, after
 each case, ends the process when the CUDA context is lost (:mod:`ci_runner_cuda_check`).
@@ -26,7 +26,7 @@ import pytest
 def pytest_configure(config) -> None:
     worker = hasattr(config, "workerinput")
     controller = not worker and getattr(config.option, "dist", "no") != "no"  # runs no case
-    if case_context._coverage() is not None and not controller:  # --record-deps: by case
+    if case_context.recording() and not controller:  # --record-deps: by case
         config.pluginmanager.register(_Contexts(str(config.rootpath)), "ci_runner_contexts")
     if worker:  # an xdist worker: the controller reports its cases
         return

@@ -11,8 +11,8 @@ classes it runs, and this keeps it so), nothing is counted twice.
 
 More jobs for the runner: :func:`install_loader` leaves the cases the runner's selection does
 not run (:mod:`ci_runner_case_select`) out of the loader, after each case the CUDA context is
-checked (:mod:`ci_runner_cuda_check`), and under ``--record-deps`` each case's code is measured
-under its own coverage context (:mod:`ci_runner_case_context`).
+checked (:mod:`ci_runner_cuda_check`), and under ``--record-deps`` each case's code is recorded
+under its own context (:mod:`ci_runner_case_context`).
 """
 
 from __future__ import annotations
