@@ -13,7 +13,7 @@ every process (its own ``.pth``). Where coverage runs it loads this module as it
 installs an audit hook (PEP 578) that notes, for paths under the repository root:
 
 * ``open``: files opened by anything but the import system, pytest's assertion rewriter (an
-  import loader), the interpreter starting its script (imported and run code is coverage's) and
+  import loader), the interpreter starting its script (imported and run code is recorded as code) and
   ``shutil.rmtree`` (it opens directories by name relative to a descriptor, to delete them);
   each under the test case running in the process then (the case-context plugin's, as the
   code is measured; "" outside every case and in every other process), as are listings;
@@ -28,7 +28,7 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
   recorded: a non-Python program given a repository path (or run in the repository with no
   path outside it), except those that read no file (``uname``, ``hostname``, ``git rev-parse``,
   ``git config``, ``git describe``, ``hg path``, ...) or that cannot start (not on ``PATH``), or a
-  Python child that will not record (its environment drops coverage's variable, or ``-S``).
+  Python child that will not record (its environment drops the recording's variable, or ``-S``).
 
 Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
 exits (``atexit``; ``os._exit`` wrapped, as forked children leave through it; before an
@@ -40,10 +40,9 @@ up), the process running it exports ``CI_RUNNER_RECORD_CASE``, a nonce of that r
 and notes when the run ended. A Python process started with it (exec'd or forked, and their own
 children) records everything under the context ``ci-runner-case-child:<nonce>`` (coverage's
 static context where coverage measures) and notes its opens under it, and writes in its notes
-when it ended. The runner gives that
-process's code and reads to the case only when every such process ended before the case did
-(:func:`ci_runner.execution.dep_recording.child_runs`); one that outlived it (a server, a
-background job) leaves them to the file, which every case shares.
+when it ended. The runner gives that process's code and reads to the case only when every such
+process ended before the case did (:func:`ci_runner.execution.dep_recording.child_runs`); one
+that outlived it (a server, a background job) leaves them to the file, which every case shares.
 
 Standard library only: it runs in every child. The audit hook returns at once for the events
 it does not note, which are nearly all of them.

@@ -156,6 +156,23 @@ def test_a_frame_running_when_the_case_changes_and_other_threads_count_for_it(tm
     assert seen["b"] == ["across", "f0", "f1"]
 
 
+TAKEN = """
+import sys
+from ci_runner.execution.executed_code import ExecutedCode
+for tool in range(6):
+    if tool != 4:
+        sys.monitoring.use_tool_id(tool, "another tool")
+recorder = ExecutedCode(sys.argv[1], "")
+print(recorder.start())
+print(sys.monitoring.get_tool(4))  # what it took, it gave back
+"""
+
+
+def test_without_two_free_tool_ids_it_says_so_and_takes_none(tmp_path):
+    out = run_monitored(TAKEN, str(tmp_path), cwd=tmp_path).splitlines()
+    assert out == ["no two sys.monitoring tool ids are free to record with", "None"]
+
+
 def test_a_function_s_lines_leave_out_its_def_and_decorators():
     namespace: dict = {}
     source = "def deco(f):\n    return f\n\n@deco\ndef g():\n    x = 1\n    return x\n"
