@@ -63,7 +63,8 @@ from tools.impact_replay_mutants import Mutant, apply, mutants_of, touched_lines
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNER = REPO / "run_suite.py"
-PLUGIN = REPO / "ci_runner" / "execution" / "record_child.py"
+# The recorder's modules the tested processes import (the start-up hook's, and its code recorder)
+RECORDER_MODULES = ("record_child.py", "executed_code.py")
 SUITE = "replay"
 
 
@@ -261,10 +262,18 @@ def _self_overlay(work: Path, tests: list[str]) -> list[str]:
         text += (f"\n{OVERLAY_MARK}\n[[tool.ci-runner.suites]]\nname = \"{SUITE}\"\nhw = \"cpu\"\n"
                  "gpus-per-file = 0\ntimeout-per-file = 300\n")  # fmt: skip
         pyproject.write_text(text, encoding="utf-8")
-    # The recording plugin is the harness's (coverage imports it by name, from the tree first):
+    # The recorder is the harness's (the start-up hook imports it by name, from the tree first):
     # the tree's own, older one would record by older rules.
-    shutil.copy(PLUGIN, work / "ci_runner" / "execution" / "record_child.py")
+    copy_recorder(work)
     return chosen
+
+
+def copy_recorder(work: Path) -> None:
+    """Put the harness's recorder modules into the scratch tree of this repository."""
+    for name in RECORDER_MODULES:
+        shutil.copy(
+            REPO / "ci_runner" / "execution" / name, work / "ci_runner" / "execution" / name
+        )
 
 
 def extract(project: Project, work: Path, commit: str) -> None:
@@ -807,7 +816,7 @@ def rerecord(args: argparse.Namespace) -> int:
         for tag in (f"commit-{commit}", f"parent-{commit}"):  # the parent last: it is recorded
             switch(work, tag)
             if not project.overlay_tests:  # this repository: the plugin is the harness's
-                shutil.copy(PLUGIN, work / "ci_runner" / "execution" / "record_child.py")
+                copy_recorder(work)
             local_git(work, "add", "-A")
             local_git(work, "commit", "-q", "--allow-empty", "-m", f"{tag} (rerecord)")
             local_git(work, "tag", "-f", tag)
