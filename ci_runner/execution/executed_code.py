@@ -29,6 +29,10 @@ TOOL_NAMES = ("ci-runner-record-deps", "ci-runner-record-deps-again")
 # optimizer's by convention; free ones of the others are taken first.
 _TOOL_IDS = (3, 4, 5, 2, 0)
 _SKIPPED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+# The recorder does not record itself: its own functions run in every process (at start, at
+# each switch, at exit) and are no code of the test's.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_RECORDER = frozenset(os.path.join(_HERE, name) for name in ("executed_code.py", "record_child.py"))
 
 
 def code_lines(code: CodeType) -> list[int]:
@@ -94,7 +98,11 @@ class ExecutedCode:
         moment, as coverage.py takes it."""
         if filename not in self._paths:
             path = os.path.abspath(filename) if not filename.startswith("<") else ""
-            inside = path.startswith(self.root) and not any(s in path for s in _SKIPPED)
+            inside = (
+                path.startswith(self.root)
+                and not any(s in path for s in _SKIPPED)
+                and path not in _RECORDER
+            )
             self._paths[filename] = path if inside else None
         return self._paths[filename] is not None
 

@@ -173,6 +173,28 @@ def test_without_two_free_tool_ids_it_says_so_and_takes_none(tmp_path):
     assert out == ["no two sys.monitoring tool ids are free to record with", "None"]
 
 
+ITSELF = """
+import json, sys
+from ci_runner.execution import record_child
+from ci_runner.execution.executed_code import ExecutedCode
+recorder = ExecutedCode(sys.argv[1], "")
+assert recorder.start() == ""
+recorder.switch("a", False)
+record_child.case_nonce("0" * 16)
+recorder.switch("", True)
+print(json.dumps(sorted({path for path, _ in recorder.table()["code"]})))
+"""
+
+
+def test_the_recorder_does_not_record_itself():
+    """Its functions run in every process (at start, at each switch, at exit), and in this
+    repository they are under the root: they are no code of the test's."""
+    from monitoring_python import REPO
+
+    paths = json.loads(run_monitored(ITSELF, str(REPO), cwd=REPO))
+    assert not [p for p in paths if p.endswith(("executed_code.py", "record_child.py"))], paths
+
+
 def test_a_function_s_lines_leave_out_its_def_and_decorators():
     namespace: dict = {}
     source = "def deco(f):\n    return f\n\n@deco\ndef g():\n    x = 1\n    return x\n"
