@@ -6,10 +6,11 @@ whether a function ran, never which of its lines. So a process needs only ``sys.
 resumption), not coverage.py's line events, nor coverage.py itself, whose import alone costs a
 process about 0.08 s. Each code object of the repository is noted under the context running
 (the test case, "" for what every case shares) and its events are then disabled; when a case
-ends, the code objects it reported are re-armed, so the next case notes again each one it runs. A frame still
-running when the context switches (a loop that runs the cases, a hook wrapper) is noted under
-the new context too, as its next lines run there. ``PY_THROW`` (a generator resumed by an
-exception) cannot be disabled and is cheap: it is noted each time.
+ends, the code objects reported since the last case ended are re-armed, so the next case notes
+again each one it runs. A frame still running when the context switches (a loop that runs the
+cases, a hook wrapper) is noted under the new context too, as its next lines run there.
+``PY_THROW`` (a generator resumed by an exception) cannot be disabled and is cheap: it is noted
+each time.
 
 At exit the process writes, with its notes, every noted code object as its file and its line
 numbers (``co_lines``; a function's first line, its ``def`` or first decorator, left out: the

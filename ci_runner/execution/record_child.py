@@ -13,9 +13,9 @@ every process (its own ``.pth``). Where coverage runs it loads this module as it
 installs an audit hook (PEP 578) that notes, for paths under the repository root:
 
 * ``open``: files opened by anything but the import system, pytest's assertion rewriter (an
-  import loader), the interpreter starting its script (imported and run code is recorded as code) and
-  ``shutil.rmtree`` (it opens directories by name relative to a descriptor, to delete them);
-  each under the test case running in the process then (the case-context plugin's, as the
+  import loader), the interpreter starting its script (imported and run code is recorded as
+  code) and ``shutil.rmtree`` (it opens directories by name relative to a descriptor, to delete
+  them); each under the test case running in the process then (the case-context plugin's, as the
   code is measured; "" outside every case and in every other process), as are listings;
 * ``os.listdir`` / ``os.scandir``: directories listed, except by the import system (its own
   caches), by pytest's collection (the directory of each test file it runs: a file added there
@@ -127,6 +127,12 @@ class _Notes:
             return None
         return os.path.abspath(text)
 
+    @property
+    def context(self) -> str:
+        """The context this process records under outside every case: its case run's, if it is
+        a child of one, else ""."""
+        return CHILD_CONTEXT + self.tag if self.tag else ""
+
     def inside(self, path: str) -> bool:
         return path.startswith(self.root) or path + "/" == self.root
 
@@ -208,7 +214,7 @@ def _case() -> str:
     case-context plugin (``ci_runner_case_context``) set for coverage; in a child of a case,
     the context naming that case's run."""
     if _notes is not None and _notes.tag:
-        return CHILD_CONTEXT + _notes.tag
+        return _notes.context
     context = sys.modules.get("ci_runner_case_context")
     current = getattr(context, "_current", "") if context is not None else ""
     return current if isinstance(current, str) else ""
@@ -431,7 +437,7 @@ def case_left() -> None:
     notes.current = None
 
 
-def _child_context(reg: object, tag: str) -> None:
+def _child_context(reg: object, context: str) -> None:
     """Measure this process under the context of the case run it is a child of, or under none
     (coverage.py sets a configured static context before it measures anything; a child started
     without the variable must not keep the one its parent's configuration passed on)."""
@@ -439,7 +445,7 @@ def _child_context(reg: object, tag: str) -> None:
 
     class ChildContext(CoveragePlugin):
         def configure(self, config) -> None:
-            config.set_option("run:context", CHILD_CONTEXT + tag if tag else "")
+            config.set_option("run:context", context)
 
     reg.add_configurer(ChildContext())  # type: ignore[attr-defined]
 
@@ -464,7 +470,7 @@ def _forked() -> None:
     if _notes is not None:
         notes = _take_notes(_notes.root, _notes.out)
         if _executed is not None:
-            _executed.forked(CHILD_CONTEXT + notes.tag if notes.tag else "")
+            _executed.forked(notes.context)
 
 
 def _plugin_options(config: str) -> tuple[str, str] | None:
@@ -494,7 +500,7 @@ def start() -> None:
     if not hasattr(sys, "monitoring"):
         _start_coverage(config)
         return
-    executed = ExecutedCode(notes.root, CHILD_CONTEXT + notes.tag if notes.tag else "")
+    executed = ExecutedCode(notes.root, notes.context)
     problem = executed.start()
     if problem:
         notes.unbounded.append(problem)
@@ -507,4 +513,4 @@ def coverage_init(reg: object, options: dict[str, str]) -> None:
     root, out = options.get("root"), options.get("out")
     if not root or not out:
         return
-    _child_context(reg, _take_notes(root, out).tag)
+    _child_context(reg, _take_notes(root, out).context)

@@ -275,6 +275,21 @@ def test_a_process_s_code_table_becomes_each_context_s_blocks(tmp_path):
     assert by_context == {"": {"m.py": (MODULE,)}, "case-a": {"m.py": ("f",)}}
 
 
+def test_a_file_no_process_of_which_recorded_code_is_a_problem_of_its_record(tmp_path):
+    recorder = DepRecorder(tmp_path / "record", tmp_path)
+    (tmp_path / "coverage").mkdir()
+    assert recorder._code(tmp_path / "coverage", []) == ({}, {}, {}, [dep_recording.NO_DATA])
+    assert "no process of this file recorded the code it ran" in dep_recording.NO_DATA
+
+
+def test_without_coverage_py_where_it_is_needed_the_flag_is_refused(tmp_path, monkeypatch):
+    """Python < 3.12, or the package's start-up hook not installed: coverage.py records."""
+    monkeypatch.setattr(dep_recording, "start_hook_installed", lambda: False)
+    monkeypatch.setitem(sys.modules, "coverage", None)  # import coverage raises ImportError
+    with pytest.raises(dep_recording.RecordingError, match=r"--record-deps needs coverage\.py"):
+        DepRecorder(tmp_path / "record", tmp_path)
+
+
 @pytest.mark.parametrize(
     "executed",
     [
