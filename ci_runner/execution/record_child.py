@@ -72,6 +72,10 @@ _PYTEST_CONFIG = f"{os.sep}_pytest{os.sep}config{os.sep}findpaths.py"
 # Programs that read no file of the tree whatever their arguments (``platform.processor()``
 # runs ``uname -p``, so every pytest-xdist worker does)
 _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false"})
+# ``ldconfig -p`` prints the system's library cache (/etc/ld.so.cache) and nothing else;
+# ``ctypes.util.find_library`` runs it, so every process of soundfile, numba or triton does.
+# Any other argument (``-C FILE``, ``-f CONF``, a directory) may name a file of the tree.
+_LDCONFIG_PRINT = frozenset({"-p", "--print-cache"})
 # Version-control queries of the repository's metadata (config, refs, the commit id, whether the
 # work tree is dirty), never a tracked file's bytes, unless an argument names an object by path
 # (``HEAD:file``); pytest-benchmark runs ``git rev-parse``, ``git config``, ``hg path``, ``git
@@ -325,6 +329,8 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
             notes.unbounded.append(f"started Python without recording: {' '.join(args)[:200]}")
         return
     if name in _READ_NO_FILE or _reads_vcs_metadata(name, args) or not _can_start(program):
+        return
+    if name == "ldconfig" and len(args) > 1 and set(args[1:]) <= _LDCONFIG_PRINT:
         return
     inside, outside = [], []
     for arg in args[1:]:

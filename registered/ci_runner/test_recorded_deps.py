@@ -180,6 +180,23 @@ def test_mercurial_queries_and_programs_that_cannot_start_read_no_file(tmp_path)
     assert notes.unbounded == ["ran cat data.txt"]
 
 
+def test_ldconfig_printing_its_cache_reads_no_file_other_uses_do(tmp_path):
+    """``ctypes.util.find_library`` runs ``/sbin/ldconfig -p``, which prints the system cache
+    (SGLang's CPU suite did in every file); ``-C`` names a cache file, which may be the tree's,
+    and ``ldconfig`` with no option rebuilds the cache from directories it reads."""
+    (tmp_path / "ld.cache").write_text("x")
+    notes = record_child._Notes(str(tmp_path), str(tmp_path))
+    record_child._program(notes, "/sbin/ldconfig", ["/sbin/ldconfig", "-p"], tmp_path, None)
+    record_child._program(notes, None, ["ldconfig", "--print-cache"], tmp_path, None)
+    assert notes.unbounded == []
+    if not record_child._can_start("ldconfig"):
+        return  # not on PATH here: it cannot start, so it reads nothing either way
+    for argv in (["ldconfig", "-C", "ld.cache", "-p"], ["ldconfig"], ["ldconfig", "-p", "."]):
+        notes.unbounded.clear()
+        record_child._program(notes, None, argv, tmp_path, None)
+        assert notes.unbounded == [f"ran {' '.join(argv)}"]
+
+
 def test_a_tree_removal_is_no_read_and_a_plain_read_is(tmp_path):
     """shutil.rmtree opens each directory by name relative to its parent's descriptor: that is
     neither a read nor a path under the working directory; open() of a file still is."""
