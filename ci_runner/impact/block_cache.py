@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from ci_runner.cache_location import announce_damage, announce_no_cache, cache_location
@@ -42,7 +43,11 @@ def _rules_key() -> str:
 def _encode(blocks: list[Block] | None) -> dict[str, object]:
     if blocks is None:
         return {"blocks": None}
-    return {"blocks": [[b.key, b.digest, sorted(b.lines)] for b in blocks]}
+    return {"blocks": [[b.key, b.digest, sorted(b.lines), b.text] for b in blocks]}
+
+
+def _is_hex(value: object, length: int) -> bool:
+    return isinstance(value, str) and len(value) == length and all(c in _HEX for c in value)
 
 
 def _decode(data: object) -> list[Block] | None:
@@ -58,16 +63,15 @@ def _decode(data: object) -> list[Block] | None:
     for entry in entries:
         if not (
             isinstance(entry, list)
-            and len(entry) == 3
+            and len(entry) == 4
             and isinstance(entry[0], str)
-            and isinstance(entry[1], str)
-            and len(entry[1]) == 64
-            and all(c in _HEX for c in entry[1])
+            and _is_hex(entry[1], 64)
             and isinstance(entry[2], list)
             and all(isinstance(n, int) and not isinstance(n, bool) for n in entry[2])
+            and (entry[3] == "" or _is_hex(entry[3], 32))
         ):
-            raise ValueError(f"block {str(entry)[:80]} is not [key, sha256, [lines]]")
-        blocks.append(Block(entry[0], entry[1], frozenset(entry[2])))
+            raise ValueError(f"block {str(entry)[:80]} is not [key, sha256, [lines], text key]")
+        blocks.append(Block(entry[0], entry[1], frozenset(entry[2]), entry[3]))
     if blocks[0].key != MODULE or any(b.key == MODULE for b in blocks[1:]):
         raise ValueError(f"the first block, and only it, must be {MODULE}")
     return blocks
@@ -83,10 +87,11 @@ class BlockCache:
             None if location.directory is None else location.directory / SUBDIRECTORY / _rules_key()
         )
 
-    def blocks(self, source: bytes, digest: str) -> list[Block] | None:
-        """The blocks of ``source`` (whose sha256 is ``digest``); None when it does not parse."""
+    def blocks(self, source: bytes, digest: str, like: Sequence[Block] = ()) -> list[Block] | None:
+        """The blocks of ``source`` (whose sha256 is ``digest``); None when it does not parse.
+        ``like`` (an earlier version's blocks) spares dumping the functions it has unchanged."""
         if self.directory is None:
-            return parse_blocks(source)
+            return parse_blocks(source, like)
         path = self.directory / f"{digest}.json"
         try:
             text = path.read_text(encoding="utf-8")
@@ -97,7 +102,7 @@ class BlockCache:
                 return _decode(json.loads(text))
             except ValueError as exc:  # JSONDecodeError is a ValueError
                 announce_damage(CACHE_NAME, path, [str(exc)])
-        blocks = parse_blocks(source)
+        blocks = parse_blocks(source, like)
         self._store(path, blocks)
         return blocks
 

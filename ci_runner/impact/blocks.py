@@ -10,12 +10,21 @@ re-decorating a function changes the block that holds its ``def``.
 
 A block's key is its qualified name (``Class.method``, ``outer.inner``); a name defined twice in
 one scope (a property's setter, a conditional definition) gets ``#2``, ``#3`` in source order.
+
+A function's position-free dump depends only on its own text, so cutting a new version of a
+file reuses the hash of each function whose key, columns and text (its first decorator's line to
+its last line, split as the parser splits lines) are those of a block of an earlier version
+(``like``): a warm ``--deps-from`` run re-dumps only the functions a change touched, not the 640
+of a 4,400-line file.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ci_runner.impact.parsed import parse
@@ -31,6 +40,7 @@ class Block:
     key: str
     digest: str
     lines: frozenset[int]  # lines whose execution counts as executing this block
+    text: str = ""  # a digest of a function's key, columns and source text ("": none known)
 
 
 def _dump(node: object, top: ast.AST) -> str:
@@ -81,6 +91,31 @@ def _body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
 
 
 _HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)  # what a function can be nested in
+_LINE_END = re.compile(r"\r\n|\r|\n")  # the parser's line ends (a form feed is none)
+
+
+def _source_lines(source: str | bytes) -> list[str] | None:
+    """The lines of ``source`` as the parser numbers them (None: it cannot be decoded)."""
+    try:
+        text = importlib.util.decode_source(source) if isinstance(source, bytes) else source
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+    return _LINE_END.split(text)
+
+
+def _text_key(key: str, node: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str]) -> str:
+    """A digest of the function's key, columns and text; "" where the lines do not show its
+    start where the tree says (then its hash is never reused)."""
+    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    end = node.end_lineno or node.lineno
+    if end > len(lines):
+        return ""
+    head = lines[first - 1].lstrip(" \t\f")
+    if not head.startswith("@" if node.decorator_list else ("def", "async")):
+        return ""
+    text = "\n".join(lines[first - 1 : end])
+    identity = f"{key}\0{node.col_offset}\0{node.end_col_offset}\0{text}"
+    return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _statement_children(node: ast.AST) -> list[ast.AST]:
@@ -117,26 +152,33 @@ def function_nodes(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.As
     return found
 
 
-def blocks_of(tree: ast.Module) -> list[Block]:
-    """The blocks of a parsed file, the module-level block first."""
+def blocks_of(
+    tree: ast.Module, lines: Sequence[str] | None = None, like: Sequence[Block] = ()
+) -> list[Block]:
+    """The blocks of a parsed file, the module-level block first. With the file's ``lines``,
+    each function's hash is taken from the block of ``like`` (an earlier version's blocks) that
+    has its text key, and dumped otherwise."""
+    known = {b.text: b.digest for b in like if b.text}
     owned: dict[int, str] = {}  # line -> key of the innermost function whose body holds it
     found = []
     for key, node in function_nodes(tree):
         for line in _body_lines(node):
             owned[line] = key
-        found.append(Block(key, _digest(node), frozenset()))
+        text = _text_key(key, node, lines) if lines is not None else ""
+        digest = known.get(text) if text else None
+        found.append((key, digest or _digest(node), text))
     lines_of: dict[str, set[int]] = {}
     for line, key in owned.items():
         lines_of.setdefault(key, set()).add(line)
     module = Block(MODULE, _digest(tree), frozenset())
-    blocks = [module, *found]
-    return [Block(b.key, b.digest, frozenset(lines_of.get(b.key, ()))) for b in blocks]
+    return [module] + [Block(k, d, frozenset(lines_of.get(k, ())), t) for k, d, t in found]
 
 
-def parse_blocks(source: str | bytes) -> list[Block] | None:
-    """The blocks of ``source`` (module level first); None when it does not parse."""
+def parse_blocks(source: str | bytes, like: Sequence[Block] = ()) -> list[Block] | None:
+    """The blocks of ``source`` (module level first); None when it does not parse. Functions
+    whose text a block of ``like`` has keep that block's hash."""
     try:
-        return blocks_of(parse(source))
+        return blocks_of(parse(source), _source_lines(source), like)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

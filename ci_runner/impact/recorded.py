@@ -82,7 +82,7 @@ class _Tree:
         self.commit = commit  # the recorded commit
         self._digests: dict[str, str | None] = {}
         self._blocks: dict[str, dict[str, str] | None] = {}
-        self._rehashed: dict[tuple[str, str], dict[str, str] | None] = {}
+        self._committed: dict[str, _Committed | None] = {}  # a file at the recorded commit
         self._block_cache = BlockCache()  # shared with recording runs: one parse per content
         self.module_level: ModuleLevel | None = None  # binding-only module-level changes
 
@@ -92,6 +92,8 @@ class _Tree:
         return self._digests[path]
 
     def blocks(self, path: str) -> dict[str, str] | None:
+        """The hashes of ``path``'s blocks now (None: gone or does not parse); the functions it
+        has unchanged since the recorded commit keep that side's hashes undumped."""
         if path not in self._blocks:
             try:
                 source = (self.root / path).read_bytes()
@@ -99,8 +101,22 @@ class _Tree:
                 self._blocks[path] = None
             else:
                 digest = hashlib.sha256(source).hexdigest()
-                self._blocks[path] = _hashes(self._block_cache.blocks(source, digest))
+                committed = self._at_commit(path)
+                like = committed.blocks or [] if committed is not None else []
+                self._blocks[path] = _hashes(self._block_cache.blocks(source, digest, like))
         return self._blocks[path]
+
+    def _at_commit(self, path: str) -> _Committed | None:
+        """``path`` at the recorded commit (None: no recorded commit, or no such file)."""
+        if path not in self._committed:
+            text = None if self.commit is None else file_at(self.root, self.commit, path)
+            if text is None:
+                self._committed[path] = None
+            else:
+                digest = hashlib.sha256(text).hexdigest()
+                blocks = self._block_cache.blocks(text, digest)
+                self._committed[path] = _Committed(digest, blocks, _hashes(blocks))
+        return self._committed[path]
 
     def recorded_hashes(self, record: FileRecord, path: str) -> dict[str, str]:
         """The hashes of the blocks ``record`` ran of ``path``, as this interpreter hashes them.
@@ -112,19 +128,10 @@ class _Tree:
         """
         recorded = record.code[path]
         digest = record.sources.get(path)
-        if digest is None or self.commit is None:
+        committed = self._at_commit(path) if digest is not None else None
+        if committed is None or committed.digest != digest or committed.hashes is None:
             return recorded
-        key = (path, digest)
-        if key not in self._rehashed:
-            text = file_at(self.root, self.commit, path)
-            same = text is not None and hashlib.sha256(text).hexdigest() == digest
-            self._rehashed[key] = (
-                _hashes(self._block_cache.blocks(text, digest))
-                if same and text is not None
-                else None
-            )
-        again = self._rehashed[key]
-        return recorded if again is None else {k: again.get(k, h) for k, h in recorded.items()}
+        return {k: committed.hashes.get(k, h) for k, h in recorded.items()}
 
     def changed_blocks(self, record: FileRecord, path: str) -> set[str] | None:
         """The blocks ``record`` ran of ``path`` whose code differs now (None: the file is gone
@@ -133,6 +140,15 @@ class _Tree:
         if now is None:
             return None
         return {k for k, h in self.recorded_hashes(record, path).items() if now.get(k) != h}
+
+
+@dataclass(frozen=True)
+class _Committed:
+    """A file at the recorded commit: its sha256, blocks and their hashes (None: no parse)."""
+
+    digest: str
+    blocks: list[Block] | None
+    hashes: dict[str, str] | None
 
 
 def _hashes(blocks: list[Block] | None) -> dict[str, str] | None:
