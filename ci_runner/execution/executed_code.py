@@ -55,14 +55,18 @@ class ExecutedCode:
     code object only). A restart re-arms only the code objects reported since the last one:
     ``sys.monitoring.restart_events()`` would re-arm every code object of the process, pytest's
     own included, and costs about 1 ms a case.
+
+    Code objects are kept by identity (``id`` to the object, which the map keeps alive): two
+    code objects of the same text in two files compare equal (``co_filename`` is not compared),
+    so a set would note only the first of, say, two empty ``__init__.py`` files.
     """
 
     def __init__(self, root: str, base: str) -> None:
         self.root = root.rstrip(os.sep) + os.sep
         self.base = base  # the context of a case's child process, else ""
-        self.current: set[CodeType] = set()
-        self.by_context: dict[str, set[CodeType]] = {base: self.current}
-        self.reported: set[CodeType] = set()  # since the last restart: to re-arm
+        self.current: dict[int, CodeType] = {}
+        self.by_context: dict[str, dict[int, CodeType]] = {base: self.current}
+        self.reported: dict[int, CodeType] = {}  # since the last restart: to re-arm
         self.tools: tuple[int, int] | None = None  # (first start, again)
         self._paths: dict[str, str | None] = {}  # co_filename -> its repository path, or None
 
@@ -96,33 +100,35 @@ class ExecutedCode:
     def _repository(self, filename: str) -> bool:
         """Whether ``filename`` (a code object's) is a file of the repository; a relative one
         (``compile(text, "pkg/m.py", ...)``) is taken from the working directory of the
-        moment, as coverage.py takes it."""
+        moment, as coverage.py takes it, when a file is there: a compiled module's relative
+        name (pyzmq's Cython ``zmq/backend/cython/_zmq.py``) names no file of the tree."""
         if filename not in self._paths:
             path = os.path.abspath(filename) if not filename.startswith("<") else ""
             inside = (
                 path.startswith(self.root)
                 and not any(s in path for s in _SKIPPED)
                 and path not in _RECORDER
+                and (os.path.isabs(filename) or os.path.isfile(path))
             )
             self._paths[filename] = path if inside else None
         return self._paths[filename] is not None
 
     def _ran(self, code: CodeType, offset: int) -> object:
         if self._repository(code.co_filename):
-            self.current.add(code)
-            self.reported.add(code)
+            self.current[id(code)] = code
+            self.reported[id(code)] = code
         return sys.monitoring.DISABLE
 
     def _thrown(self, code: CodeType, offset: int, exception: BaseException) -> None:
         if self._repository(code.co_filename):  # cannot be disabled: noted every time
-            self.current.add(code)
+            self.current[id(code)] = code
 
     def _note_running_frames(self) -> None:
         """Note under the current context the code of every frame running now, in every thread."""
         for frame in list(sys._current_frames().values()):
             while frame is not None:
                 if self._repository(frame.f_code.co_filename):
-                    self.current.add(frame.f_code)
+                    self.current[id(frame.f_code)] = frame.f_code
                 frame = frame.f_back
 
     def _restart(self) -> None:
@@ -132,8 +138,8 @@ class ExecutedCode:
         again = self.tools[1]
         events = sys.monitoring.events.PY_START | sys.monitoring.events.PY_RESUME
         set_local_events = sys.monitoring.set_local_events
-        reported, self.reported = self.reported, set()
-        for code in reported:
+        reported, self.reported = self.reported, {}
+        for code in reported.values():
             set_local_events(again, code, 0)  # events set again re-arm their disabled places
             set_local_events(again, code, events)
 
@@ -141,7 +147,7 @@ class ExecutedCode:
         """Note under ``context`` from now on (within a case's child, under its own context);
         ``restart``: what earlier contexts ran is reported again."""
         label = f"{self.base}|{context}" if self.base and context else context or self.base
-        self.current = self.by_context.setdefault(label, set())
+        self.current = self.by_context.setdefault(label, {})
         self._note_running_frames()
         if restart:
             self._restart()
@@ -149,24 +155,24 @@ class ExecutedCode:
     def forked(self, base: str) -> None:
         """In a forked child: begin afresh under ``base``, every code object reported again."""
         self.base = base
-        self.current = set()
+        self.current = {}
         self.by_context = {base: self.current}
-        self.reported = set()
+        self.reported = {}
         if self.tools is not None:
             sys.monitoring.restart_events()
             self._note_running_frames()
 
     def table(self) -> dict[str, object]:
         """``{"code": [[file, lines], ...], "contexts": {context: [index into code, ...]}}``."""
-        index: dict[CodeType, int] = {}
+        index: dict[int, int] = {}  # id of a code object -> its index in ``code``
         code: list[list[object]] = []
         contexts: dict[str, list[int]] = {}
         for label, seen in list(self.by_context.items()):
             indices = []
-            for item in list(seen):
-                if item not in index:
-                    index[item] = len(code)
+            for key, item in list(seen.items()):
+                if key not in index:
+                    index[key] = len(code)
                     code.append([self._paths[item.co_filename], code_lines(item)])
-                indices.append(index[item])
+                indices.append(index[key])
             contexts[label] = sorted(indices)
         return {"code": code, "contexts": contexts}

@@ -56,7 +56,7 @@ for context, calls in schedule:
             next(generators[call[:-1]])
         else:
             getattr(mod, call)()
-print(json.dumps({c: sorted(x.co_qualname for x in s) for c, s in recorder.by_context.items()}))
+print(json.dumps({c: sorted(x.co_qualname for x in s.values()) for c, s in recorder.by_context.items()}))
 """
 
 
@@ -143,7 +143,7 @@ worker = threading.Thread(target=mod.f1)
 worker.start()
 worker.join()
 recorder.switch("", True)
-print(json.dumps({c: sorted(x.co_qualname for x in s) for c, s in recorder.by_context.items()}))
+print(json.dumps({c: sorted(x.co_qualname for x in s.values()) for c, s in recorder.by_context.items()}))
 """
 
 
@@ -193,6 +193,57 @@ def test_the_recorder_does_not_record_itself():
 
     paths = json.loads(run_monitored(ITSELF, str(REPO), cwd=REPO))
     assert not [p for p in paths if p.endswith(("executed_code.py", "record_child.py"))], paths
+
+
+RELATIVE = """
+import json, os, sys
+from ci_runner.execution.executed_code import ExecutedCode
+recorder = ExecutedCode(os.getcwd(), "")
+assert recorder.start() == ""
+for name in ("pkg/m.py", "zmq/backend/cython/_zmq.py", os.path.join(os.getcwd(), "gone.py")):
+    namespace = {}
+    exec(compile("def f():\\n    return 1\\n", name, "exec"), namespace)
+    namespace["f"]()
+print(json.dumps(sorted({path for path, _ in recorder.table()["code"]})))
+"""
+
+
+def test_a_relative_name_counts_only_where_a_file_of_the_tree_has_it(tmp_path):
+    """``compile(text, "pkg/m.py", ...)`` of a file there is the tree's code; a relative name
+    with no file behind it (a compiled module's: pyzmq's Cython ``_zmq.py`` made every record
+    of SGLang's CPU suite unreadable) is not; an absolute one under the root always is (a file
+    the test removed leaves its record with a problem)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("def f():\n    return 1\n")
+    paths = json.loads(run_monitored(RELATIVE, cwd=tmp_path))
+    assert paths == sorted([str(tmp_path / "gone.py"), str(tmp_path / "pkg" / "m.py")])
+
+
+TWINS = """
+import json, os, sys
+sys.path.insert(0, os.getcwd())
+from ci_runner.execution.executed_code import ExecutedCode
+recorder = ExecutedCode(os.getcwd(), "")
+assert recorder.start() == ""
+import a.m, b.m
+recorder.switch("case", False)
+a.m.f(), b.m.f()
+table = recorder.table()
+print(json.dumps({c: sorted(table["code"][i][0] for i in ids) for c, ids in table["contexts"].items()}))
+"""
+
+
+def test_the_same_code_in_two_files_is_noted_for_each(tmp_path):
+    """Code objects of equal text compare equal whatever their file: two empty ``__init__.py``
+    files, two equal functions on the same line. Each file is noted all the same."""
+    for package in ("a", "b"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package / "m.py").write_text("def f():\n    return 1\n")
+    seen = json.loads(run_monitored(TWINS, cwd=tmp_path))
+    files = [str(tmp_path / p) for p in ("a/__init__.py", "a/m.py", "b/__init__.py", "b/m.py")]
+    assert seen[""] == files
+    assert seen["case"] == [files[1], files[3]]
 
 
 def test_a_function_s_lines_leave_out_its_def_and_decorators():
