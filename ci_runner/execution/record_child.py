@@ -76,6 +76,8 @@ _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false
 # ``ctypes.util.find_library`` runs it, so every process of soundfile, numba or triton does.
 # Any other argument (``-C FILE``, ``-f CONF``, a directory) may name a file of the tree.
 _LDCONFIG_PRINT = frozenset({"-p", "--print-cache"})
+# ``lscpu`` reads /proc and /sys, or the directory its ``-s``/``--sysroot`` names (sglang's CPU
+# binding runs ``lscpu -p=CPU,Core,Socket,Node``)
 # Version-control queries of the repository's metadata (config, refs, the commit id, whether the
 # work tree is dirty), never a tracked file's bytes, unless an argument names an object by path
 # (``HEAD:file``); pytest-benchmark runs ``git rev-parse``, ``git config``, ``hg path``, ``git
@@ -278,10 +280,11 @@ def _read_for_pytest_config(path: str) -> bool:
     return os.path.basename(path) == "pyproject.toml" and _read_by(_PYTEST_CONFIG)
 
 
-def _can_start(program: str) -> bool:
-    """Whether ``program`` exists (a path) or is on ``PATH``: one that cannot start reads nothing."""
+def _can_start(program: str, where: str | None) -> bool:
+    """Whether ``program`` exists (a path, from the directory it starts in) or is on ``PATH``:
+    one that cannot start reads nothing."""
     if os.sep in program:
-        return os.path.exists(program)
+        return os.path.exists(os.path.join(where or "/", program))
     return shutil.which(program) is not None
 
 
@@ -312,6 +315,36 @@ def _subcommand(args: list[str], valued_options: frozenset[str]) -> str:
     return ""
 
 
+def _names_sysroot(arg: str) -> bool:
+    """Whether an ``lscpu`` argument may be ``--sysroot``/``-s``: a long option that abbreviates
+    it, a cluster of short options holding ``s`` before any ``=``, or no option at all."""
+    name = arg.partition("=")[0]
+    if name.startswith("--"):
+        return len(name) > 2 and "--sysroot".startswith(name)
+    return not name.startswith("-") or "s" in name
+
+
+def _in_tree(notes: _Notes, program: str, where: str | None) -> bool:
+    """Whether ``program`` (one that can start) is a file of the tree."""
+    found = os.path.join(where or "/", program) if os.sep in program else shutil.which(program)
+    if found is None:
+        return False
+    found = os.path.abspath(found)
+    return notes.inside(found) or _real_inside(found, notes)
+
+
+def _reads_no_tree_file(name: str, args: list[str]) -> bool:
+    """Whether the system's program ``name`` run with ``args`` reads no file of the tree."""
+    return (
+        name in _READ_NO_FILE
+        or _reads_vcs_metadata(name, args)
+        or (name == "ldconfig" and len(args) > 1 and set(args[1:]) <= _LDCONFIG_PRINT)
+        or (name == "lscpu" and not any(_names_sysroot(arg) for arg in args[1:]))
+        # a version query: nvcc's and c++'s, by torch's and triton's probes
+        or args[1:] == ["--version"]
+    )
+
+
 def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: object) -> None:
     """Note a started program whose reads the record cannot see."""
     args = [os.fsdecode(a) for a in argv] if isinstance(argv, (list, tuple)) else []
@@ -328,9 +361,12 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
         if not keys & set(_PROCESS_VARIABLES) or "-S" in args[1:2]:
             notes.unbounded.append(f"started Python without recording: {' '.join(args)[:200]}")
         return
-    if name in _READ_NO_FILE or _reads_vcs_metadata(name, args) or not _can_start(program):
+    if not _can_start(program, where):
         return
-    if name == "ldconfig" and len(args) > 1 and set(args[1:]) <= _LDCONFIG_PRINT:
+    if _in_tree(notes, program, where):  # the tree's own program: its text is an input
+        notes.unbounded.append(f"ran {' '.join(args)[:200]}")
+        return
+    if _reads_no_tree_file(name, args):
         return
     inside, outside = [], []
     for arg in args[1:]:

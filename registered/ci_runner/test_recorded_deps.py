@@ -189,12 +189,43 @@ def test_ldconfig_printing_its_cache_reads_no_file_other_uses_do(tmp_path):
     record_child._program(notes, "/sbin/ldconfig", ["/sbin/ldconfig", "-p"], tmp_path, None)
     record_child._program(notes, None, ["ldconfig", "--print-cache"], tmp_path, None)
     assert notes.unbounded == []
-    if not record_child._can_start("ldconfig"):
+    if not shutil.which("ldconfig"):
         return  # not on PATH here: it cannot start, so it reads nothing either way
     for argv in (["ldconfig", "-C", "ld.cache", "-p"], ["ldconfig"], ["ldconfig", "-p", "."]):
         notes.unbounded.clear()
         record_child._program(notes, None, argv, tmp_path, None)
         assert notes.unbounded == [f"ran {' '.join(argv)}"]
+
+
+def test_system_probes_read_no_file_the_trees_own_programs_do(tmp_path):
+    """What SGLang's CPU suite ran in its processes: torch's and triton's compiler version
+    probes and ``lscpu -p=...`` read no file of the tree. ``lscpu --sysroot DIR`` may (any
+    abbreviation, or ``s`` in a short-option cluster), and so does any program that is a file
+    of the tree, even asked for its version or named like a system program, and from outside."""
+    tool = tmp_path / "tools" / "uname"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\ncat data.txt\n")
+    tool.chmod(0o755)
+    notes = record_child._Notes(str(tmp_path), str(tmp_path))
+    bounded = [["c++", "--version"], ["lscpu", "-p=CPU,Core,Socket,Node"], ["lscpu", "-J"]]
+    if shutil.which("nvcc"):
+        bounded.append(["nvcc", "--version"])
+    for argv in bounded:
+        record_child._program(notes, None, argv, tmp_path, None)
+    assert notes.unbounded == []
+    if not shutil.which("lscpu"):
+        pytest.skip("lscpu is not on PATH here: it cannot start, so it reads nothing")
+    unbounded = [
+        (["lscpu", "--sysroot", "."], tmp_path),
+        (["lscpu", "--sys=."], tmp_path),
+        (["lscpu", "-ps", "."], tmp_path),
+        ([str(tool), "--version"], "/"),
+        (["tools/uname"], tmp_path),
+    ]
+    for argv, where in unbounded:
+        notes.unbounded.clear()
+        record_child._program(notes, None, argv, where, None)
+        assert notes.unbounded == [f"ran {' '.join(argv)}"], argv
 
 
 def test_a_tree_removal_is_no_read_and_a_plain_read_is(tmp_path):
