@@ -103,6 +103,8 @@ def measure(args: argparse.Namespace) -> list[dict]:
                 "runs_everything": static["runs_everything"],
                 "reasons": static["run_everything_reasons"][:3],
                 "records": deps["records"],
+                "kept_static": sorted(k["path"] for k in static["kept"]),
+                "kept_recorded": sorted(k["path"] for k in deps["kept"]),
             }
             rows.append(row)
             print(
