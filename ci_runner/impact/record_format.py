@@ -231,16 +231,22 @@ def _with_problem(record: FileRecord, problem: str) -> FileRecord:
     return dataclasses.replace(record, problems=(*record.problems, problem))
 
 
+_STR = {str}  # the types JSON gives a string and null; checked by set(map(type, ...)), in C
+_STR_OR_NULL = {str, type(None)}
+
+
 def _strings(value: object, key: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, list) or not set(map(type, value)) <= _STR:
         raise ValueError(f"{key!r} must be a list of strings")
     return tuple(value)
 
 
 def _digests(value: object, key: str, nullable: bool = False) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and (isinstance(v, str) or (nullable and v is None))
-        for k, v in value.items()
+    allowed = _STR_OR_NULL if nullable else _STR
+    if (
+        not isinstance(value, dict)
+        or not set(map(type, value)) <= _STR
+        or not set(map(type, value.values())) <= allowed
     ):
         raise ValueError(f"{key!r} must map strings to digests")
     return dict(value)

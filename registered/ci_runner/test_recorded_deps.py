@@ -379,6 +379,28 @@ def test_damaged_test_records_are_listed_and_other_formats_unused(tmp_path):
     assert not read_records(tmp_path).readable
 
 
+@pytest.mark.parametrize(
+    "field, value, damaged",
+    [
+        ("code", {"pkg/a.py": {"f": "d" * 64}}, False),
+        ("code", {"pkg/a.py": {"f": 1}}, True),
+        ("code", {"pkg/a.py": {"f": None}}, True),
+        ("opened", {"data.json": None}, False),  # tried to open: no such file
+        ("opened", {"data.json": True}, True),
+        ("listed", ["plugins", 1], True),
+        ("sources", {"pkg/a.py": ["d"]}, True),
+        ("imported", "pkg.a", True),
+    ],
+)
+def test_each_field_of_the_wrong_type_damages_the_record(tmp_path, field, value, damaged):
+    write_meta(tmp_path, "abc")
+    write_test_record(tmp_path, FileRecord("registered/test_a.py", "abc", "passed"))
+    (path,) = (tmp_path / "tests").glob("*.json")
+    path.write_text(json.dumps({**json.loads(path.read_text()), field: value}))
+    records = read_records(tmp_path)
+    assert (len(records.damaged), len(records.tests)) == ((1, 0) if damaged else (0, 1))
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
     lambda inner: (
