@@ -76,6 +76,9 @@ _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false
 # ``ctypes.util.find_library`` runs it, so every process of soundfile, numba or triton does.
 # Any other argument (``-C FILE``, ``-f CONF``, a directory) may name a file of the tree.
 _LDCONFIG_PRINT = frozenset({"-p", "--print-cache"})
+# A version query of a program of the system (torch's and triton's probes: ``nvcc --version``,
+# ``c++ --version``, ``c++ -dumpfullversion -dumpversion``) reads no file of the tree.
+_VERSION_QUERIES = frozenset({"--version", "-dumpversion", "-dumpfullversion", "-dumpmachine"})
 # ``lscpu`` reads /proc and /sys, or the directory its ``-s``/``--sysroot`` names (sglang's CPU
 # binding runs ``lscpu -p=CPU,Core,Socket,Node``)
 # Version-control queries of the repository's metadata (config, refs, the commit id, whether the
@@ -340,8 +343,7 @@ def _reads_no_tree_file(name: str, args: list[str]) -> bool:
         or _reads_vcs_metadata(name, args)
         or (name == "ldconfig" and len(args) > 1 and set(args[1:]) <= _LDCONFIG_PRINT)
         or (name == "lscpu" and not any(_names_sysroot(arg) for arg in args[1:]))
-        # a version query: nvcc's and c++'s, by torch's and triton's probes
-        or args[1:] == ["--version"]
+        or (len(args) > 1 and set(args[1:]) <= _VERSION_QUERIES)
     )
 
 

@@ -207,7 +207,8 @@ def test_system_probes_read_no_file_the_trees_own_programs_do(tmp_path):
     tool.write_text("#!/bin/sh\ncat data.txt\n")
     tool.chmod(0o755)
     notes = record_child._Notes(str(tmp_path), str(tmp_path))
-    bounded = [["c++", "--version"], ["lscpu", "-p=CPU,Core,Socket,Node"], ["lscpu", "-J"]]
+    bounded = [["c++", "--version"], ["c++", "-dumpfullversion", "-dumpversion"]]
+    bounded += [["lscpu", "-p=CPU,Core,Socket,Node"], ["lscpu", "-J"]]
     if shutil.which("nvcc"):
         bounded.append(["nvcc", "--version"])
     for argv in bounded:
@@ -220,6 +221,7 @@ def test_system_probes_read_no_file_the_trees_own_programs_do(tmp_path):
         (["lscpu", "--sys=."], tmp_path),
         (["lscpu", "-ps", "."], tmp_path),
         ([str(tool), "--version"], "/"),
+        (["c++", "-dumpversion", "a.c"], tmp_path),
         (["tools/uname"], tmp_path),
     ]
     for argv, where in unbounded:
