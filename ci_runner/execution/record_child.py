@@ -79,6 +79,7 @@ _LDCONFIG_PRINT = frozenset({"-p", "--print-cache"})
 # A version query of a program of the system (torch's and triton's probes: ``nvcc --version``,
 # ``c++ --version``, ``c++ -dumpfullversion -dumpversion``) reads no file of the tree.
 _VERSION_QUERIES = frozenset({"--version", "-dumpversion", "-dumpfullversion", "-dumpmachine"})
+_COMPILERS = frozenset({"cc", "c++", "gcc", "g++", "clang", "clang++", "nvcc"})  # ``g++ -v``
 # ``lscpu`` reads /proc and /sys, or the directory its ``-s``/``--sysroot`` names (sglang's CPU
 # binding runs ``lscpu -p=CPU,Core,Socket,Node``)
 # Version-control queries of the repository's metadata (config, refs, the commit id, whether the
@@ -344,6 +345,7 @@ def _reads_no_tree_file(name: str, args: list[str]) -> bool:
         or (name == "ldconfig" and len(args) > 1 and set(args[1:]) <= _LDCONFIG_PRINT)
         or (name == "lscpu" and not any(_names_sysroot(arg) for arg in args[1:]))
         or (len(args) > 1 and set(args[1:]) <= _VERSION_QUERIES)
+        or (args[1:] == ["-v"] and name in _COMPILERS)  # a compiler's version and configuration
     )
 
 

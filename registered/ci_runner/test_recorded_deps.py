@@ -207,7 +207,7 @@ def test_system_probes_read_no_file_the_trees_own_programs_do(tmp_path):
     tool.write_text("#!/bin/sh\ncat data.txt\n")
     tool.chmod(0o755)
     notes = record_child._Notes(str(tmp_path), str(tmp_path))
-    bounded = [["c++", "--version"], ["c++", "-dumpfullversion", "-dumpversion"]]
+    bounded = [["c++", "--version"], ["c++", "-dumpfullversion", "-dumpversion"], ["g++", "-v"]]
     bounded += [["lscpu", "-p=CPU,Core,Socket,Node"], ["lscpu", "-J"]]
     if shutil.which("nvcc"):
         bounded.append(["nvcc", "--version"])
@@ -222,6 +222,7 @@ def test_system_probes_read_no_file_the_trees_own_programs_do(tmp_path):
         (["lscpu", "-ps", "."], tmp_path),
         ([str(tool), "--version"], "/"),
         (["c++", "-dumpversion", "a.c"], tmp_path),
+        (["ls", "-v"], tmp_path),  # -v alone is a version query of compilers only
         (["tools/uname"], tmp_path),
     ]
     for argv, where in unbounded:
