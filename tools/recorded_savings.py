@@ -15,6 +15,11 @@ once statically and once with ``--deps-from``: the workflow of a record made onc
 run) and used by every change until the next one. A test whose inputs the tree changed since
 the recorded commit has a stale record, and its static closure decides it, so the saving shrinks
 with the distance. The clone is put back on the recorded commit at the end.
+
+``--rebase`` measures the workflow that records every commit of the main line (a main-push
+recording: each change's merge base has a record): each commit's own change is applied to the
+recorded commit (``git cherry-pick --no-commit``; a commit whose change does not apply there
+is listed and skipped), so the record is exactly one change behind, as a fresh one would be.
 """
 
 from __future__ import annotations
@@ -42,6 +47,24 @@ def later_commits(root: Path, base: str, rev: str, count: int) -> list[str]:
     return listed[:count]
 
 
+def rebased(root: Path, recorded: str, commit: str) -> bool:
+    """The recorded commit with ``commit``'s own change applied, uncommitted (``--rebase``);
+    False where it does not apply cleanly."""
+    git(root, "reset", "-q", "--hard")
+    git(root, "checkout", "-q", "--detach", recorded)
+    merge = len(git(root, "rev-list", "--parents", "-n", "1", commit).split()) > 2
+    applied = subprocess.run(
+        ["git", "-C", str(root), "cherry-pick", "--no-commit", *(["-m", "1"] if merge else []),
+         commit],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if applied.returncode != 0:
+        subprocess.run(["git", "-C", str(root), "cherry-pick", "--abort"], capture_output=True)
+        git(root, "reset", "-q", "--hard")
+        return False
+    return True
+
+
 def changed_paths(root: Path, commit: str) -> list[str]:
     """Every path ``commit`` changes against its first parent (both sides of a rename)."""
     out = git(root, "diff", "--name-only", "--no-renames", f"{commit}^1", commit)
@@ -55,9 +78,12 @@ def select(python: str, root: Path, hw: str, suite: str, paths: list[str], deps:
     if deps:
         command += ["--deps-from", deps]
     done = subprocess.run(command, input="\n".join(paths) + "\n", capture_output=True, text=True)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"run_suite.py exit {done.returncode}: {done.stderr[-2000:]}")
-    return json.loads(done.stdout)["change_impact"]
+    try:
+        return json.loads(done.stdout)["change_impact"]
+    except (ValueError, KeyError, TypeError):
+        raise SystemExit(
+            f"run_suite.py (exit {done.returncode}) gave no selection: {done.stderr[-2000:]}"
+        ) from None
 
 
 def recorded_commit(root: Path, records: Path) -> str:
@@ -84,7 +110,13 @@ def measure(args: argparse.Namespace) -> list[dict]:
         for number, commit in enumerate(later_commits(root, recorded, args.rev, args.commits), 1):
             if written:
                 (root / args.catalog).unlink(missing_ok=True)
-            git(root, "checkout", "-q", "--detach", commit)
+            if args.rebase:
+                if not rebased(root, recorded, commit):
+                    print(f"{number:3d} {commit[:10]} does not apply to the recorded commit")
+                    rows.append({"commit": commit[:10], "distance": number, "applies": False})
+                    continue
+            else:
+                git(root, "checkout", "-q", "--detach", commit)
             written = bool(catalog) and not (root / args.catalog).exists()
             if written:
                 (root / args.catalog).write_text(catalog)
@@ -117,6 +149,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
     finally:
         if written:
             (root / args.catalog).unlink(missing_ok=True)
+        git(root, "reset", "-q", "--hard")
         git(root, "checkout", "-q", "-f", args.branch)
     return rows
 
@@ -139,13 +172,19 @@ def main(argv: list[str] | None = None) -> int:
         "--catalog", default="ci-runner.toml", help="written back where a commit lacks it"
     )
     parser.add_argument("--python", default=sys.executable, help="the runner's interpreter")
+    parser.add_argument(
+        "--rebase",
+        action="store_true",
+        help="apply each commit's own change to the recorded commit (a record of every merge "
+        "base, as a main-push recording gives) instead of checking the commit out",
+    )
     parser.add_argument("--json", help="write every commit's row here")
     args = parser.parse_args(argv)
     rows = measure(args)
     if args.json:
         Path(args.json).write_text("".join(json.dumps(row) + "\n" for row in rows))
     for mode in ("static", "recorded"):
-        shares = [row[mode] / row["est_total"] for row in rows if row["est_total"]]
+        shares = [row[mode] / row["est_total"] for row in rows if row.get("est_total")]
         if shares:
             print(
                 f"{mode}: median {100 * statistics.median(shares):.1f}%, "

@@ -71,6 +71,29 @@ def test_each_later_commit_is_selected_both_ways(recorded, tmp_path):
     assert git(root, "status", "--porcelain") == ""
 
 
+def test_rebased_each_change_is_one_change_behind_the_record(recorded, tmp_path):
+    """``--rebase``: the document commit applied to the recorded commit alone leaves no record
+    stale, so nothing runs; a change that does not apply there is listed and skipped."""
+    root, records = recorded
+    git(root, "checkout", "-q", "main")
+    (root / "pkg" / "loader.py").write_text("def load_jit():\n    return 3\n")
+    git(root, "commit", "-qam", "conflicts with nothing but the first change")
+    git(root, "checkout", "-q", "rec")
+    out = tmp_path / "rows.jsonl"
+    done = lab("tools.recorded_savings", "--root", str(root), "--records", str(records),
+               "--hw", "cuda", "--suite", "unit-gpu", "--rev", "main", "--rebase",
+               "--json", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    body, docs, conflict = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (body["files_recorded"], body["files_static"]) == (1, 2)
+    assert docs["runs_everything"] and docs["recorded"] == 0
+    assert "7 of 7 file(s) decided by their record" in docs["records"][0]
+    assert conflict == {"commit": conflict["commit"], "distance": 3, "applies": False}
+    assert "does not apply to the recorded commit" in done.stdout
+    assert git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "rec"
+    assert git(root, "status", "--porcelain") == ""
+
+
 def test_records_of_another_commit_are_refused(recorded):
     root, records = recorded
     git(root, "checkout", "-q", "main")
