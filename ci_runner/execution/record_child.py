@@ -80,8 +80,6 @@ _LDCONFIG_PRINT = frozenset({"-p", "--print-cache"})
 # ``c++ --version``, ``c++ -dumpfullversion -dumpversion``) reads no file of the tree.
 _VERSION_QUERIES = frozenset({"--version", "-dumpversion", "-dumpfullversion", "-dumpmachine"})
 _COMPILERS = frozenset({"cc", "c++", "gcc", "g++", "clang", "clang++", "nvcc"})  # ``g++ -v``
-# ``lscpu`` reads /proc and /sys, or the directory its ``-s``/``--sysroot`` names (sglang's CPU
-# binding runs ``lscpu -p=CPU,Core,Socket,Node``)
 # Version-control queries of the repository's metadata (config, refs, the commit id, whether the
 # work tree is dirty), never a tracked file's bytes, unless an argument names an object by path
 # (``HEAD:file``); pytest-benchmark runs ``git rev-parse``, ``git config``, ``hg path``, ``git
@@ -321,7 +319,9 @@ def _subcommand(args: list[str], valued_options: frozenset[str]) -> str:
 
 def _names_sysroot(arg: str) -> bool:
     """Whether an ``lscpu`` argument may be ``--sysroot``/``-s``: a long option that abbreviates
-    it, a cluster of short options holding ``s`` before any ``=``, or no option at all."""
+    it, a cluster of short options holding ``s`` before any ``=``, or no option at all.
+    ``lscpu`` reads /proc and /sys, or the directory ``--sysroot`` names (SGLang's CPU binding
+    runs ``lscpu -p=CPU,Core,Socket,Node``)."""
     name = arg.partition("=")[0]
     if name.startswith("--"):
         return len(name) > 2 and "--sysroot".startswith(name)
@@ -329,11 +329,16 @@ def _names_sysroot(arg: str) -> bool:
 
 
 def _in_tree(notes: _Notes, program: str, where: str | None) -> bool:
-    """Whether ``program`` (one that can start) is a file of the tree."""
+    """Whether ``program`` (one that can start) is a file of the tree: not one installed into
+    the running environment, which may be a virtual environment under the root (``.venv-ci/``:
+    the JIT build's ``ninja`` is ``.venv-ci/bin/ninja`` there)."""
     found = os.path.join(where or "/", program) if os.sep in program else shutil.which(program)
     if found is None:
         return False
     found = os.path.abspath(found)
+    prefixes = {os.path.join(p, "") for p in (sys.prefix, sys.exec_prefix)}
+    if any(found.startswith(prefix) for prefix in prefixes):
+        return False
     return notes.inside(found) or _real_inside(found, notes)
 
 

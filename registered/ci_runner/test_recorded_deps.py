@@ -231,6 +231,28 @@ def test_system_probes_read_no_file_the_trees_own_programs_do(tmp_path):
         assert notes.unbounded == [f"ran {' '.join(argv)}"], argv
 
 
+def test_a_program_of_a_virtual_environment_under_the_root_is_no_file_of_the_tree(
+    tmp_path, monkeypatch
+):
+    """CI's ``.venv-ci/`` is under the root: the JIT build's ``ninja`` from it, run in a build
+    directory outside the tree, reads no file of the tree; a program elsewhere under the root
+    does, and one of the environment run in the tree still keeps its test."""
+    for place in (".venv-ci/bin/ninja", "tools/ninja"):
+        program = tmp_path / place
+        program.parent.mkdir(parents=True)
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o755)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv-ci"))
+    monkeypatch.setattr(sys, "exec_prefix", str(tmp_path / ".venv-ci"))
+    notes = record_child._Notes(str(tmp_path), str(tmp_path))
+    build = tmp_path.parent / "build"
+    record_child._program(notes, str(tmp_path / ".venv-ci/bin/ninja"), ["ninja"], build, None)
+    assert notes.unbounded == []
+    record_child._program(notes, str(tmp_path / "tools/ninja"), ["ninja"], build, None)
+    record_child._program(notes, str(tmp_path / ".venv-ci/bin/ninja"), ["ninja"], tmp_path, None)
+    assert notes.unbounded == ["ran ninja", "ran ninja"]
+
+
 def test_a_tree_removal_is_no_read_and_a_plain_read_is(tmp_path):
     """shutil.rmtree opens each directory by name relative to its parent's descriptor: that is
     neither a read nor a path under the working directory; open() of a file still is."""
