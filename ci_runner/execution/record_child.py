@@ -25,10 +25,12 @@ installs an audit hook (PEP 578) that notes, for paths under the repository root
 * ``import``: module names whose import was attempted (found or not), so a new file that an
   existing import would now find is attributed;
 * ``subprocess.Popen`` / ``os.exec`` / ``os.posix_spawn``: programs whose reads are not
-  recorded: a non-Python program given a repository path (or run in the repository with no
-  path outside it), except those that read no file (``uname``, ``hostname``, ``git rev-parse``,
-  ``git config``, ``git describe``, ``hg path``, ...) or that cannot start (not on ``PATH``), or a
-  Python child that will not record (its environment drops the recording's variable, or ``-S``).
+  recorded: a program that is a file of the tree (not one installed into the running
+  environment), a non-Python program given a repository path (or run in the repository with no
+  path outside it), except those that read no file of the tree (``uname``, ``hostname``, ``git
+  rev-parse``, ``git config``, ``hg path``, ``ldconfig -p``, ``lscpu``, a version query such as
+  ``nvcc --version``, ...) or that cannot start, or a Python child that will not record (its
+  environment drops the recording's variable, or ``-S``).
 
 Each process marks its start (``<out>/<token>.start``) and writes ``<out>/<token>.json`` when it
 exits (``atexit``; ``os._exit`` wrapped, as forked children leave through it; before an

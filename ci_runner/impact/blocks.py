@@ -14,8 +14,8 @@ one scope (a property's setter, a conditional definition) gets ``#2``, ``#3`` in
 A function's position-free dump depends only on its own text, so cutting a new version of a
 file reuses the hash of each function whose key, columns and text (its first decorator's line to
 its last line, split as the parser splits lines) are those of a block of an earlier version
-(``like``): a warm ``--deps-from`` run re-dumps only the functions a change touched, not the 640
-of a 4,400-line file.
+(``like``): a warm ``--deps-from`` run re-dumps only the functions a change touched, not the 261
+of SGLang's 4,400-line ``common.py``.
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ class _Tree:
             else:
                 digest = hashlib.sha256(source).hexdigest()
                 committed = self._at_commit(path)
-                like = committed.blocks or [] if committed is not None else []
+                like = committed.blocks if committed is not None and committed.blocks else []
                 self._blocks[path] = _hashes(self._block_cache.blocks(source, digest, like))
         return self._blocks[path]
 

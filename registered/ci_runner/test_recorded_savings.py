@@ -101,6 +101,12 @@ def test_records_of_another_commit_are_refused(recorded):
                "--hw", "cuda", "--suite", "unit-gpu")  # fmt: skip
     assert done.returncode != 0
     assert f"--records {records} were made at" in done.stderr
+    empty = records.parent / "empty"
+    empty.mkdir()
+    none = lab("tools.recorded_savings", "--root", str(root), "--records", str(empty),
+               "--hw", "cuda", "--suite", "unit-gpu")  # fmt: skip
+    assert none.returncode != 0
+    assert f"--records {empty}: no readable record.json" in none.stderr
 
 
 if __name__ == "__main__":
