@@ -39,9 +39,13 @@ _RECORDER = frozenset(os.path.join(_HERE, name) for name in ("executed_code.py",
 def code_lines(code: CodeType) -> list[int]:
     """The line numbers of ``code``'s instructions, without the function's first line (its
     ``def`` or first decorator, unless that is its only line) and a module's line 0 (where it
-    starts)."""
+    starts), which is kept where it is the module's only line: an empty or comment-only module
+    that ran ran its module level (coverage.py reports line 0 for it too), and a change there
+    must keep the test."""
     lines = {line for _, _, line in code.co_lines() if line}
-    if code.co_name != "<module>" and len(lines) > 1:
+    if code.co_name == "<module>":
+        return sorted(lines) or [0]
+    if len(lines) > 1:
         lines.discard(code.co_firstlineno)
     return sorted(lines)
 

@@ -190,6 +190,10 @@ def _code_touched(record: FileRecord, path: str, tree: _Tree) -> str | None:
     change that only binds names (:mod:`.binding`) counts only where ran code reads them."""
     if path not in record.code or record.sources.get(path) == tree.digest(path):
         return None
+    if not record.code[path]:
+        # It ran, but no block of it was noted (an empty module, as the Python >= 3.12
+        # recorder wrote it before it kept line 0): what it holds now runs where it ran.
+        return ran(MODULE)
     changed = tree.changed_blocks(record, path)
     if changed is None:
         return ran(MODULE)

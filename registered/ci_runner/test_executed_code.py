@@ -256,5 +256,15 @@ def test_a_function_s_lines_leave_out_its_def_and_decorators():
     assert code_lines(one_line["h"].__code__) == [1]
 
 
+@pytest.mark.parametrize(
+    ("source", "lines"),
+    [("", [0]), ("# only a comment\n", [0]), ('"""doc"""\n', [1]), ("x = 1\n\ny = 2\n", [1, 3])],
+)
+def test_a_module_s_lines_are_line_0_only_where_it_has_none_of_its_own(source, lines):
+    """Line 0 is where every module starts; it stands for the module level only where the
+    module has no line of its own (an empty ``__init__.py``), as coverage.py reports it."""
+    assert code_lines(compile(source, "m.py", "exec")) == lines
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))

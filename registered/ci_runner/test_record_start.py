@@ -110,6 +110,15 @@ def test_repository_code_is_recorded_however_it_runs(tree, code):
     assert recorded_lines(scratch)[module] == {1, 2}  # the def line (module level), f's body
 
 
+@pytest.mark.parametrize("text", ["", "# a comment only\n"])
+def test_a_module_with_no_line_of_its_own_is_recorded_at_line_0(tree, text):
+    """An empty ``__init__.py`` that ran ran its module level: line 0, as coverage.py says."""
+    root, scratch, _ = tree
+    (root / "pkg" / "__init__.py").write_text(text)
+    run(tree, "import pkg")
+    assert recorded_lines(scratch)[str(root.resolve() / "pkg" / "__init__.py")] == {0}
+
+
 def test_a_child_process_records_its_own(tree):
     root, scratch, _ = tree
     child = "[sys.executable, '-c', 'import pkg.m']"

@@ -535,6 +535,25 @@ def test_a_record_not_of_the_recorded_commits_file_compares_its_own_hashes(repo,
     assert how(impact)["registered/test_mul.py"] == "ran mul()"
 
 
+def test_an_empty_module_that_ran_keeps_its_tests_when_it_gains_code(repo, tmp_path):
+    """``pkg/__init__.py`` is empty: its module level is its line 0. A record that noted the file
+    without a block (the Python >= 3.12 recorder did before it kept line 0) keeps the test too."""
+    root, records = repo
+    importers = {"registered/test_add.py", "registered/test_data.py", "registered/test_mul.py"}
+    blockless = tmp_path / "records-blockless"
+    shutil.copytree(records, blockless)
+    for path in (blockless / "tests").glob("*.json"):
+        data = json.loads(path.read_text())
+        if "pkg/__init__.py" in data["code"]:
+            data["code"]["pkg/__init__.py"] = {}
+        path.write_text(json.dumps(data))
+    (root / "pkg" / "__init__.py").write_text('raise ImportError("broken")\n')
+    for made in (records, blockless):
+        _, impact = select(root, made, "pkg/__init__.py")
+        assert importers <= set(how(impact)), made
+        assert all(how(impact)[t].startswith("ran its module-level code") for t in importers)
+
+
 def test_a_comment_change_keeps_only_the_unbounded_test(repo):
     root, records = repo
     edit(root, "pkg/ops.py", "# multiply", "# multiply two numbers")
