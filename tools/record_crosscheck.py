@@ -1,0 +1,187 @@
+"""Records checked against an independent tracer: coverage.py's C tracer, on a real tree.
+
+Run from the repo root (results: docs/change-impact.md)::
+
+    python -m tools.record_crosscheck collect --root /tmp/sglrec --hw cpu \\
+        --suite base-a-test-cpu --files-from sample.txt --out /tmp/sglcov \\
+        --python /tmp/sglvenv12/bin/python
+    python -m tools.record_crosscheck judge --root /tmp/sglrec --records /tmp/sglrec-deps \\
+        --coverage /tmp/sglcov [--rows rows.jsonl]
+
+``collect`` runs each listed test file alone through ``run_suite.py`` with coverage.py started
+in every Python process of its tree (``COVERAGE_PROCESS_START``; the ``ctrace`` core, not
+``sys.monitoring``, so the check does not share the recorder's hook), one data directory per
+test file. The runner's own recording is off.
+
+``judge`` maps the lines coverage.py saw to the blocks of :mod:`ci_runner.impact.blocks` and,
+for each test file whose record is valid and whose coverage run passed, lists the blocks that
+coverage.py saw run and the record lacks (a blind spot of the recorder: a change there could
+drop the test). With ``--rows`` (``tools.recorded_savings --json``), it also lists, for each
+commit, the test files the recorded selection dropped although coverage.py saw them run a block
+that the commit changed: misses, judged by the other tracer. A commit's changed blocks are those
+whose hash differs between the commit and its first parent; a file that does not parse on either
+side counts whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from coverage import CoverageData
+
+from ci_runner.impact.blocks import MODULE, block_hashes, executed_blocks
+from ci_runner.impact.record_format import read_records, record_name
+
+RUN_SUITE = Path(__file__).resolve().parents[1] / "run_suite.py"
+STATUS_FILE = "status.txt"
+
+
+def collect(args: argparse.Namespace) -> int:
+    """Run each listed file under coverage.py; one directory of data files per test file."""
+    root = Path(args.root).resolve()
+    out = Path(args.out).resolve()
+    tests = [line.strip() for line in Path(args.files_from).read_text().splitlines()]
+    for test in filter(None, tests):
+        data = out / record_name(test)
+        data.mkdir(parents=True, exist_ok=False)
+        config = data / "coveragerc"
+        config.write_text(
+            f"[run]\nparallel = true\ndata_file = {data}/.coverage\nsource = {root}\n"
+            "concurrency = thread,multiprocessing\n"
+        )
+        env = dict(os.environ, COVERAGE_PROCESS_START=str(config), COVERAGE_CORE="ctrace")
+        env.pop("CI_RUNNER_RECORD_DEPS", None)
+        done = subprocess.run(
+            [args.python, str(RUN_SUITE), "--root", str(root), "--hw", args.hw,
+             "--suite", args.suite, "--files", test, "--timeout-per-file", "600"],
+            env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        status = "passed" if done.returncode == 0 else f"exit {done.returncode}"
+        (data / STATUS_FILE).write_text(f"{test}\n{status}\n")
+        print(f"{test}: {status}", flush=True)
+    return 0
+
+
+def covered_blocks(root: Path, data_dir: Path) -> dict[str, set[str]]:
+    """``{path: block keys}`` of the tree's files that coverage.py saw run in ``data_dir``."""
+    lines: dict[str, set[int]] = {}
+    for data_file in sorted(data_dir.glob(".coverage*")):
+        data = CoverageData(basename=str(data_file))
+        data.read()
+        for measured in data.measured_files():
+            try:
+                path = Path(measured).resolve().relative_to(root).as_posix()
+            except ValueError:
+                continue
+            lines.setdefault(path, set()).update(data.lines(measured) or ())
+    found: dict[str, set[str]] = {}
+    for path, executed in lines.items():
+        if not path.endswith(".py") or not (root / path).is_file():
+            continue
+        blocks = executed_blocks((root / path).read_bytes(), executed)
+        found[path] = set(blocks) if blocks is not None else {MODULE}
+    return found
+
+
+def git_show(root: Path, commit: str, path: str) -> bytes | None:
+    """The file at ``commit``; None where it does not exist there."""
+    done = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{path}"], capture_output=True)
+    return done.stdout if done.returncode == 0 else None
+
+
+def changed_blocks(root: Path, commit: str) -> dict[str, set[str] | None]:
+    """``{path: changed block keys}`` of each Python file the commit changed against its first
+    parent; None: the whole file (added, deleted, or not parsed on one side)."""
+    names = subprocess.run(
+        ["git", "-C", str(root), "diff", "--name-only", "--no-renames", f"{commit}^", commit],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    changed: dict[str, set[str] | None] = {}
+    for path in names:
+        if not path.endswith(".py"):
+            continue
+        old, new = git_show(root, f"{commit}^", path), git_show(root, commit, path)
+        before = block_hashes(old) if old is not None else None
+        after = block_hashes(new) if new is not None else None
+        if before is None or after is None:
+            changed[path] = None
+            continue
+        changed[path] = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    return changed
+
+
+def judge(args: argparse.Namespace) -> int:
+    """Print the blind spots of each record and, with ``--rows``, the misses of each commit."""
+    root = Path(args.root).resolve()
+    records = read_records(Path(args.records), "--records").tests
+    covered: dict[str, dict[str, set[str]]] = {}
+    for data_dir in sorted(p for p in Path(args.coverage).iterdir() if p.is_dir()):
+        test, status = (data_dir / STATUS_FILE).read_text().split("\n")[:2]
+        record = records.get(test)
+        if status != "passed" or record is None or record.problems:
+            print(f"{test}: not judged (coverage run {status}, record "
+                  f"{'missing' if record is None else record.problems or 'valid'})")  # fmt: skip
+            continue
+        covered[test] = covered_blocks(root, data_dir)
+        unseen = sorted(
+            f"{path}:{key}"
+            for path, keys in covered[test].items()
+            for key in keys - set(record.code.get(path, {}))
+        )
+        blocks = sum(map(len, covered[test].values()))
+        print(f"{test}: {blocks} blocks run, {len(unseen)} not in its record", flush=True)
+        for name in unseen[: args.show]:
+            print(f"    {name}")
+    print(f"judged {len(covered)} test files")
+    if args.rows:
+        misses = 0
+        rows = [json.loads(line) for line in Path(args.rows).read_text().splitlines()]
+        for row in rows:
+            if row.get("applies") is False:
+                continue
+            changed = changed_blocks(root, row["commit"])
+            kept = set(row["kept_recorded"])
+            # A selection that runs everything lists no kept files.
+            dropped = set() if row["files_recorded"] > len(kept) else set(covered) - kept
+            found = [
+                (test, path)
+                for test in sorted(dropped)
+                for path, keys in changed.items()
+                if path in covered[test] and (keys is None or keys & covered[test][path])
+            ]
+            misses += len(found)
+            print(f"{row['commit']}: {len(changed)} Python files changed, {len(dropped)} of "
+                  f"{len(covered)} judged files dropped, {len(found)} ran a changed block")  # fmt: skip
+            for test, path in found:
+                print(f"    MISS {test} ran {path}")
+        print(f"misses: {misses}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("collect", help="run each listed test file under coverage.py")
+    run.add_argument("--root", required=True, help="the tree at the recorded commit")
+    run.add_argument("--hw", required=True)
+    run.add_argument("--suite", required=True)
+    run.add_argument("--files-from", required=True, help="test paths, one per line")
+    run.add_argument("--out", required=True, help="a new directory for the coverage data")
+    run.add_argument("--python", default=sys.executable, help="the runner's interpreter")
+    check = commands.add_parser("judge", help="compare the records with coverage.py's data")
+    check.add_argument("--root", required=True, help="the tree at the recorded commit")
+    check.add_argument("--records", required=True, help="the --record-deps directory")
+    check.add_argument("--coverage", required=True, help="collect's --out directory")
+    check.add_argument("--rows", help="tools.recorded_savings --json rows to judge for misses")
+    check.add_argument("--show", type=int, default=20, help="blind spots listed per test file")
+    args = parser.parse_args(argv)
+    return collect(args) if args.command == "collect" else judge(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
