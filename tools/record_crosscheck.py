@@ -11,7 +11,11 @@ Run from the repo root (results: docs/change-impact.md)::
 ``collect`` runs each listed test file alone through ``run_suite.py`` with coverage.py started
 in every Python process of its tree (``COVERAGE_PROCESS_START``; the ``ctrace`` core, not
 ``sys.monitoring``, so the check does not share the recorder's hook), one data directory per
-test file. The runner's own recording is off.
+test file. The runner's own recording is off. With ``--strace`` each run is also traced with
+``strace -f -y`` (the opens, working directories and forks of every process), and ``judge``
+lists the files of the tree a test's processes opened that its record does not note (C code's
+reads, which the audit hook does not see, show up here), apart from what a built-in rule runs
+everything for and a record that keeps its test for any change (an unbounded program).
 
 ``judge`` maps the lines coverage.py saw to the blocks of :mod:`ci_runner.impact.blocks` and,
 for each test file whose record is valid and whose coverage run passed, lists the blocks that
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,10 +40,20 @@ from pathlib import Path
 from coverage import CoverageData
 
 from ci_runner.impact.blocks import MODULE, block_hashes, executed_blocks
-from ci_runner.impact.record_format import read_records, record_name
+from ci_runner.impact.path_rules import matching_pattern
+from ci_runner.impact.record_format import FileRecord, read_records, record_name
+from ci_runner.impact.selection import BUILTIN_RUN_EVERYTHING
 
 RUN_SUITE = Path(__file__).resolve().parents[1] / "run_suite.py"
 STATUS_FILE = "status.txt"
+STRACE_FILE = "strace.txt"
+# one line of ``strace -f -y``: pid, then a call's start or a call resumed
+_LINE = re.compile(r"^(\d+) +(?:<\.\.\. (\w+) resumed>(.*)|(\w+)\((.*))$")
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_DIR_FD = re.compile(r"^\d+<([^>]*)>, ")  # openat's directory argument, as -y prints it
+_CHILD = re.compile(r"= (\d+)")
+_FORKS = ("clone", "clone3", "fork", "vfork")
+_TRACED = "trace=open,openat,openat2,chdir,fchdir,clone,clone3,fork,vfork"
 
 
 def collect(args: argparse.Namespace) -> int:
@@ -56,10 +71,12 @@ def collect(args: argparse.Namespace) -> int:
         )
         env = dict(os.environ, COVERAGE_PROCESS_START=str(config), COVERAGE_CORE="ctrace")
         env.pop("CI_RUNNER_RECORD_DEPS", None)
+        trace = ["strace", "-f", "-y", "-qq", "-e", _TRACED, "-o",
+                 str(data / STRACE_FILE)] if args.strace else []  # fmt: skip
         done = subprocess.run(
-            [args.python, str(RUN_SUITE), "--root", str(root), "--hw", args.hw,
+            [*trace, args.python, str(RUN_SUITE), "--root", str(root), "--hw", args.hw,
              "--suite", args.suite, "--files", test, "--timeout-per-file", "600"],
-            env=env, capture_output=True, text=True,
+            env=env, cwd=root, capture_output=True, text=True,
         )  # fmt: skip
         status = "passed" if done.returncode == 0 else f"exit {done.returncode}"
         (data / STATUS_FILE).write_text(f"{test}\n{status}\n")
@@ -85,6 +102,68 @@ def covered_blocks(root: Path, data_dir: Path) -> dict[str, set[str]]:
             continue
         blocks = executed_blocks((root / path).read_bytes(), executed)
         found[path] = set(blocks) if blocks is not None else {MODULE}
+    return found
+
+
+def opened_files(root: Path, trace: Path) -> set[str]:
+    """The tree's files that the test's processes opened or tried to open (``strace -f -y``):
+    not the runner's own process (the trace's first pid), not directories, not ``.git/``.
+    Relative paths are resolved from each process's working directory, followed through
+    ``chdir``, ``fchdir`` and the forks that pass it on (the runner starts in the root)."""
+    cwd: dict[str, str] = {}
+    found: set[str] = set()
+    runner = None
+    for line in trace.read_text(errors="replace").splitlines():
+        match = _LINE.match(line)
+        if match is None:
+            continue
+        pid = match.group(1)
+        runner = runner or pid
+        here = cwd.setdefault(pid, str(root))
+        name, rest = (match.group(2), match.group(3)) if match.group(2) else match.group(4, 5)
+        if name in _FORKS:
+            child = _CHILD.search(rest.rsplit(")", 1)[-1])
+            if child:
+                cwd[child.group(1)] = here
+            continue
+        if name == "fchdir":
+            target = re.search(r"<([^>]*)>", rest)
+            if target and " = 0" in rest:
+                cwd[pid] = target.group(1)
+            continue
+        quoted = _QUOTED.search(rest)
+        if quoted is None or match.group(2):
+            continue
+        base = _DIR_FD.match(rest)
+        path = os.path.normpath(os.path.join(base.group(1) if base else here, quoted.group(1)))
+        if name == "chdir":
+            if "= -1" not in rest:
+                cwd[pid] = path
+            continue
+        if pid == runner or "O_DIRECTORY" in rest:
+            continue
+        try:
+            relative = Path(path).relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if not relative.startswith(".git/"):
+            found.add(relative)
+    return found
+
+
+def unexplained_opens(opened: set[str], record: FileRecord) -> list[str]:
+    """The files of ``opened`` that the record neither noted as opened nor ran code of (a
+    ``.pyc`` counts as its source), and that no built-in rule runs every test for (pytest's
+    configuration discovery reads ``pyproject.toml``, ``tox.ini``, ...; unnoted by design)."""
+    known = set(record.opened) | set(record.code)
+    for use in record.kernels:
+        known |= set(use.dependencies) | set(use.sources)
+    ruled = tuple(pattern for pattern, _ in BUILTIN_RUN_EVERYTHING)
+    found = []
+    for path in sorted(opened):
+        source = re.sub(r"__pycache__/([^/]+?)\.[^/]*\.pyc$", r"\1.py", path)
+        if path not in known and source not in known and not matching_pattern(ruled, path):
+            found.append(path)
     return found
 
 
@@ -137,6 +216,14 @@ def judge(args: argparse.Namespace) -> int:
         print(f"{test}: {blocks} blocks run, {len(unseen)} not in its record", flush=True)
         for name in unseen[: args.show]:
             print(f"    {name}")
+        if (data_dir / STRACE_FILE).is_file():
+            opened = opened_files(root, data_dir / STRACE_FILE)
+            # a record with a program whose reads it does not see keeps its test for any change
+            unknown = [] if record.unbounded else unexplained_opens(opened, record)
+            print(f"    strace: {len(opened)} files of the tree opened, {len(unknown)} not in "
+                  "its record")  # fmt: skip
+            for path in unknown[: args.show]:
+                print(f"    opened {path}")
     print(f"judged {len(covered)} test files")
     if args.rows:
         misses = 0
@@ -173,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--files-from", required=True, help="test paths, one per line")
     run.add_argument("--out", required=True, help="a new directory for the coverage data")
     run.add_argument("--python", default=sys.executable, help="the runner's interpreter")
+    run.add_argument(
+        "--strace", action="store_true", help="also trace every open of the file's processes"
+    )
     check = commands.add_parser("judge", help="compare the records with coverage.py's data")
     check.add_argument("--root", required=True, help="the tree at the recorded commit")
     check.add_argument("--records", required=True, help="the --record-deps directory")

@@ -2,6 +2,7 @@
 a recorded selection's drops judged by what coverage.py saw."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,10 @@ from ci_runner.impact.record_format import TESTS_DIR, record_name
 
 register_cpu_ci(est_time=25, suite="base-a-test-cpu")
 
+STRACE = shutil.which("strace") is not None and subprocess.run(
+    ["strace", "-qq", "-o", "/dev/null", "true"], capture_output=True
+).returncode == 0  # fmt: skip
+
 
 def lab(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -29,14 +34,15 @@ def lab(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
-    """The generated repository recorded by the runner and run again under coverage.py:
-    (root, record dir, coverage dir)."""
+    """The generated repository recorded by the runner and run again under coverage.py (and
+    strace, where it can trace): (root, record dir, coverage dir)."""
     base = tmp_path_factory.mktemp("crosscheck")
     root, records = recorded_repo(base, FILES)
     listing = base / "tests.txt"
     listing.write_text("".join(f"{test}\n" for test in TESTS))
     done = lab("collect", "--root", str(root), "--hw", "cpu", "--suite", "unit-cpu",
-               "--files-from", str(listing), "--out", str(base / "cov"))  # fmt: skip
+               "--files-from", str(listing), "--out", str(base / "cov"),
+               *(["--strace"] if STRACE else []))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.count(": passed") == len(TESTS), done.stdout
     return root, records, base / "cov"
@@ -54,13 +60,32 @@ def test_every_block_coverage_py_saw_is_in_the_runner_s_record(checked):
     assert f"judged {len(TESTS)} test files" in out
     # test_data runs mul() in a child process: coverage.py sees it there, and so does the record
     assert "registered/test_data.py: " in out and "ops.py" not in out
-    assert out.count(", 0 not in its record") == len(TESTS), out
+    assert out.count(" blocks run, 0 not in its record") == len(TESTS), out
+
+
+@pytest.mark.skipif(not STRACE, reason="strace is not installed or cannot trace here")
+def test_every_file_strace_saw_opened_is_in_the_record(checked, tmp_path):
+    """``test_data`` opens ``data/cfg.json`` by a relative path; ``test_program``'s ``cat``
+    reads ``plugins/one.txt``, which its record does not see but keeps it for any change. A
+    record that loses the opened file is named."""
+    root, records, coverage = checked
+    out = judged(root, records, coverage)
+    assert out.count(" not in its record") == 2 * len(TESTS), out
+    assert out.count("files of the tree opened, 0 not in its record") == len(TESTS), out
+    damaged = tmp_path / "records"
+    shutil.copytree(records, damaged)
+    path = damaged / TESTS_DIR / record_name("registered/test_data.py")
+    record = json.loads(path.read_text())
+    del record["opened"]["data/cfg.json"]
+    path.write_text(json.dumps(record))
+    out = judged(root, damaged, coverage)
+    assert "    opened data/cfg.json" in out, out
 
 
 def test_a_block_the_record_lacks_is_named(checked, tmp_path):
     root, records, coverage = checked
     damaged = tmp_path / "records"
-    subprocess.run(["cp", "-r", str(records), str(damaged)], check=True)
+    shutil.copytree(records, damaged)
     path = damaged / TESTS_DIR / record_name("registered/test_mul.py")
     record = json.loads(path.read_text())
     del record["code"]["pkg/ops.py"]["mul"]
