@@ -50,7 +50,7 @@ STRACE_FILE = "strace.txt"
 # one line of ``strace -f -y``: pid, then a call's start or a call resumed
 _LINE = re.compile(r"^(\d+) +(?:<\.\.\. (\w+) resumed>(.*)|(\w+)\((.*))$")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_DIR_FD = re.compile(r"^\d+<([^>]*)>, ")  # openat's directory argument, as -y prints it
+_DIR_FD = re.compile(r"^(?:AT_FDCWD|\d+)<([^>]*)>, ")  # openat's directory, as -y prints it
 _CHILD = re.compile(r"= (\d+)")
 _FORKS = ("clone", "clone3", "fork", "vfork")
 _TRACED = "trace=open,openat,openat2,chdir,fchdir,clone,clone3,fork,vfork"
@@ -108,7 +108,8 @@ def covered_blocks(root: Path, data_dir: Path) -> dict[str, set[str]]:
 def opened_files(root: Path, trace: Path) -> set[str]:
     """The tree's files that the test's processes opened or tried to open (``strace -f -y``):
     not the runner's own process (the trace's first pid), not directories, not ``.git/``.
-    Relative paths are resolved from each process's working directory, followed through
+    Relative paths are resolved from the directory ``-y`` prints for ``openat``'s
+    ``AT_FDCWD`` or descriptor, else from the process's working directory, followed through
     ``chdir``, ``fchdir`` and the forks that pass it on (the runner starts in the root)."""
     cwd: dict[str, str] = {}
     found: set[str] = set()
@@ -123,8 +124,8 @@ def opened_files(root: Path, trace: Path) -> set[str]:
         name, rest = (match.group(2), match.group(3)) if match.group(2) else match.group(4, 5)
         if name in _FORKS:
             child = _CHILD.search(rest.rsplit(")", 1)[-1])
-            if child:
-                cwd[child.group(1)] = here
+            if child:  # (a vfork child may have run, and changed directory, first)
+                cwd.setdefault(child.group(1), here)
             continue
         if name == "fchdir":
             target = re.search(r"<([^>]*)>", rest)
@@ -200,6 +201,9 @@ def judge(args: argparse.Namespace) -> int:
     records = read_records(Path(args.records), "--records").tests
     covered: dict[str, dict[str, set[str]]] = {}
     for data_dir in sorted(p for p in Path(args.coverage).iterdir() if p.is_dir()):
+        if not (data_dir / STATUS_FILE).is_file():
+            print(f"{data_dir.name}: not judged (its run did not finish)")
+            continue
         test, status = (data_dir / STATUS_FILE).read_text().split("\n")[:2]
         record = records.get(test)
         if status != "passed" or record is None or record.problems:
