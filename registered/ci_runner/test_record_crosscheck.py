@@ -115,3 +115,27 @@ def test_a_dropped_test_that_ran_a_changed_block_is_a_miss(checked, tmp_path):
     misses = sorted(line.split()[1] for line in out.splitlines() if "MISS" in line)
     assert misses == ["registered/test_data.py", "registered/test_mul.py"], out
     assert "misses: 2" in out
+
+
+def test_strace_lines_resolve_from_each_process_s_directory(tmp_path):
+    """The runner's own opens, directories and ``.git/`` are left out; ``openat`` resolves from
+    the directory ``-y`` prints; ``open`` from the directory the process changed to, which a
+    vfork child does before its parent's ``vfork`` returns."""
+    from tools.record_crosscheck import opened_files
+
+    root = tmp_path / "repo"
+    trace = tmp_path / "strace.txt"
+    trace.write_text(
+        f'10 openat(AT_FDCWD<{root}>, "pkg/a.json", O_RDONLY) = 3\n'
+        "10 vfork( <unfinished ...>\n"
+        f'11 chdir("{root}/test") = 0\n'
+        "10 <... vfork resumed>) = 11\n"
+        '11 open("rel.txt", O_RDONLY) = 3\n'
+        f'11 openat(AT_FDCWD<{root}/test>, "libx.so", O_RDONLY|O_CLOEXEC) = -1 ENOENT (No such)\n'
+        f'11 openat(AT_FDCWD<{root}/test>, "sub", O_RDONLY|O_DIRECTORY) = 4\n'
+        f'11 openat(AT_FDCWD<{root}>, ".git/HEAD", O_RDONLY) = 4\n'
+        f'11 openat(3<{root}/data>, "cfg.json", O_RDONLY <unfinished ...>\n'
+        "11 <... openat resumed>) = 5\n"
+        '11 openat(AT_FDCWD</elsewhere>, "x.txt", O_RDONLY) = 6\n'
+    )
+    assert opened_files(root, trace) == {"test/rel.txt", "test/libx.so", "data/cfg.json"}
