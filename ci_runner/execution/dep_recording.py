@@ -50,7 +50,7 @@ from ci_runner.model import PASSED, FileResult
 
 # coverage's ``patch = execv`` (and ``subprocess``) pass a running measurement to children in this
 INHERITED_CONFIG = "COVERAGE_PROCESS_CONFIG"
-START_HOOK = Path(record_child.__file__).with_name("a1_ci_runner_record.pth")
+START_HOOK = Path(record_child.__file__).with_name(record_child.START_HOOK_NAME)
 JIT_LOG_VARIABLE = "JIT_KERNEL_LOAD_LOG"
 PLUGIN = "ci_runner.execution.record_child"
 SKIPPED_PARTS = ("site-packages", "dist-packages", "__pycache__")

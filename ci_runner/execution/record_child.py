@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import _thread
 import atexit
+import glob
 import json
 import os
 import shutil
@@ -73,6 +74,11 @@ _REWRITER = f"{os.sep}_pytest{os.sep}assertion{os.sep}rewrite.py"
 _PYTEST_CONFIG = f"{os.sep}_pytest{os.sep}config{os.sep}findpaths.py"
 # Programs that read no file of the tree whatever their arguments (``platform.processor()``
 # runs ``uname -p``, so every pytest-xdist worker does)
+# The start hook's file (this package's ``.pth``), and where an installation keeps such files.
+START_HOOK_NAME = "a1_ci_runner_record.pth"
+_SITE_DIRECTORIES = (
+    "lib*/python3*/site-packages", "lib*/python3*/dist-packages", "local/lib*/python3*/dist-packages"
+)  # fmt: skip
 _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false"})
 # ``ldconfig -p`` prints the system's library cache (/etc/ld.so.cache) and nothing else;
 # ``ctypes.util.find_library`` runs it, so every process of soundfile, numba or triton does.
@@ -284,6 +290,41 @@ def _read_for_pytest_config(path: str) -> bool:
     return os.path.basename(path) == "pyproject.toml" and _read_by(_PYTEST_CONFIG)
 
 
+def _records_itself(program: str, env: object, where: str | None) -> bool:
+    """Whether the Python interpreter ``program`` starts this package's recorder: it is one of
+    this process's environment, or of one where the start hook is installed. ``python3`` on a
+    ``PATH`` that finds another installation (a pyenv shim, the system's Python beside a
+    virtual environment that was not activated) records nothing, silently. One that cannot be
+    found does not start."""
+    if program == sys.executable:
+        return True
+    if os.sep in program:
+        path: str | None = os.path.join(where or os.getcwd(), program)
+    else:
+        search = env.get("PATH") if isinstance(env, dict) else None  # type: ignore[union-attr]
+        path = shutil.which(program, path=search if isinstance(search, str) else None)
+    if path is None or not os.path.isfile(path):
+        return True
+    prefix = _environment_of(path)
+    if prefix == os.path.realpath(sys.prefix):
+        return True
+    return any(
+        os.path.isfile(os.path.join(found, START_HOOK_NAME))
+        for pattern in _SITE_DIRECTORIES
+        for found in glob.glob(os.path.join(glob.escape(prefix), pattern))
+    )
+
+
+def _environment_of(interpreter: str) -> str:
+    """The prefix a Python interpreter runs in: the virtual environment whose ``pyvenv.cfg`` is
+    beside it or one directory up (as Python looks for it), else its real file's installation."""
+    directory = os.path.dirname(os.path.abspath(interpreter))
+    for place in (directory, os.path.dirname(directory)):
+        if os.path.isfile(os.path.join(place, "pyvenv.cfg")):
+            return os.path.realpath(place)
+    return os.path.dirname(os.path.dirname(os.path.realpath(interpreter)))
+
+
 def _can_start(program: str, where: str | None) -> bool:
     """Whether ``program`` exists (a path, from the directory it starts in) or is on ``PATH``:
     one that cannot start reads nothing."""
@@ -371,6 +412,11 @@ def _program(notes: _Notes, executable: object, argv: object, cwd: object, env: 
             keys = set()
         if not keys & set(_PROCESS_VARIABLES) or "-S" in args[1:2]:
             notes.unbounded.append(f"started Python without recording: {' '.join(args)[:200]}")
+        elif not _records_itself(program, environment, where):
+            notes.unbounded.append(
+                f"started Python of another environment, without this package's start hook: "
+                f"{' '.join(args)[:200]}"
+            )
         return
     if not _can_start(program, where):
         return

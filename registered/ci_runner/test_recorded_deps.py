@@ -253,6 +253,47 @@ def test_a_program_of_a_virtual_environment_under_the_root_is_no_file_of_the_tre
     assert notes.unbounded == ["ran ninja", "ran ninja"]
 
 
+def _interpreter(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_python_of_another_environment_without_the_start_hook_is_unbounded(tmp_path, monkeypatch):
+    """``python3`` that ``PATH`` finds in another installation (a pyenv shim, the system's
+    Python beside a virtual environment that was not activated) records nothing: SGLang's
+    ``test_docker_build_metadata_args.py`` ran its helper so, and its record lacked the
+    helper's functions. Such a start keeps the test for any change; an interpreter of this
+    environment, or of one where the start hook is installed, records itself."""
+    other = tmp_path / "other"
+    _interpreter(other / "bin" / "python3")
+    site = other / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    root = tmp_path / "repo"
+    root.mkdir()
+    notes = record_child._Notes(str(root), str(root))
+    env = {**os.environ, "PATH": str(other / "bin"), record_child.START_VARIABLE: "x"}
+    record_child._program(notes, None, ["python3", "tool.py"], root, env)
+    assert notes.unbounded == [
+        "started Python of another environment, without this package's start hook: python3 tool.py"
+    ]
+    notes.unbounded.clear()
+    (site / record_child.START_HOOK_NAME).write_text("")
+    record_child._program(notes, None, ["python3", "tool.py"], root, env)
+    venv = tmp_path / "venv"
+    python = _interpreter(venv / "bin" / "python")
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    record_child._program(notes, str(python), [str(python), "tool.py"], root, env)
+    record_child._program(notes, None, [sys.executable, "tool.py"], root, env)
+    record_child._program(notes, None, ["python3.99-nowhere", "tool.py"], root, env)
+    assert notes.unbounded == []
+    monkeypatch.setattr(sys, "prefix", str(other))
+    record_child._program(notes, str(python), [str(python), "tool.py"], root, env)
+    assert len(notes.unbounded) == 1  # the virtual environment is not this process's now
+
+
 def test_a_tree_removal_is_no_read_and_a_plain_read_is(tmp_path):
     """shutil.rmtree opens each directory by name relative to its parent's descriptor: that is
     neither a read nor a path under the working directory; open() of a file still is."""
