@@ -139,3 +139,7 @@ def test_strace_lines_resolve_from_each_process_s_directory(tmp_path):
         '11 openat(AT_FDCWD</elsewhere>, "x.txt", O_RDONLY) = 6\n'
     )
     assert opened_files(root, trace) == {"test/rel.txt", "test/libx.so", "data/cfg.json"}
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
