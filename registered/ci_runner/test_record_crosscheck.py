@@ -16,7 +16,13 @@ from impact_tree import git
 from recorded_tree import FILES, TESTS, recorded_repo
 
 from ci_runner import register_cpu_ci
-from ci_runner.impact.record_format import TESTS_DIR, record_name
+from ci_runner.impact.record_format import (
+    TESTS_DIR,
+    FileRecord,
+    record_name,
+    write_meta,
+    write_test_record,
+)
 
 register_cpu_ci(est_time=25, suite="base-a-test-cpu")
 
@@ -120,12 +126,18 @@ def test_a_dropped_test_that_ran_a_changed_block_is_a_miss(checked, tmp_path):
 def test_strace_lines_resolve_from_each_process_s_directory(tmp_path):
     """The runner's own opens, directories and ``.git/`` are left out; ``openat`` resolves from
     the directory ``-y`` prints; ``open`` from the directory the process changed to, which a
-    vfork child does before its parent's ``vfork`` returns."""
-    from tools.record_crosscheck import opened_files
-
+    vfork child does before its parent's ``vfork`` returns. Judged through the tool's command
+    line, against a record that noted none of them."""
     root = tmp_path / "repo"
-    trace = tmp_path / "strace.txt"
-    trace.write_text(
+    root.mkdir()
+    records = tmp_path / "records"
+    write_meta(records, "abc")
+    test = "registered/test_x.py"
+    write_test_record(records, FileRecord(test, "abc", "passed"))
+    data = tmp_path / "cov" / "x"
+    data.mkdir(parents=True)
+    (data / "status.txt").write_text(f"{test}\npassed\n")
+    (data / "strace.txt").write_text(
         f'10 openat(AT_FDCWD<{root}>, "pkg/a.json", O_RDONLY) = 3\n'
         "10 vfork( <unfinished ...>\n"
         f'11 chdir("{root}/test") = 0\n'
@@ -138,7 +150,10 @@ def test_strace_lines_resolve_from_each_process_s_directory(tmp_path):
         "11 <... openat resumed>) = 5\n"
         '11 openat(AT_FDCWD</elsewhere>, "x.txt", O_RDONLY) = 6\n'
     )
-    assert opened_files(root, trace) == {"test/rel.txt", "test/libx.so", "data/cfg.json"}
+    out = judged(root, records, tmp_path / "cov")
+    assert "strace: 3 files of the tree opened, 3 not in its record" in out, out
+    opened = sorted(line.split()[1] for line in out.splitlines() if line.startswith("    opened"))
+    assert opened == ["data/cfg.json", "test/libx.so", "test/rel.txt"], out
 
 
 if __name__ == "__main__":
