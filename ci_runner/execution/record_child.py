@@ -72,13 +72,13 @@ _LISTERS = (f"{os.sep}_pytest{os.sep}", f"{os.sep}importlib{os.sep}metadata{os.s
 _REWRITER = f"{os.sep}_pytest{os.sep}assertion{os.sep}rewrite.py"
 # pytest's configuration discovery reads only its own table of pyproject.toml
 _PYTEST_CONFIG = f"{os.sep}_pytest{os.sep}config{os.sep}findpaths.py"
-# Programs that read no file of the tree whatever their arguments (``platform.processor()``
-# runs ``uname -p``, so every pytest-xdist worker does)
 # The start hook's file (this package's ``.pth``), and where an installation keeps such files.
 START_HOOK_NAME = "a1_ci_runner_record.pth"
 _SITE_DIRECTORIES = (
     "lib*/python3*/site-packages", "lib*/python3*/dist-packages", "local/lib*/python3*/dist-packages"
 )  # fmt: skip
+# Programs that read no file of the tree whatever their arguments (``platform.processor()``
+# runs ``uname -p``, so every pytest-xdist worker does)
 _READ_NO_FILE = frozenset({"uname", "hostname", "nproc", "sleep", "true", "false"})
 # ``ldconfig -p`` prints the system's library cache (/etc/ld.so.cache) and nothing else;
 # ``ctypes.util.find_library`` runs it, so every process of soundfile, numba or triton does.
